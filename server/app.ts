@@ -1,0 +1,102 @@
+import { createRequire } from 'node:module';
+import express, { type NextFunction, type Request, type Response } from 'express';
+import type { DatabasePool } from 'slonik';
+import type { Config } from './config.ts';
+import { sql } from './db/pool.ts';
+import { ApiError, bodyParserError, toApiError } from './http/errors.ts';
+import { loadOpenApi, type OpenApi } from './http/openapi.ts';
+import { errorBody, pipeline, requestIdOf } from './http/pipeline.ts';
+import type { Logger } from './log.ts';
+import { routes } from './routes/index.ts';
+
+const require = createRequire(import.meta.url);
+
+export interface AppDeps {
+  pool: DatabasePool;
+  config: Config;
+  log: Logger;
+  openapi?: OpenApi;
+  /** Whether this process has applied every migration (set by main). */
+  isMigrated?: () => boolean;
+}
+
+const REDOC_PAGE = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Pressroom API reference</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"></head>
+<body><redoc spec-url="/docs/openapi.json"></redoc>
+<script src="/docs/redoc.standalone.js"></script></body></html>`;
+
+/** Builds the Express app; no listening and no globals, so tests build it too. */
+export function createApp(deps: AppDeps) {
+  const { pool, config, log } = deps;
+  const openapi = deps.openapi ?? loadOpenApi();
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', config.TRUST_PROXY);
+  app.set('query parser', 'extended');
+
+  app.use((req: Request, res: Response, next: NextFunction) => {
+    const id = requestIdOf(req);
+    res.locals.requestId = id;
+    res.setHeader('X-Request-Id', id);
+    next();
+  });
+
+  app.get('/healthz', (_req, res) => {
+    res.json({ data: { status: 'ok' }, meta: null });
+  });
+  app.get('/readyz', async (_req, res) => {
+    try {
+      await pool.query(sql.unsafe`select 1`);
+      const migrated = deps.isMigrated ? deps.isMigrated() : true;
+      if (!migrated) throw new Error('not migrated');
+      res.json({ data: { status: 'ready', database: 'ok', migrated: true }, meta: null });
+    } catch (e) {
+      res.status(503).json(errorBody(res.locals.requestId, new ApiError(503, 'NOT_READY', `Not ready: ${e instanceof Error ? e.message : String(e)}`)));
+    }
+  });
+  const docJson = JSON.stringify(openapi.doc);
+  app.get('/docs/openapi.json', (_req, res) => {
+    res.type('application/json').send(docJson);
+  });
+  app.get('/docs/redoc.standalone.js', (_req, res) => {
+    res.sendFile(require.resolve('redoc/bundles/redoc.standalone.js'));
+  });
+  app.get('/docs', (_req, res) => {
+    res.type('html').send(REDOC_PAGE);
+  });
+
+  const json = express.json({ limit: config.BODY_LIMIT_BYTES, strict: false, type: ['application/json', 'application/*+json'] });
+  const router = express.Router();
+  const allowed = new Map<string, string[]>();
+  for (const op of openapi.operations) {
+    const route = routes[op.operationId];
+    if (!route) throw new Error(`No handler for operation ${op.operationId} (${op.method} ${op.path})`);
+    (router as any)[op.method.toLowerCase()](op.expressPath, pipeline(op, route, { pool, config, log, json }));
+    allowed.set(op.expressPath, [...(allowed.get(op.expressPath) ?? []), op.method]);
+  }
+  for (const id of Object.keys(routes)) {
+    if (!openapi.operations.some((o) => o.operationId === id)) throw new Error(`Handler ${id} has no operation in openapi.yaml`);
+  }
+  for (const [p, methods] of allowed) {
+    router.all(p, (req, res) => {
+      res.setHeader('Allow', methods.join(', '));
+      res.status(405).json(errorBody(res.locals.requestId, new ApiError(405, 'METHOD_NOT_ALLOWED', `${req.method} is not allowed here; use ${methods.join(', ')}.`, { allow: methods })));
+    });
+  }
+  app.use(router);
+
+  app.use((req: Request, res: Response) => {
+    res.status(404).json(errorBody(res.locals.requestId, new ApiError(404, 'NOT_FOUND', `No route ${req.method} ${req.path}.`)));
+  });
+  // Body-parser failures (malformed JSON, too large) and anything unforeseen.
+  app.use((err: any, _req: Request, res: Response, _next: NextFunction) => {
+    const e =
+      bodyParserError(err, config.BODY_LIMIT_BYTES) ??
+      toApiError(err) ??
+      new ApiError(500, 'INTERNAL', 'Something went wrong on our side; quote the request id to support.');
+    if (e.status >= 500) log.error('unhandled error', { requestId: res.locals.requestId, err: String(err?.stack ?? err) });
+    res.status(e.status).json(errorBody(res.locals.requestId, e));
+  });
+  return app;
+}

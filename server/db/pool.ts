@@ -1,0 +1,26 @@
+import { createPool, createTypeParserPreset, sql, type DatabasePool } from 'slonik';
+import { z } from 'zod';
+
+export { sql };
+
+// Timestamps stay ISO strings, as the JSON the SQL functions build.
+const typeParsers = [
+  ...createTypeParserPreset().filter((p) => !['timestamp', 'timestamptz', 'date'].includes(p.name)),
+];
+
+export async function openPool(url: string, maximumPoolSize: number): Promise<DatabasePool> {
+  return createPool(url, {
+    maximumPoolSize,
+    typeParsers,
+    // A request's transaction runs its own statements only; retrying a
+    // serialization failure would re-run them, which every handler allows.
+    transactionRetryLimit: 3,
+    queryRetryLimit: 0,
+    statementTimeout: 30_000,
+    idleTimeout: 10_000,
+    connectionTimeout: 10_000,
+  });
+}
+
+export const jsonResult = z.object({ result: z.any() });
+export const anyRow = z.record(z.string(), z.unknown());

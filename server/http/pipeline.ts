@@ -1,0 +1,254 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { Request, Response } from 'express';
+import type { DatabasePool, DatabaseTransactionConnection } from 'slonik';
+import type { Config } from '../config.ts';
+import { jsonResult, sql } from '../db/pool.ts';
+import type { Logger } from '../log.ts';
+import { sha256 } from '../security.ts';
+import { ApiError, bodyParserError, toApiError } from './errors.ts';
+import type { Operation } from './openapi.ts';
+
+export interface Principal {
+  actorKind: 'user' | 'api_key';
+  userId?: string;
+  sessionId?: string;
+  apiKeyId?: string;
+  apiKeyPrefix?: string;
+  organizationId: string;
+  orgRole?: string;
+  plan: string;
+}
+
+interface GateResult {
+  principal?: Principal;
+  workspaceId?: string | null;
+  workspaceRole?: string | null;
+  rate?: { class: string; limit: number; remaining: number; reset: number; allowed: boolean };
+  error?: { status: number; code: string; message: string; details?: Record<string, unknown> };
+}
+
+export interface HandlerResult {
+  status?: number;
+  data: unknown;
+  meta?: unknown;
+}
+
+export interface HandlerContext<P = unknown> {
+  tx: DatabaseTransactionConnection;
+  /** Runs `select <fragment> as result` and returns the JSON result. */
+  call(fragment: ReturnType<typeof sql.fragment>): Promise<any>;
+  params: Record<string, any>;
+  query: Record<string, any>;
+  body: any;
+  principal: Principal | null;
+  workspaceId: string | null;
+  requestId: string;
+  config: Config;
+  prepared: P;
+}
+
+export interface RouteDefinition<P = any> {
+  /** Work done before the transaction opens (CPU-heavy steps such as a KDF). */
+  prepare?: (input: { body: any; params: Record<string, any>; config: Config }) => Promise<P>;
+  handle: (ctx: HandlerContext<P>) => Promise<HandlerResult>;
+}
+
+export interface PipelineDeps {
+  /** express.json(), run after the gate so unauthenticated bodies are never parsed. */
+  json: (req: Request, res: Response, next: (err?: unknown) => void) => void;
+  pool: DatabasePool;
+  config: Config;
+  log: Logger;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function requestIdOf(req: Request): string {
+  const sent = req.get('x-request-id');
+  return sent && REQUEST_ID.test(sent) ? sent : randomUUID();
+}
+
+export function errorBody(requestId: string, e: ApiError) {
+  return { error: { code: e.code, message: e.message, requestId, details: e.details } };
+}
+
+function bearer(req: Request): string | null {
+  const h = req.get('authorization');
+  if (!h) return null;
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(h);
+  return m ? m[1] : '';
+}
+
+function limitFor(config: Config, throttle: string): number {
+  return throttle === 'read' ? config.RATE_LIMIT_READ : throttle === 'write' ? config.RATE_LIMIT_WRITE : config.RATE_LIMIT_EXPENSIVE;
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as any)[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
+/** Sets the transaction's role and principal; the first statement of every request transaction. */
+export async function setContext(tx: DatabaseTransactionConnection, p: Principal | null, workspaceId: string | null, role: string | null, requestId: string) {
+  await tx.query(sql.unsafe`
+    select set_config('role', 'pressroom_request', true),
+           set_config('pressroom.actor_kind', ${p?.actorKind ?? 'anonymous'}, true),
+           set_config('pressroom.user_id', ${p?.actorKind === 'user' ? (p.userId ?? '') : ''}, true),
+           set_config('pressroom.session_id', ${p?.sessionId ?? ''}, true),
+           set_config('pressroom.api_key_id', ${p?.apiKeyId ?? ''}, true),
+           set_config('pressroom.organization_id', ${p?.organizationId ?? ''}, true),
+           set_config('pressroom.workspace_id', ${workspaceId ?? ''}, true),
+           set_config('pressroom.workspace_role', ${role ?? ''}, true),
+           set_config('pressroom.request_id', ${requestId}, true)`);
+}
+
+/**
+ * The request pipeline for one operation: authenticate, workspace grant and
+ * rate limit (one SQL call), validate against openapi.yaml, idempotency,
+ * one transaction with the context and the handler, envelope, audit row.
+ */
+export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDeps) {
+  const { pool, config } = deps;
+  return async (req: Request, res: Response) => {
+    const started = performance.now();
+    const requestId = (res.locals.requestId as string) ?? requestIdOf(req);
+    const log = deps.log.child({ requestId });
+    let gate: GateResult = {};
+    let status = 500;
+    let payload: unknown;
+    let errorCode: string | null = null;
+    const headers: Record<string, string> = {};
+    let idem: { key: string; claimed: boolean } | null = null;
+    const wsParam = typeof req.params.workspaceId === 'string' && UUID.test(req.params.workspaceId) ? req.params.workspaceId : null;
+
+    try {
+      const token = bearer(req);
+      if (token === '' || (token === null && !op.anonymous)) {
+        throw new ApiError(401, 'UNAUTHENTICATED', 'Send a bearer credential: Authorization: Bearer <API key or session token>.');
+      }
+      const bucket = op.anonymous ? `ip:${req.ip}` : null;
+      gate = (await pool.oneFirst(sql.type(jsonResult)`
+        select api.gate(${token ? sql.binary(sha256(token)) : null}, ${wsParam}, ${op.throttle},
+                        ${limitFor(config, op.throttle)}, ${op.minPlan}, ${bucket}) as result`)) as GateResult;
+      if (gate.rate) {
+        headers['X-RateLimit-Limit'] = String(gate.rate.limit);
+        headers['X-RateLimit-Remaining'] = String(gate.rate.remaining);
+        headers['X-RateLimit-Reset'] = String(gate.rate.reset);
+      }
+      if (gate.error) {
+        const extra: Record<string, string> = gate.error.status === 429 && gate.rate ? { 'Retry-After': String(gate.rate.reset) } : {};
+        throw new ApiError(gate.error.status, gate.error.code, gate.error.message, gate.error.details ?? null, extra);
+      }
+
+      await new Promise<void>((resolve, reject) => deps.json(req, res, (err) => (err ? reject(err) : resolve())));
+      const ct = req.get('content-type');
+      if (op.hasBody && req.body !== undefined && ct && !/^application\/(.+\+)?json\b/i.test(ct)) {
+        throw new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Send the body as application/json.');
+      }
+      const query = { ...(req.query as Record<string, unknown>) };
+      const params = { ...req.params };
+      const hdrs: Record<string, unknown> = {};
+      if (op.idempotent && req.get('idempotency-key') !== undefined) hdrs['idempotency-key'] = req.get('idempotency-key');
+      const body: unknown = req.body;
+      const problems = op.validate({ params, query, headers: hdrs, body });
+      if (problems.length) {
+        throw new ApiError(400, 'VALIDATION_FAILED', 'The request is not valid; see details.fields.', { fields: problems });
+      }
+      const prepared = route.prepare ? await route.prepare({ body, params, config }) : undefined;
+      const principal = gate.principal ?? null;
+      const workspaceId = gate.workspaceId ?? null;
+      const role = gate.workspaceRole ?? null;
+      const routeKey = op.path;
+
+      if (op.idempotent && typeof hdrs['idempotency-key'] === 'string' && principal && workspaceId) {
+        const key = hdrs['idempotency-key'] as string;
+        const hash = createHash('sha256').update(canonicalJson(body ?? null)).digest();
+        const begin = await pool.transaction(async (tx) => {
+          await setContext(tx, principal, workspaceId, role, requestId);
+          return tx.oneFirst(sql.type(jsonResult)`select api.idempotency_begin(${op.method}, ${routeKey}, ${key}, ${sql.binary(hash)}) as result`);
+        });
+        if (begin.state === 'replay') {
+          status = begin.status;
+          payload = begin.body;
+          headers['Idempotent-Replayed'] = 'true';
+          errorCode = (begin.body as any)?.error?.code ?? null;
+          return;
+        }
+        idem = { key, claimed: true };
+      }
+
+      const result = await pool.transaction(async (tx) => {
+        await setContext(tx, principal, workspaceId, role, requestId);
+        const ctx: HandlerContext = {
+          tx,
+          call: (fragment) => tx.oneFirst(sql.type(jsonResult)`select ${fragment} as result`),
+          params,
+          query,
+          body,
+          principal,
+          workspaceId,
+          requestId,
+          config,
+          prepared,
+        };
+        const r = await route.handle(ctx);
+        const envelope = { data: r.data ?? null, meta: r.meta ?? null };
+        if (idem) {
+          await tx.query(sql.unsafe`select api.idempotency_finish(${op.method}, ${routeKey}, ${idem.key}, ${r.status ?? 200}, ${sql.jsonb(envelope as any)})`);
+          idem.claimed = false;
+        }
+        return { status: r.status ?? 200, envelope };
+      });
+      status = result.status;
+      payload = status === 204 ? undefined : result.envelope;
+    } catch (error) {
+      const apiError = toApiError(error) ?? bodyParserError(error, config.BODY_LIMIT_BYTES);
+      if (apiError) {
+        status = apiError.status;
+        errorCode = apiError.code;
+        payload = errorBody(requestId, apiError);
+        Object.assign(headers, apiError.headers);
+      } else {
+        status = 500;
+        errorCode = 'INTERNAL';
+        payload = errorBody(requestId, new ApiError(500, 'INTERNAL', 'Something went wrong on our side; quote the request id to support.'));
+        log.error('unhandled error', { err: error instanceof Error ? { message: error.message, stack: error.stack } : String(error), route: op.path });
+      }
+      if (idem?.claimed) {
+        // A refusal (4xx) is the answer to this key; a 5xx frees it for a retry.
+        await pool
+          .transaction(async (tx) => {
+            await setContext(tx, gate.principal ?? null, gate.workspaceId ?? null, gate.workspaceRole ?? null, requestId);
+            if (status < 500) {
+              await tx.query(sql.unsafe`select api.idempotency_finish(${op.method}, ${op.path}, ${idem!.key}, ${status}, ${sql.jsonb(payload as any)})`);
+            } else {
+              await tx.query(sql.unsafe`select api.idempotency_release(${op.method}, ${op.path}, ${idem!.key})`);
+            }
+          })
+          .catch((e) => log.error('idempotency bookkeeping failed', { err: String(e) }));
+      }
+    } finally {
+      const durationMs = performance.now() - started;
+      const p = gate.principal;
+      try {
+        await pool.query(sql.unsafe`
+          select audit.record(${p?.actorKind ?? 'anonymous'}, ${p ? ((p.actorKind === 'api_key' ? p.apiKeyId : p.userId) ?? null) : null},
+            ${p?.apiKeyPrefix ?? null}, ${p?.organizationId ?? null}, ${gate.workspaceId ?? wsParam},
+            ${op.method}, ${op.path}, ${status}, ${Number(durationMs.toFixed(3))}, ${errorCode}, ${requestId})`);
+      } catch (e) {
+        log.error('audit write failed', { err: String(e) });
+      }
+      log.info('request', { method: op.method, route: op.path, status, durationMs: Math.round(durationMs * 10) / 10, code: errorCode ?? undefined });
+      for (const [k, v] of Object.entries(headers)) res.setHeader(k, v);
+      if (payload === undefined) res.status(status).end();
+      else res.status(status).json(payload);
+    }
+  };
+}

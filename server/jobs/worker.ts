@@ -1,0 +1,53 @@
+import { PgBoss } from 'pg-boss';
+import type { DatabasePool } from 'slonik';
+import { jsonResult, sql } from '../db/pool.ts';
+import type { Logger } from '../log.ts';
+
+export const QUEUES = {
+  purge: 'maintenance.purge-expired',
+  auditPartitions: 'maintenance.audit-partitions',
+} as const;
+
+/** Runs a maintenance function as pressroom_worker. */
+async function asWorker(pool: DatabasePool, fn: ReturnType<typeof sql.fragment>) {
+  return pool.transaction(async (tx) => {
+    await tx.query(sql.unsafe`select set_config('role', 'pressroom_worker', true)`);
+    return tx.oneFirst(sql.type(jsonResult)`select ${fn} as result`);
+  });
+}
+
+export const maintenance = {
+  purgeExpired: (pool: DatabasePool) => asWorker(pool, sql.fragment`to_jsonb(app.purge_expired())`),
+  ensureAuditPartitions: (pool: DatabasePool) => asWorker(pool, sql.fragment`to_jsonb(audit.ensure_partitions(3))`),
+};
+
+/**
+ * pg-boss on the owner connection (it manages its own schema), jobs run
+ * through the app pool as pressroom_worker. Every handler is idempotent.
+ */
+export async function startWorker(opts: { ownerUrl: string; pool: DatabasePool; log: Logger }) {
+  const { pool, log } = opts;
+  const boss = new PgBoss({ connectionString: opts.ownerUrl, schema: 'pgboss', max: 4 });
+  boss.on('error', (e: unknown) => log.error('pg-boss error', { err: String(e) }));
+  await boss.start();
+  for (const name of Object.values(QUEUES)) await boss.createQueue(name);
+  await boss.schedule(QUEUES.purge, '*/5 * * * *');
+  await boss.schedule(QUEUES.auditPartitions, '17 3 * * *');
+  await boss.work(QUEUES.purge, async () => {
+    const r = await maintenance.purgeExpired(pool);
+    log.info('purged expired rows', { job: QUEUES.purge, ...r });
+    return r;
+  });
+  await boss.work(QUEUES.auditPartitions, async () => {
+    const created = await maintenance.ensureAuditPartitions(pool);
+    log.info('audit partitions ensured', { job: QUEUES.auditPartitions, created });
+    return { created };
+  });
+  // Upkeep that must not wait for the first cron tick.
+  await maintenance.ensureAuditPartitions(pool);
+  return {
+    boss,
+    /** Stops fetching, lets running jobs finish (up to timeoutMs), then closes. */
+    stop: (timeoutMs: number) => boss.stop({ graceful: true, timeout: timeoutMs, close: true }),
+  };
+}
