@@ -1,0 +1,106 @@
+// Test databases: one PostgreSQL cluster per run (TEST_DATABASE_URL, or an
+// embedded PostgreSQL 18 under .data/test-pg), one migrated template per
+// migration set, and a fresh clone of it per test file.
+import { createHash, randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import pg from 'pg';
+import { startEmbedded } from '../../server/db/embedded.ts';
+import { MIGRATIONS_FOLDER, migrate } from '../../server/db/migrate.ts';
+
+export const APP_ROLE_PASSWORD = 'pressroom-test-app';
+
+export interface Cluster {
+  /** Owner (superuser) URL of a database on the cluster. */
+  url(database: string): string;
+  stop(): Promise<void>;
+}
+
+export async function startCluster(): Promise<Cluster> {
+  const external = process.env.TEST_DATABASE_URL;
+  if (external) {
+    return {
+      url: (database) => {
+        const u = new URL(external);
+        u.pathname = `/${database}`;
+        return u.toString();
+      },
+      stop: async () => {},
+    };
+  }
+  const embedded = await startEmbedded({
+    dataDir: path.resolve(process.env.TEST_DATA_DIR ?? '.data/test'),
+    port: Number(process.env.TEST_PG_PORT ?? 54331),
+    database: 'postgres',
+  });
+  return { url: (database) => embedded.ownerUrl(database), stop: () => embedded.stop() };
+}
+
+export function appUrl(ownerUrl: string): string {
+  const u = new URL(ownerUrl);
+  u.username = 'pressroom_app';
+  u.password = APP_ROLE_PASSWORD;
+  return u.toString();
+}
+
+async function admin<T>(cluster: Cluster, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: cluster.url('postgres') });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+function migrationsDigest(): string {
+  const h = createHash('sha256');
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
+      const p = path.join(dir, entry.name);
+      if (entry.isDirectory()) walk(p);
+      else if (entry.name.endsWith('.sql') && entry.name !== 'current.sql') h.update(entry.name).update(readFileSync(p));
+    }
+  };
+  walk(MIGRATIONS_FOLDER);
+  return h.digest('hex').slice(0, 12);
+}
+
+/** Creates (once per migration set) and returns the name of the migrated template database. */
+export async function ensureTemplate(cluster: Cluster): Promise<string> {
+  const name = `pressroom_tpl_${migrationsDigest()}`;
+  const exists = await admin(cluster, async (c) => (await c.query('select 1 from pg_database where datname = $1', [name])).rowCount === 1);
+  if (!exists) {
+    const building = `${name}_building_${randomBytes(3).toString('hex')}`;
+    await admin(cluster, (c) => c.query(`create database ${building}`));
+    await migrate(cluster.url(building), { quiet: true });
+    await admin(cluster, async (c) => {
+      await c.query(`alter role pressroom_app with login password '${APP_ROLE_PASSWORD}'`);
+      // Another run may have won the race; keep theirs.
+      const again = await c.query('select 1 from pg_database where datname = $1', [name]);
+      if (again.rowCount === 1) await c.query(`drop database ${building}`);
+      else await c.query(`alter database ${building} rename to ${name}`);
+    });
+  }
+  await admin(cluster, (c) => c.query(`alter role pressroom_app with login password '${APP_ROLE_PASSWORD}'`));
+  return name;
+}
+
+export interface TestDatabase {
+  name: string;
+  ownerUrl: string;
+  appUrl: string;
+  drop(): Promise<void>;
+}
+
+export async function cloneDatabase(cluster: Cluster, template: string, label = 't'): Promise<TestDatabase> {
+  const name = `pressroom_${label.replace(/[^a-z0-9_]/gi, '_').toLowerCase().slice(0, 30)}_${randomBytes(4).toString('hex')}`;
+  await admin(cluster, (c) => c.query(`create database ${name} template ${template}`));
+  const ownerUrl = cluster.url(name);
+  return {
+    name,
+    ownerUrl,
+    appUrl: appUrl(ownerUrl),
+    drop: () => admin(cluster, (c) => c.query(`drop database if exists ${name} with (force)`)).then(() => undefined),
+  };
+}

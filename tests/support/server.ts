@@ -1,0 +1,63 @@
+// A real Pressroom HTTP server on an ephemeral port over a fresh clone of
+// the migrated template, for one test file.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pg from 'pg';
+import type { DatabasePool } from 'slonik';
+import { inject } from 'vitest';
+import { createApp } from '../../server/app.ts';
+import { loadConfig, type Config } from '../../server/config.ts';
+import { openPool } from '../../server/db/pool.ts';
+import { loadOpenApi } from '../../server/http/openapi.ts';
+import { createLogger } from '../../server/log.ts';
+import { cloneDatabase, type Cluster, type TestDatabase } from './db.ts';
+
+export const openapi = loadOpenApi();
+
+export function injectedCluster(): Cluster {
+  const base = inject('clusterUrl');
+  return {
+    url: (database) => {
+      const u = new URL(base);
+      u.pathname = `/${database}`;
+      return u.toString();
+    },
+    stop: async () => {},
+  };
+}
+
+export interface TestServer {
+  baseUrl: string;
+  db: TestDatabase;
+  pool: DatabasePool;
+  /** Superuser client on the test database, for looking behind the API. */
+  owner: pg.Client;
+  config: Config;
+  close(): Promise<void>;
+}
+
+export async function startTestServer(label: string, overrides: Partial<Config> = {}): Promise<TestServer> {
+  const db = await cloneDatabase(injectedCluster(), inject('template'), label);
+  const config = loadConfig({ LOG_LEVEL: 'silent', ALLOW_SIGNUP: 'true' } as NodeJS.ProcessEnv, overrides);
+  const pool = await openPool(db.appUrl, 5);
+  const app = createApp({ pool, config, log: createLogger('silent'), openapi });
+  const server: Server = createServer(app);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const owner = new pg.Client({ connectionString: db.ownerUrl });
+  await owner.connect();
+  const port = (server.address() as AddressInfo).port;
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    db,
+    pool,
+    owner,
+    config,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await pool.end();
+      await owner.end();
+      await db.drop();
+    },
+  };
+}
