@@ -149,7 +149,8 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
 
       await new Promise<void>((resolve, reject) => deps.json(req, res, (err) => (err ? reject(err) : resolve())));
       const ct = req.get('content-type');
-      if (op.hasBody && req.body !== undefined && ct && !/^application\/(.+\+)?json\b/i.test(ct)) {
+      const sentBody = Number(req.get('content-length') ?? 0) > 0 || req.get('transfer-encoding') !== undefined;
+      if (sentBody && !(ct && /^application\/(.+\+)?json\b/i.test(ct))) {
         throw new ApiError(415, 'UNSUPPORTED_MEDIA_TYPE', 'Send the body as application/json.');
       }
       const query = { ...(req.query as Record<string, unknown>) };
