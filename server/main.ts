@@ -7,6 +7,7 @@ import { loadConfig, type Config } from './config.ts';
 import { secretFile, startEmbedded, type EmbeddedDatabase } from './db/embedded.ts';
 import { migrate } from './db/migrate.ts';
 import { openPool } from './db/pool.ts';
+import { installQueues } from './jobs/queues.ts';
 import { startWorker } from './jobs/worker.ts';
 import { createLogger } from './log.ts';
 
@@ -50,6 +51,7 @@ export async function openDatabase(config: Config, log = createLogger(config.LOG
     ownerUrl = embedded.ownerUrl();
   }
   await migrate(ownerUrl, { quiet: config.LOG_LEVEL === 'silent' });
+  await installQueues(ownerUrl);
   let appUrl = config.APP_DATABASE_URL;
   if (!appUrl && embedded) {
     const password = secretFile(path.join(path.resolve(config.DATA_DIR), 'app-db-password'));

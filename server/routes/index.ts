@@ -1,7 +1,13 @@
 import type { RouteDefinition } from '../http/pipeline.ts';
 import { apiKeyRoutes } from './apiKeys.ts';
 import { authRoutes } from './auth.ts';
+import { campaignsRoutes } from './campaigns.ts';
+import { contentRoutes } from './content.ts';
+import { contentRootsRoutes } from './contentRoots.ts';
+import { integrationsRoutes } from './integrations.ts';
+import { mediaRoutes } from './media.ts';
 import { memberRoutes } from './members.ts';
+import { taxonomyRoutes } from './taxonomy.ts';
 import { workspaceRoutes } from './workspaces.ts';
 
 /** Every operationId of openapi.yaml maps to exactly one handler here. */
@@ -10,4 +16,10 @@ export const routes: Record<string, RouteDefinition> = {
   ...workspaceRoutes,
   ...memberRoutes,
   ...apiKeyRoutes,
+  ...integrationsRoutes,
+  ...taxonomyRoutes,
+  ...campaignsRoutes,
+  ...contentRoutes,
+  ...contentRootsRoutes,
+  ...mediaRoutes,
 };

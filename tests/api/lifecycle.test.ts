@@ -63,7 +63,7 @@ describe('process', () => {
     expect(await h.json()).toEqual({ data: { status: 'ok' }, meta: null });
     const r = await fetch(`${baseUrl}/readyz`);
     expect(r.status).toBe(200);
-    expect((await r.json()).data).toMatchObject({ status: 'ready', database: 'ok', migrated: true });
+    expect(((await r.json()) as any).data).toMatchObject({ status: 'ready', database: 'ok', migrated: true });
   });
 
   it('serves the contract as JSON and a Redoc page from its own files', async () => {
@@ -93,7 +93,7 @@ describe('process', () => {
       const schedules = await owner.query('select name from pgboss.schedule order by name');
       expect(schedules.rows.map((r) => r.name)).toEqual([QUEUES.auditPartitions, QUEUES.purge].sort());
       const signup = await fetch(`${baseUrl}/v1/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'jobs@example.com', password: 'correct horse battery staple', organizationName: 'Jobs', workspaceName: 'W' }) });
-      const { data } = await signup.json();
+      const { data } = (await signup.json()) as any;
       await owner.query(`update app.sessions set expires_at = now() - interval '2 days' where user_id = $1`, [data.user.id]);
       await boss.start();
       const jobId = await boss.send(QUEUES.purge, {});
@@ -117,7 +117,7 @@ describe('process', () => {
 
   it('on SIGTERM finishes the request in flight, then exits 0', async () => {
     const signup = await fetch(`${baseUrl}/v1/auth/signup`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email: 'drain@example.com', password: 'correct horse battery staple', organizationName: 'Drain', workspaceName: 'W' }) });
-    const { data } = await signup.json();
+    const { data } = (await signup.json()) as any;
     const blocker = new pg.Client({ connectionString: db.ownerUrl });
     await blocker.connect();
     await blocker.query('begin');

@@ -7,6 +7,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { startEmbedded } from '../../server/db/embedded.ts';
 import { MIGRATIONS_FOLDER, migrate } from '../../server/db/migrate.ts';
+import { installQueues } from '../../server/jobs/queues.ts';
 
 export const APP_ROLE_PASSWORD = 'pressroom-test-app';
 
@@ -59,11 +60,53 @@ function migrationsDigest(): string {
     for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
       const p = path.join(dir, entry.name);
       if (entry.isDirectory()) walk(p);
-      else if (entry.name.endsWith('.sql') && entry.name !== 'current.sql') h.update(entry.name).update(readFileSync(p));
+      else if (entry.name.endsWith('.sql')) h.update(entry.name).update(readFileSync(p));
     }
   };
   walk(MIGRATIONS_FOLDER);
   return h.digest('hex').slice(0, 12);
+}
+
+/**
+ * The uncommitted migration (db/migrations/current/*.sql, in name order),
+ * applied after the committed ones so tests see work in progress. The
+ * server itself only ever applies committed migrations.
+ */
+function currentMigrationFiles(): string[] {
+  const dir = path.join(MIGRATIONS_FOLDER, 'current');
+  try {
+    return readdirSync(dir)
+      .filter((f) => f.endsWith('.sql'))
+      .sort()
+      .map((f) => path.join(dir, f));
+  } catch {
+    return [];
+  }
+}
+
+async function applyCurrent(url: string) {
+  const files = currentMigrationFiles();
+  if (files.length === 0) return;
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const owner = (await client.query('select current_user as u, current_database() as d')).rows[0];
+    await client.query('begin');
+    for (const f of files) {
+      const text = readFileSync(f, 'utf8').replaceAll(':DATABASE_OWNER', owner.u).replaceAll(':DATABASE_NAME', owner.d);
+      try {
+        await client.query(text);
+      } catch (e) {
+        throw new Error(`${path.relative(process.cwd(), f)}: ${(e as Error).message}`);
+      }
+    }
+    await client.query('commit');
+  } catch (e) {
+    await client.query('rollback').catch(() => {});
+    throw e;
+  } finally {
+    await client.end();
+  }
 }
 
 /** Creates (once per migration set) and returns the name of the migrated template database. */
@@ -73,7 +116,14 @@ export async function ensureTemplate(cluster: Cluster): Promise<string> {
   if (!exists) {
     const building = `${name}_building_${randomBytes(3).toString('hex')}`;
     await admin(cluster, (c) => c.query(`create database ${building}`));
-    await migrate(cluster.url(building), { quiet: true });
+    try {
+      await migrate(cluster.url(building), { quiet: true });
+      await applyCurrent(cluster.url(building));
+      await installQueues(cluster.url(building));
+    } catch (e) {
+      await admin(cluster, (c) => c.query(`drop database if exists ${building} with (force)`));
+      throw e;
+    }
     await admin(cluster, async (c) => {
       await c.query(`alter role pressroom_app with login password '${APP_ROLE_PASSWORD}'`);
       // Another run may have won the race; keep theirs.

@@ -1,0 +1,38 @@
+import { PgBoss } from 'pg-boss';
+import pg from 'pg';
+
+export const PGBOSS_SCHEMA = 'pgboss';
+
+/** Every queue the service uses; created at start-up, before any request can enqueue. */
+export const QUEUES = {
+  purge: 'maintenance.purge-expired',
+  auditPartitions: 'maintenance.audit-partitions',
+  publish: 'content.publish',
+} as const;
+
+/**
+ * Installs (or migrates) pg-boss's schema and our queues, and lets the
+ * definer role that SQL functions run as insert and cancel jobs, so a state
+ * change and its job commit in one transaction. Idempotent; runs at every
+ * start, before the API serves.
+ */
+export async function installQueues(ownerUrl: string): Promise<void> {
+  const boss = new PgBoss({ connectionString: ownerUrl, schema: PGBOSS_SCHEMA, supervise: false, schedule: false, max: 2 });
+  boss.on('error', () => {});
+  await boss.start();
+  try {
+    for (const name of Object.values(QUEUES)) {
+      if (!(await boss.getQueue(name))) await boss.createQueue(name);
+    }
+  } finally {
+    await boss.stop({ graceful: false, close: true });
+  }
+  const client = new pg.Client({ connectionString: ownerUrl });
+  await client.connect();
+  try {
+    await client.query(`grant usage on schema ${PGBOSS_SCHEMA} to pressroom_definer`);
+    await client.query(`grant select, insert, update on all tables in schema ${PGBOSS_SCHEMA} to pressroom_definer`);
+  } finally {
+    await client.end();
+  }
+}

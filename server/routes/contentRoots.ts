@@ -1,0 +1,3 @@
+import type { RouteDefinition } from '../http/pipeline.ts';
+
+export const contentRootsRoutes: Record<string, RouteDefinition> = {};

@@ -1,0 +1,3 @@
+import type { RouteDefinition } from '../http/pipeline.ts';
+
+export const taxonomyRoutes: Record<string, RouteDefinition> = {};
