@@ -8,6 +8,7 @@ import { loadOpenApi, type OpenApi } from './http/openapi.ts';
 import { errorBody, pipeline, requestIdOf } from './http/pipeline.ts';
 import type { Logger } from './log.ts';
 import { routes } from './routes/index.ts';
+import { createStorageRouter } from './storage/router.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -65,6 +66,9 @@ export function createApp(deps: AppDeps) {
   app.get('/docs', (_req, res) => {
     res.type('html').send(REDOC_PAGE);
   });
+
+  // Signed upload, view and download URLs of the disk storage driver.
+  app.use(createStorageRouter({ pool, config, log }));
 
   const json = express.json({ limit: config.BODY_LIMIT_BYTES, strict: false, type: ['application/json', 'application/*+json'] });
   const router = express.Router();

@@ -27,6 +27,24 @@ export const ConfigSchema = z.object({
   SHUTDOWN_TIMEOUT_MS: int(25_000, 0),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   TRUST_PROXY: bool.default(false),
+  // Connectors: webhook URLs that resolve to loopback or private networks are
+  // refused (server-side request forgery) unless this is true.
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: bool.default(false),
+  PUBLISH_TIMEOUT_MS: int(15_000, 100),
+  // Media storage: "disk" (files under DATA_DIR/media, HMAC-signed URLs served
+  // by the API) or "s3" (any S3-compatible store, presigned URLs).
+  STORAGE_DRIVER: z.enum(['disk', 's3']).default('disk'),
+  PUBLIC_BASE_URL: z.string().url().optional(),
+  SIGNED_URL_SECRET: z.string().min(16).optional(),
+  SIGNED_URL_TTL_SECONDS: int(900, 1),
+  UPLOAD_SESSION_TTL_SECONDS: int(3600, 1),
+  MEDIA_BIN_RETENTION_SECONDS: int(30 * 24 * 3600, 0),
+  S3_ENDPOINT: z.string().url().optional(),
+  S3_REGION: z.string().default('us-east-1'),
+  S3_BUCKET: z.string().optional(),
+  S3_ACCESS_KEY_ID: z.string().optional(),
+  S3_SECRET_ACCESS_KEY: z.string().optional(),
+  S3_FORCE_PATH_STYLE: bool.default(true),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

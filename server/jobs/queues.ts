@@ -8,6 +8,9 @@ export const QUEUES = {
   purge: 'maintenance.purge-expired',
   auditPartitions: 'maintenance.audit-partitions',
   publish: 'content.publish',
+  recurringMaterialize: 'content.recurring-materialize',
+  mediaPurge: 'media.purge-bin',
+  uploadSessionExpiry: 'media.expire-upload-sessions',
 } as const;
 
 /**
