@@ -1,5 +1,5 @@
 --! Previous: -
---! Hash: sha1:b6d66e5acd7cd117470938230b8272237f563ccc
+--! Hash: sha1:22506f19b78ebf7473224467a45dd69ce88b148d
 --! Message: foundation
 
 -- Pressroom foundation: roles, schemas, identity, workspaces, API keys,
@@ -1166,8 +1166,18 @@ $$;
 ------------------------------------------------------------------------------
 create view reporting.api_calls as
   select id, occurred_at, actor_kind, actor_id, api_key_prefix, organization_id, workspace_id,
-         method, route, status, duration_ms, outcome, request_id
+         method, route, status, duration_ms, outcome, request_id, error_code
   from audit.api_calls;
+
+-- Keys without their secrets: who holds which access, and since when.
+create view reporting.api_keys as
+  select k.id, k.organization_id, k.name, k.key_prefix, k.role, k.created_by, k.created_at,
+         k.expires_at, k.last_used_at, k.revoked_at,
+         (select array_agg(g.workspace_id order by g.workspace_id) from app.api_key_workspaces g where g.api_key_id = k.id) as workspace_ids
+  from app.api_keys k;
+
+create view reporting.organizations as
+  select id, name, plan, trial_ends_at, created_at, updated_at from app.organizations;
 
 create view reporting.workspaces as
   select id, organization_id, name, timezone, created_at, updated_at from app.workspaces;
@@ -1191,6 +1201,8 @@ alter function api.create_workspace(text, text) owner to pressroom_definer;
 alter function audit.record(text, uuid, text, uuid, uuid, text, text, int, numeric, text, text) owner to pressroom_definer;
 alter view reporting.api_calls owner to pressroom_definer;
 alter view reporting.workspaces owner to pressroom_definer;
+alter view reporting.api_keys owner to pressroom_definer;
+alter view reporting.organizations owner to pressroom_definer;
 
 revoke execute on all functions in schema app, api, audit from public;
 grant execute on all functions in schema app to pressroom_request, pressroom_definer;
