@@ -22,6 +22,8 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(HERE, '../..');
 const ENSURE_SCRIPT = path.join(ROOT, 'scripts/ensure-pgtap.sh');
 const PARALLEL = Math.max(1, Number(process.env.TEST_DB_PARALLEL ?? 2));
+// A file that hangs (a lock wait, a runaway loop) fails instead of stalling the run.
+const FILE_TIMEOUT_MS = Math.max(1000, Number(process.env.TEST_DB_FILE_TIMEOUT_MS ?? 300_000));
 
 interface FileResult {
   file: string;
@@ -34,8 +36,8 @@ interface FileResult {
   problems: string[];
 }
 
-async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: url });
+async function withClient<T>(url: string, fn: (c: pg.Client) => Promise<T>, statementTimeout?: number): Promise<T> {
+  const client = new pg.Client({ connectionString: url, ...(statementTimeout ? { statement_timeout: statementTimeout } : {}) });
   await client.connect();
   try {
     return await fn(client);
@@ -143,10 +145,86 @@ const DIRECTIVE = /#\s*(TODO|SKIP)\b/i;
 // A TAP line: plan, assertion, diagnostic (pgTAP indents continuation lines of diag with '#').
 const TAP_LINE = /^(?:1\.\.\d+|(?:not )?ok\b|\s*#)/;
 
-function lineOfPosition(sqlText: string, position: unknown): number | null {
-  const p = Number(position);
-  if (!Number.isFinite(p) || p < 1) return null;
-  return sqlText.slice(0, p - 1).split('\n').length;
+function lineAt(text: string, offset: number): number {
+  return text.slice(0, offset).split('\n').length;
+}
+
+/**
+ * Splits SQL text into statements at top-level semicolons, minding quotes,
+ * dollar quotes and comments. Used only to find where a failing file failed.
+ */
+function splitStatements(text: string): { sql: string; line: number }[] {
+  const out: { sql: string; line: number }[] = [];
+  let start = 0;
+  let i = 0;
+  const push = (end: number) => {
+    const chunk = text.slice(start, end);
+    // Leading blanks and comments belong to no statement.
+    const lead = /^(?:\s+|--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)*/.exec(chunk)?.[0].length ?? 0;
+    if (lead < chunk.length && chunk.slice(lead).trim()) {
+      out.push({ sql: chunk.slice(lead).trim(), line: lineAt(text, start + lead) });
+    }
+    start = end + 1;
+  };
+  while (i < text.length) {
+    const c = text[i];
+    const next = text[i + 1];
+    if (c === '-' && next === '-') {
+      const nl = text.indexOf('\n', i);
+      i = nl === -1 ? text.length : nl + 1;
+    } else if (c === '/' && next === '*') {
+      let depth = 1;
+      i += 2;
+      while (i < text.length && depth > 0) {
+        if (text[i] === '/' && text[i + 1] === '*') { depth++; i += 2; }
+        else if (text[i] === '*' && text[i + 1] === '/') { depth--; i += 2; }
+        else i++;
+      }
+    } else if (c === "'" || c === '"') {
+      const escapes = c === "'" && /[eE]/.test(text[i - 1] ?? '') && !/[\w$]/.test(text[i - 2] ?? '');
+      i++;
+      while (i < text.length) {
+        if (escapes && text[i] === '\\') { i += 2; continue; }
+        if (text[i] === c) {
+          if (text[i + 1] === c) { i += 2; continue; }
+          break;
+        }
+        i++;
+      }
+      i++;
+    } else if (c === '$' && !/[\w$]/.test(text[i - 1] ?? '')) {
+      const tag = /^\$([A-Za-z_][A-Za-z0-9_]*)?\$/.exec(text.slice(i));
+      if (tag) {
+        const close = text.indexOf(tag[0], i + tag[0].length);
+        i = close === -1 ? text.length : close + tag[0].length;
+      } else i++;
+    } else if (c === ';') {
+      push(i);
+      i++;
+    } else i++;
+  }
+  push(text.length);
+  return out;
+}
+
+function tapLines(raw: pg.QueryResult | pg.QueryResult[], into: string[]): void {
+  for (const r of Array.isArray(raw) ? raw : [raw]) {
+    if (!r.fields || r.fields.length !== 1) continue;
+    const column = r.fields[0].name;
+    for (const row of r.rows) {
+      const value = row[column];
+      if (typeof value !== 'string') continue;
+      for (const line of value.split('\n')) {
+        if (TAP_LINE.test(line)) into.push(line);
+      }
+    }
+  }
+}
+
+function describeError(e: unknown): string {
+  const err = e as pg.DatabaseError;
+  return `${err.code ?? 'ERROR'}: ${err.message}` + (err.detail ? ` (detail: ${err.detail})` : '') +
+    (err.where ? ` [where: ${err.where.split('\n')[0]}]` : '');
 }
 
 async function runFile(cluster: Cluster, template: string, file: string): Promise<FileResult> {
@@ -166,29 +244,28 @@ async function runFile(cluster: Cluster, template: string, file: string): Promis
         if (process.env.TEST_DB_NOTICES) result.lines.push(`# NOTICE: ${n.message}`);
       });
       await c.query('create extension if not exists pgtap');
-      let raw: pg.QueryResult | pg.QueryResult[];
       try {
-        raw = (await c.query(sqlText)) as unknown as pg.QueryResult | pg.QueryResult[];
+        // The whole file in one simple query: many statements, one round trip.
+        tapLines((await c.query(sqlText)) as unknown as pg.QueryResult | pg.QueryResult[], result.lines);
       } catch (e) {
-        const err = e as pg.DatabaseError;
-        const line = lineOfPosition(sqlText, err.position);
-        result.error = `${err.code ?? 'ERROR'}${line ? ` at line ${line}` : ''}: ${err.message}` +
-          (err.detail ? ` (detail: ${err.detail})` : '') + (err.where ? ` [where: ${err.where.split('\n')[0]}]` : '');
-        return;
-      }
-      const results = Array.isArray(raw) ? raw : [raw];
-      for (const r of results) {
-        if (!r.fields || r.fields.length !== 1) continue;
-        const column = r.fields[0].name;
-        for (const row of r.rows) {
-          const value = row[column];
-          if (typeof value !== 'string') continue;
-          for (const line of value.split('\n')) {
-            if (TAP_LINE.test(line)) result.lines.push(line);
+        result.error = describeError(e);
+        // Find where it failed: roll back and replay statement by statement,
+        // keeping the TAP lines printed up to the failing statement.
+        await c.query('rollback').catch(() => {});
+        const replayed: string[] = [];
+        for (const stmt of splitStatements(sqlText)) {
+          try {
+            tapLines((await c.query(stmt.sql)) as unknown as pg.QueryResult, replayed);
+          } catch (again) {
+            const first = stmt.sql.split('\n')[0].slice(0, 120);
+            result.error = `${describeError(again)} -- in the statement at line ${stmt.line}: ${first}`;
+            break;
           }
         }
+        result.lines.push(...replayed);
+        await c.query('rollback').catch(() => {});
       }
-    });
+    }, FILE_TIMEOUT_MS);
   } catch (e) {
     result.error ??= (e as Error).message;
   } finally {
@@ -221,7 +298,8 @@ function report(r: FileResult): void {
   if (r.error) out.push(`${r.file}: not ok - the file errored: ${r.error}`);
   for (const p of r.problems) out.push(`${r.file}: not ok - ${p}`);
   const status = r.error || r.problems.length || r.failed ? 'FAIL' : 'ok';
-  out.push(`# ${r.file}: ${status} (${r.passed} passed, ${r.failed} failed${r.planned !== null ? `, planned ${r.planned}` : ''})`);
+  // (Worded unlike the closing line, which must be the only `N passed, N failed`.)
+  out.push(`# ${r.file}: ${status} (ok ${r.passed}, not ok ${r.failed}${r.planned !== null ? `, plan ${r.planned}` : ''})`);
   console.log(out.join('\n'));
 }
 
@@ -233,7 +311,16 @@ async function main(): Promise<number> {
     .sort()
     .map((f) => path.join(HERE, f));
 
-  const cluster = await startCluster();
+  let cluster: Cluster;
+  try {
+    cluster = await startCluster();
+  } catch (e) {
+    const where = process.env.TEST_DATABASE_URL
+      ? 'TEST_DATABASE_URL'
+      : `the embedded PostgreSQL (data dir ${process.env.TEST_DATA_DIR ?? '.data/test'}, port ${process.env.TEST_PG_PORT ?? 54331}; ` +
+        'is another test run using it? set TEST_DATA_DIR and TEST_PG_PORT to run beside it)';
+    throw new Error(`cannot start or reach ${where}: ${(e as Error | undefined)?.message ?? String(e)}`);
+  }
   try {
     if (!(await ensurePgtap(cluster))) {
       console.log('SKIPPED: pgTAP is not available on this PostgreSQL server and could not be installed; ' +
@@ -242,14 +329,15 @@ async function main(): Promise<number> {
     }
     const template = await ensureTemplate(cluster);
 
-    const results: FileResult[] = [];
+    // Two files at a time; each file's report is printed in name order.
+    const results: (FileResult | undefined)[] = new Array(files.length);
     let next = 0;
+    let printed = 0;
     const worker = async () => {
       while (next < files.length) {
-        const file = files[next++];
-        const r = await runFile(cluster, template, file);
-        report(r);
-        results.push(r);
+        const i = next++;
+        results[i] = await runFile(cluster, template, files[i]);
+        while (printed < files.length && results[printed]) report(results[printed++]!);
       }
     };
     await Promise.all(Array.from({ length: Math.min(PARALLEL, Math.max(files.length, 1)) }, worker));
@@ -257,7 +345,7 @@ async function main(): Promise<number> {
     let passed = 0;
     let failed = 0;
     const broken: string[] = [];
-    for (const r of results) {
+    for (const r of results as FileResult[]) {
       passed += r.passed;
       failed += r.failed;
       // A file that errored or whose plan did not match counts as one more failure.

@@ -145,7 +145,12 @@ export interface TestDatabase {
 
 export async function cloneDatabase(cluster: Cluster, template: string, label = 't'): Promise<TestDatabase> {
   const name = `pressroom_${label.replace(/[^a-z0-9_]/gi, '_').toLowerCase().slice(0, 30)}_${randomBytes(4).toString('hex')}`;
-  await admin(cluster, (c) => c.query(`create database ${name} template ${template}`));
+  await admin(cluster, async (c) => {
+    await c.query(`create database ${name} template ${template}`);
+    // Database-level grants are not copied from a template: set them as the migration does.
+    await c.query(`revoke create, temporary on database ${name} from public`);
+    await c.query(`grant connect on database ${name} to pressroom_app, pressroom_bi`);
+  });
   const ownerUrl = cluster.url(name);
   return {
     name,

@@ -1,5 +1,5 @@
 --! Previous: -
---! Hash: sha1:22506f19b78ebf7473224467a45dd69ce88b148d
+--! Hash: sha1:32454ef2191e85eee877021592d0c2c7431734a9
 --! Message: foundation
 
 -- Pressroom foundation: roles, schemas, identity, workspaces, API keys,
@@ -179,6 +179,7 @@ create table app.users (
   check (status <> 'active' or password_hash is not null)
 );
 create unique index users_email_key on app.users (lower(email));
+alter table app.users add constraint users_id_organization_key unique (id, organization_id);
 create index users_organization_id_idx on app.users (organization_id);
 create trigger users_10_set_updated_at before update on app.users
   for each row execute function app.tg_set_updated_at();
@@ -192,6 +193,8 @@ create table app.sessions (
   revoked_at timestamptz,
   created_at timestamptz not null default now()
 );
+alter table app.sessions add constraint sessions_user_same_organization
+  foreign key (user_id, organization_id) references app.users (id, organization_id) on delete cascade;
 create index sessions_user_id_idx on app.sessions (user_id);
 create index sessions_organization_id_idx on app.sessions (organization_id);
 create index sessions_expires_at_idx on app.sessions (expires_at);
@@ -205,6 +208,7 @@ create table app.workspaces (
   updated_at timestamptz not null default now()
 );
 create index workspaces_organization_id_idx on app.workspaces (organization_id);
+alter table app.workspaces add constraint workspaces_id_organization_key unique (id, organization_id);
 create trigger workspaces_10_set_updated_at before update on app.workspaces
   for each row execute function app.tg_set_updated_at();
 
@@ -233,16 +237,43 @@ create table app.workspace_members (
   updated_at timestamptz not null default now(),
   primary key (workspace_id, user_id)
 );
+-- A membership never links a user and a workspace of different organizations.
+alter table app.workspace_members add constraint workspace_members_user_same_organization
+  foreign key (user_id, organization_id) references app.users (id, organization_id) on delete cascade;
+alter table app.workspace_members add constraint workspace_members_workspace_same_organization
+  foreign key (workspace_id, organization_id) references app.workspaces (id, organization_id) on delete cascade;
 create index workspace_members_user_id_idx on app.workspace_members (user_id);
 create index workspace_members_organization_id_idx on app.workspace_members (organization_id);
 create trigger workspace_members_10_set_updated_at before update on app.workspace_members
   for each row execute function app.tg_set_updated_at();
 
--- A workspace keeps at least one manager among its members, whoever edits.
-create function app.tg_workspace_members_keep_manager() returns trigger
+-- A membership's workspace, user and organization never change: move = remove + add.
+create function app.tg_workspace_members_immutable() returns trigger
 language plpgsql
 as $$
 begin
+  if new.workspace_id <> old.workspace_id or new.user_id <> old.user_id or new.organization_id <> old.organization_id then
+    perform app.raise(400, 'IMMUTABLE_FIELD', 'A membership''s workspace and user cannot change; remove it and add another.');
+  end if;
+  return new;
+end
+$$;
+create trigger workspace_members_20_immutable before update on app.workspace_members
+  for each row execute function app.tg_workspace_members_immutable();
+
+-- A workspace keeps at least one manager among its members, whoever edits.
+-- Runs as the definer: the caller may have just lost sight of the workspace.
+-- The workspace row is locked so two managers demoting each other at once
+-- cannot both succeed.
+create function app.tg_workspace_members_keep_manager() returns trigger
+language plpgsql security definer
+set search_path = pg_catalog, app
+as $$
+begin
+  if tg_op = 'UPDATE' and new.role = 'manager' and new.workspace_id = old.workspace_id then
+    return null;
+  end if;
+  perform 1 from app.workspaces w where w.id = old.workspace_id for update;
   if exists (select 1 from app.workspaces w where w.id = old.workspace_id)
      and not exists (select 1 from app.workspace_members m
                      where m.workspace_id = old.workspace_id and m.role = 'manager') then
@@ -254,7 +285,7 @@ begin
 end
 $$;
 create constraint trigger workspace_members_30_keep_manager
-  after update of role or delete on app.workspace_members
+  after update or delete on app.workspace_members
   deferrable initially immediate
   for each row when (old.role = 'manager')
   execute function app.tg_workspace_members_keep_manager();
@@ -277,6 +308,7 @@ create table app.api_keys (
   created_at timestamptz not null default now()
 );
 create index api_keys_organization_id_idx on app.api_keys (organization_id) where revoked_at is null;
+alter table app.api_keys add constraint api_keys_id_organization_key unique (id, organization_id);
 
 -- Revocation is permanent; the secret, owner and grants never change.
 create function app.tg_api_keys_guard() returns trigger
@@ -302,6 +334,10 @@ create table app.api_key_workspaces (
   organization_id uuid not null references app.organizations (id) on delete cascade,
   primary key (api_key_id, workspace_id)
 );
+alter table app.api_key_workspaces add constraint api_key_workspaces_key_same_organization
+  foreign key (api_key_id, organization_id) references app.api_keys (id, organization_id) on delete cascade;
+alter table app.api_key_workspaces add constraint api_key_workspaces_workspace_same_organization
+  foreign key (workspace_id, organization_id) references app.workspaces (id, organization_id) on delete cascade;
 create index api_key_workspaces_workspace_id_idx on app.api_key_workspaces (workspace_id);
 create index api_key_workspaces_organization_id_idx on app.api_key_workspaces (organization_id);
 
@@ -323,7 +359,7 @@ as $$
   union all
   select m.workspace_id, m.role
   from app.users u
-  join app.workspace_members m on m.user_id = u.id
+  join app.workspace_members m on m.user_id = u.id and m.organization_id = u.organization_id
   where u.id = p_user_id and u.status = 'active' and u.org_role = 'member'
 $$;
 
@@ -428,10 +464,6 @@ create policy api_keys_request_insert on app.api_keys for insert to pressroom_re
   with check (organization_id = (select app.current_organization_id())
               and (select app.current_actor_kind()) = 'user'
               and created_by = (select app.current_user_id()));
-create policy api_keys_request_update on app.api_keys for update to pressroom_request
-  using (organization_id = (select app.current_organization_id())
-         and (select app.current_actor_kind()) = 'user')
-  with check (organization_id = (select app.current_organization_id()));
 
 create policy api_key_workspaces_definer on app.api_key_workspaces to pressroom_definer using (true) with check (true);
 create policy api_key_workspaces_request_select on app.api_key_workspaces for select to pressroom_request
@@ -877,6 +909,14 @@ as $$
         where g.api_key_id = k.id and not (g.workspace_id = any (app.managed_workspace_ids()))))
 $$;
 
+-- Only revocation, only of keys the session may administer, only in its own name.
+create policy api_keys_request_update on app.api_keys for update to pressroom_request
+  using (organization_id = (select app.current_organization_id())
+         and (select app.current_actor_kind()) = 'user'
+         and id in (select app.administrable_api_key_ids()))
+  with check (organization_id = (select app.current_organization_id())
+              and revoked_by = (select app.current_user_id()));
+
 create function app.api_key_json(p_id uuid, p_with_grants boolean) returns jsonb
 language sql stable
 as $$
@@ -1105,6 +1145,9 @@ begin
         (v_month + make_interval(months => i + 1))::timestamptz);
       execute format('create trigger %I before truncate on audit.%I for each statement execute function audit.tg_refuse_change()',
         v_name || '_10_append_only', v_name);
+      -- Read only through the parent's policies, never directly.
+      execute format('alter table audit.%I enable row level security', v_name);
+      execute format('alter table audit.%I force row level security', v_name);
       v_created := v_created + 1;
     end if;
   end loop;
@@ -1118,6 +1161,8 @@ create trigger api_calls_default_10_append_only before truncate on audit.api_cal
 
 alter table audit.api_calls enable row level security;
 alter table audit.api_calls force row level security;
+alter table audit.api_calls_default enable row level security;
+alter table audit.api_calls_default force row level security;
 create policy api_calls_definer_insert on audit.api_calls for insert to pressroom_definer with check (true);
 create policy api_calls_definer_select on audit.api_calls for select to pressroom_definer using (true);
 grant select, insert on audit.api_calls to pressroom_definer;
@@ -1193,6 +1238,7 @@ alter function app.managed_workspace_ids() owner to pressroom_definer;
 alter function app.rate_limit_hit(text, text, int) owner to pressroom_definer;
 alter function app.administrable_api_key_ids() owner to pressroom_definer;
 alter function app.purge_expired() owner to pressroom_definer;
+alter function app.tg_workspace_members_keep_manager() owner to pressroom_definer;
 alter function api.gate(bytea, uuid, text, int, text, text) owner to pressroom_definer;
 alter function api.signup(text, text, text, text, bytea, int, boolean, text, int) owner to pressroom_definer;
 alter function api.login_lookup(text) owner to pressroom_definer;

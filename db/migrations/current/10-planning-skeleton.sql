@@ -14,6 +14,9 @@ create table app.platforms (
   -- { "canPublishArticles", "boards", "videoCategories", "threads", "editPublishedCaption", "titleMaxLength"? }
   capabilities jsonb not null default '{}'
 );
+alter table app.platforms enable row level security;
+alter table app.platforms force row level security;
+create policy platforms_read on app.platforms for select using (true);
 grant select on app.platforms to pressroom_request, pressroom_definer, pressroom_worker;
 
 create table app.integrations (

@@ -1,0 +1,355 @@
+-- The audit log: audit.record writes rows that reporting shows; UPDATE,
+-- DELETE and TRUNCATE are refused on the table and every partition, even for
+-- the superuser; audit.ensure_partitions keeps months ahead, idempotently;
+-- pressroom_bi reads reporting and nothing else.
+begin;
+select plan(52);
+
+-- ---------------------------------------------------------------------------
+-- Fixture and persona helpers (identical in every file; each file runs alone
+-- in its own clone of the migrated template, as the superuser owner).
+-- Ids are deterministic: pg_temp.id('A1') = md5(...)::uuid, so a test can
+-- name a row of another organization without being able to read it.
+-- ---------------------------------------------------------------------------
+create function pg_temp.id(p_label text) returns uuid
+language sql immutable as $$ select md5('pressroom-test:' || p_label)::uuid $$;
+
+-- A bearer secret's stored hash (32 bytes), as the server computes it.
+create function pg_temp.token(p_label text) returns bytea
+language sql immutable as $$ select sha256(convert_to(p_label, 'UTF8')) $$;
+
+-- Switches to the request role with the context the server would set for
+-- this principal (a user label like 'A.editor' or a key label 'key:A1') and
+-- workspace label (or null). The workspace role is what api.gate would grant
+-- (null when it would refuse: the context is then forged, which RLS must
+-- survive too).
+create function pg_temp.act_as(p_principal text, p_workspace text default null) returns void
+language plpgsql as $$
+declare
+  v_ws uuid := case when p_workspace is not null then pg_temp.id(p_workspace) end;
+  v_user app.users;
+  v_key app.api_keys;
+  v_role text;
+begin
+  reset role;
+  if p_principal like 'key:%' then
+    select * into v_key from app.api_keys where id = pg_temp.id(p_principal);
+    if v_key.id is null then raise exception 'act_as: no fixture key %', p_principal; end if;
+    select r.role into v_role from app.api_key_workspace_roles(v_key.id) r where r.workspace_id = v_ws;
+    perform set_config('pressroom.actor_kind', 'api_key', true);
+    perform set_config('pressroom.user_id', '', true);
+    perform set_config('pressroom.session_id', '', true);
+    perform set_config('pressroom.api_key_id', v_key.id::text, true);
+    perform set_config('pressroom.organization_id', v_key.organization_id::text, true);
+  else
+    select * into v_user from app.users where id = pg_temp.id(p_principal);
+    if v_user.id is null then raise exception 'act_as: no fixture user %', p_principal; end if;
+    select r.role into v_role from app.user_workspace_roles(v_user.id) r where r.workspace_id = v_ws;
+    perform set_config('pressroom.actor_kind', 'user', true);
+    perform set_config('pressroom.user_id', v_user.id::text, true);
+    perform set_config('pressroom.session_id', pg_temp.id('session:' || p_principal)::text, true);
+    perform set_config('pressroom.api_key_id', '', true);
+    perform set_config('pressroom.organization_id', v_user.organization_id::text, true);
+  end if;
+  perform set_config('pressroom.workspace_id', coalesce(v_ws::text, ''), true);
+  perform set_config('pressroom.workspace_role', coalesce(v_role, ''), true);
+  set local role pressroom_request;
+end
+$$;
+
+-- Back to the owner (superuser), context cleared.
+create function pg_temp.act_as_owner() returns void
+language plpgsql as $$
+begin
+  reset role;
+  perform set_config('pressroom.' || g, '', true)
+  from unnest(array['actor_kind', 'user_id', 'session_id', 'api_key_id', 'organization_id',
+                    'workspace_id', 'workspace_role']) g;
+end
+$$;
+
+-- 'SQLSTATE DETAIL' of the error a statement raises (DETAIL carries the
+-- machine code of PTxyz errors), or 'ok'. Runs as the current role. A probe:
+-- its effects are rolled back even when it succeeds.
+create function pg_temp.sqlerr(p_sql text) returns text
+language plpgsql as $$
+declare
+  v_state text;
+  v_detail text;
+begin
+  execute p_sql;
+  raise exception using errcode = 'ZZ000', message = 'probe succeeded';
+exception when others then
+  if sqlstate = 'ZZ000' then
+    return 'ok';
+  end if;
+  get stacked diagnostics v_state = returned_sqlstate, v_detail = pg_exception_detail;
+  return v_state || coalesce(' ' || nullif(v_detail, ''), '');
+end
+$$;
+
+-- Outcome of a probing write: 'rows=N' when it ran, else its SQLSTATE.
+-- Either way its effects are rolled back, so a probe that wrongly succeeds
+-- does not disturb the tests after it.
+create function pg_temp.write_outcome(p_sql text) returns text
+language plpgsql as $$
+declare
+  v_rows bigint;
+begin
+  execute p_sql;
+  get diagnostics v_rows = row_count;
+  raise exception using errcode = 'ZZ000', message = v_rows::text;
+exception when others then
+  if sqlstate = 'ZZ000' then
+    return 'rows=' || sqlerrm;
+  end if;
+  return sqlstate;
+end
+$$;
+
+-- Two organizations. A (basic): owner, a manager, an editor and a viewer of
+-- A1, and a stranger (member of A, editor of A2, nothing in A1). B (basic):
+-- owner and an editor of B1.
+insert into app.organizations (id, name, plan, trial_ends_at) values
+  (pg_temp.id('A'), 'Org A', 'basic', null),
+  (pg_temp.id('B'), 'Org B', 'basic', null);
+insert into app.users (id, organization_id, email, password_hash, org_role)
+select pg_temp.id(label), pg_temp.id(org), lower(replace(label, '.', '-')) || '@example.test', 'not-a-real-hash', org_role
+from (values ('A.owner', 'A', 'owner'), ('A.manager', 'A', 'member'), ('A.editor', 'A', 'member'),
+             ('A.viewer', 'A', 'member'), ('A.stranger', 'A', 'member'),
+             ('B.owner', 'B', 'owner'), ('B.editor', 'B', 'member')) u (label, org, org_role);
+insert into app.workspaces (id, organization_id, name) values
+  (pg_temp.id('A1'), pg_temp.id('A'), 'A1'),
+  (pg_temp.id('A2'), pg_temp.id('A'), 'A2'),
+  (pg_temp.id('B1'), pg_temp.id('B'), 'B1');
+insert into app.workspace_members (workspace_id, user_id, organization_id, role)
+select pg_temp.id(ws), pg_temp.id(label), pg_temp.id(left(ws, 1)), role
+from (values ('A1', 'A.manager', 'manager'), ('A1', 'A.editor', 'editor'), ('A1', 'A.viewer', 'viewer'),
+             ('A2', 'A.owner', 'manager'), ('A2', 'A.stranger', 'editor'),
+             ('B1', 'B.owner', 'manager'), ('B1', 'B.editor', 'editor')) m (ws, label, role);
+-- One open session per user: token 'session:<label>'.
+insert into app.sessions (id, user_id, organization_id, token_hash, expires_at)
+select pg_temp.id('session:' || u.label), pg_temp.id(u.label), pg_temp.id(left(u.label, 1)),
+       pg_temp.token('session:' || u.label), now() + interval '1 day'
+from unnest(array['A.owner', 'A.manager', 'A.editor', 'A.viewer', 'A.stranger', 'B.owner', 'B.editor']) u (label);
+-- API keys (secret 'key:<label>'): key:A1 (editor, A1), key:A12 (editor, A1
+-- and A2), key:A1.revoked, key:A1.expired, key:B1; all created by the owner.
+insert into app.api_keys (id, organization_id, created_by, name, key_prefix, key_hash, role, expires_at, revoked_at, revoked_by)
+select pg_temp.id(k.label), pg_temp.id(k.org), pg_temp.id(k.org || '.owner'), k.label, 'pr_' || md5(k.label),
+       pg_temp.token(k.label), 'editor', k.expires_at, k.revoked_at,
+       case when k.revoked_at is not null then pg_temp.id(k.org || '.owner') end
+from (values ('key:A1', 'A', null::timestamptz, null::timestamptz),
+             ('key:A12', 'A', null, null),
+             ('key:A1.revoked', 'A', null, now() - interval '1 hour'),
+             ('key:A1.expired', 'A', now() - interval '1 hour', null),
+             ('key:B1', 'B', null, null)) k (label, org, expires_at, revoked_at);
+insert into app.api_key_workspaces (api_key_id, workspace_id, organization_id)
+select pg_temp.id(k), pg_temp.id(ws), pg_temp.id(left(ws, 1))
+from (values ('key:A1', 'A1'), ('key:A12', 'A1'), ('key:A12', 'A2'), ('key:A1.revoked', 'A1'),
+             ('key:A1.expired', 'A1'), ('key:B1', 'B1')) g (k, ws);
+-- One idempotency record in each organization.
+insert into app.idempotency_keys (workspace_id, principal_id, method, route, key, request_hash) values
+  (pg_temp.id('A1'), pg_temp.id('A.editor'), 'POST', '/v1/fixture', 'fixture-a', pg_temp.token('body-a')),
+  (pg_temp.id('B1'), pg_temp.id('B.editor'), 'POST', '/v1/fixture', 'fixture-b', pg_temp.token('body-b'));
+-- ---------------------------------------------------------------------------
+
+-- One row in every partition of audit.api_calls (a row at the lower bound
+-- of each monthly partition, and one far in the past for the default), so
+-- row triggers have something to fire on.
+create function pg_temp.audit_partitions() returns setof regclass
+language sql as $$
+  select i.inhrelid::regclass from pg_inherits i
+  where i.inhparent = 'audit.api_calls'::regclass order by 1::text
+$$;
+create function pg_temp.fill_partitions() returns int
+language plpgsql as $$
+declare
+  p regclass;
+  v_at timestamptz;
+  n int := 0;
+begin
+  for p in select * from pg_temp.audit_partitions() loop
+    v_at := coalesce(
+      (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'FROM \(''([^'']+)''\)'))[1]::timestamptz + interval '1 hour',
+      '2000-01-01 00:00:00+00')
+      from pg_class c where c.oid = p;
+    insert into audit.api_calls (occurred_at, actor_kind, method, route, status, duration_ms, outcome, request_id)
+    values (v_at, 'anonymous', 'GET', '/fill', 200, 1, 'success', 'fill:' || p::text);
+    n := n + 1;
+  end loop;
+  return n;
+end
+$$;
+-- The partitions (or the parent) on which a statement template (%s = the
+-- table) is NOT refused with PT409; effects are always rolled back.
+create function pg_temp.not_refused(p_template text, p_include_parent boolean) returns text[]
+language plpgsql as $$
+declare
+  t text;
+  v_bad text[] := '{}';
+begin
+  for t in
+    select 'audit.api_calls' where p_include_parent
+    union all select p::text from pg_temp.audit_partitions() p
+  loop
+    if pg_temp.write_outcome(format(p_template, t)) <> 'PT409' then
+      v_bad := v_bad || t;
+    end if;
+  end loop;
+  return v_bad;
+end
+$$;
+create function pg_temp.month_partition(p_months int) returns text
+language sql as $$
+  select 'audit.api_calls_' || to_char(date_trunc('month', now()) + make_interval(months => p_months), 'YYYY_MM')
+$$;
+
+------------------------------------------------------------------------------
+-- audit.record, called by the server's login role outside the request.
+------------------------------------------------------------------------------
+set local role pressroom_app;
+select lives_ok(format(
+  $$select audit.record('user', %L, null, %L, %L, 'GET', '/v1/workspaces/{workspaceId}/members', 404, 12.5, 'NOT_FOUND', 'req-pgtap-1')$$,
+  pg_temp.id('A.owner'), pg_temp.id('A'), pg_temp.id('A1')),
+  'pressroom_app writes an audit row with audit.record');
+select lives_ok(format(
+  $$select audit.record('api_key', %L, 'pr_abc', %L, %L, 'POST', '/v1/workspaces/{workspaceId}/api-keys', 201, 3, null, 'req-pgtap-2')$$,
+  pg_temp.id('key:A1'), pg_temp.id('A'), pg_temp.id('A1')),
+  'pressroom_app writes a success row');
+select lives_ok($$select audit.record('anonymous', null, null, null, null, 'POST', '/v1/auth/login', 500, 0, 'INTERNAL', 'req-pgtap-3')$$,
+  'pressroom_app writes an anonymous server-error row');
+select throws_ok($$insert into audit.api_calls (actor_kind, method, route, status, duration_ms, outcome, request_id)
+  values ('anonymous', 'GET', '/x', 200, 1, 'success', 'direct')$$, '42501', null,
+  'pressroom_app cannot insert into audit.api_calls directly');
+select throws_ok('select count(*) from audit.api_calls', '42501', null, 'pressroom_app cannot read audit.api_calls');
+reset role;
+select pg_temp.act_as('A.owner', 'A1');
+select throws_ok($$select audit.record('anonymous', null, null, null, null, 'GET', '/x', 200, 1, null, 'req-x')$$, '42501', null,
+  'the request role cannot call audit.record');
+select throws_ok('select count(*) from audit.api_calls', '42501', null, 'the request role cannot read audit.api_calls');
+select throws_ok('select count(*) from reporting.api_calls', '42501', null, 'the request role cannot read reporting.api_calls');
+select pg_temp.act_as_owner();
+
+select results_eq(
+  $$select actor_kind, actor_id, organization_id, workspace_id, method, route, status, duration_ms, outcome
+    from reporting.api_calls where request_id = 'req-pgtap-1'$$,
+  format($$values ('user'::text, %L::uuid, %L::uuid, %L::uuid, 'GET'::text, '/v1/workspaces/{workspaceId}/members'::text, 404, 12.5::numeric(12, 3), 'client_error'::text)$$,
+         pg_temp.id('A.owner'), pg_temp.id('A'), pg_temp.id('A1')),
+  'the recorded row is visible in reporting.api_calls, outcome client_error for a 404');
+select results_eq(
+  $$select request_id, outcome, api_key_prefix from reporting.api_calls where request_id in ('req-pgtap-2', 'req-pgtap-3') order by request_id$$,
+  $$values ('req-pgtap-2'::text, 'success'::text, 'pr_abc'::text), ('req-pgtap-3', 'server_error', null)$$,
+  'outcome is success for a 201 and server_error for a 500');
+select is((select error_code from audit.api_calls where request_id = 'req-pgtap-1'), 'NOT_FOUND', 'the error code is stored');
+select throws_ok($$select audit.record('robot', null, null, null, null, 'GET', '/x', 200, 1, null, 'req-bad')$$, '23514', null,
+  'audit.record refuses an unknown actor kind (check violation)');
+
+------------------------------------------------------------------------------
+-- Partitions: created this month and ahead, idempotently.
+------------------------------------------------------------------------------
+select set_config('pgtap.missing_4_5',
+  (select count(*)::text from generate_series(4, 5) i where to_regclass(pg_temp.month_partition(i)) is null), true);
+set local role pressroom_worker;
+select cmp_ok(audit.ensure_partitions(3), '>=', 0, 'pressroom_worker runs audit.ensure_partitions(3)');
+select is(
+  array(select pg_temp.month_partition(i) from generate_series(0, 3) i where to_regclass(pg_temp.month_partition(i)) is null),
+  '{}'::text[], 'this month''s and the next 3 months'' partitions exist');
+select is(audit.ensure_partitions(3), 0, 'a second audit.ensure_partitions(3) creates nothing');
+select is(audit.ensure_partitions(5), current_setting('pgtap.missing_4_5')::int,
+  'audit.ensure_partitions(5) creates exactly the missing months 4 and 5');
+select is(
+  array(select pg_temp.month_partition(i) from generate_series(0, 5) i where to_regclass(pg_temp.month_partition(i)) is null),
+  '{}'::text[], 'the partitions up to 5 months ahead exist');
+select is(audit.ensure_partitions(5), 0, 'audit.ensure_partitions(5) again creates nothing');
+reset role;
+select is(
+  (select count(*)::int from pg_trigger t
+   where t.tgrelid = to_regclass(pg_temp.month_partition(5)) and t.tgtype & 32 = 32 and not t.tgisinternal),
+  1, 'the newly created partition has its own TRUNCATE guard');
+with ins as (
+  insert into audit.api_calls (occurred_at, actor_kind, method, route, status, duration_ms, outcome, request_id)
+  values (date_trunc('month', now()) + interval '5 months', 'anonymous', 'GET', '/x', 200, 1, 'success', 'bound')
+  returning tableoid::regclass::text t)
+select is((select t from ins), pg_temp.month_partition(5), 'a row at the first instant of a month lands in that month''s partition');
+select pg_temp.act_as('A.owner', 'A1');
+select throws_ok('select audit.ensure_partitions(3)', '42501', null, 'the request role cannot run audit.ensure_partitions');
+select pg_temp.act_as_owner();
+
+------------------------------------------------------------------------------
+-- Append-only, even for the superuser: triggers refuse UPDATE, DELETE and
+-- TRUNCATE on the parent and on every partition.
+------------------------------------------------------------------------------
+select cmp_ok(pg_temp.fill_partitions(), '>=', 7, 'one row written into each of the (at least 7) partitions');
+select is(
+  array(select p::text from pg_temp.audit_partitions() p
+        where not exists (select 1 from audit.api_calls a where a.tableoid = p)),
+  '{}'::text[], 'every partition holds a row');
+select throws_ok($$update audit.api_calls set status = 200 where request_id = 'req-pgtap-1'$$, 'PT409', null,
+  'superuser: UPDATE on audit.api_calls -> PT409');
+select throws_ok($$delete from audit.api_calls where request_id = 'req-pgtap-1'$$, 'PT409', null,
+  'superuser: DELETE on audit.api_calls -> PT409');
+select throws_ok('truncate audit.api_calls', 'PT409', null, 'superuser: TRUNCATE audit.api_calls -> PT409');
+select is(pg_temp.not_refused('update %s set status = 599', true), '{}'::text[],
+  'superuser: UPDATE of every row is refused on the parent and on each partition');
+select is(pg_temp.not_refused('delete from %s', true), '{}'::text[],
+  'superuser: DELETE is refused on the parent and on each partition');
+select is(pg_temp.not_refused('truncate %s', true), '{}'::text[],
+  'superuser: TRUNCATE is refused on the parent and on each partition');
+select is((select count(*)::int from audit.api_calls where request_id like 'req-pgtap-%'), 3, 'the audit rows are all still there');
+
+------------------------------------------------------------------------------
+-- pressroom_bi reads reporting and nothing else.
+------------------------------------------------------------------------------
+set local role pressroom_bi;
+select is((select count(*)::int from reporting.api_calls where request_id like 'req-pgtap-%'), 3,
+  'pressroom_bi reads reporting.api_calls');
+select is((select array_agg(name order by name) from reporting.workspaces), array['A1', 'A2', 'B1'],
+  'pressroom_bi reads reporting.workspaces');
+select throws_ok('select count(*) from app.workspaces', '42501', null, 'pressroom_bi cannot read app.workspaces');
+select throws_ok('select count(*) from app.users', '42501', null, 'pressroom_bi cannot read app.users');
+select throws_ok('select count(*) from app.api_keys', '42501', null, 'pressroom_bi cannot read app.api_keys');
+select throws_ok('select count(*) from audit.api_calls', '42501', null, 'pressroom_bi cannot read audit.api_calls');
+select throws_ok('select count(*) from audit.api_calls_default', '42501', null, 'pressroom_bi cannot read an audit partition');
+select throws_ok('select api.list_workspaces()', '42501', null, 'pressroom_bi cannot call api functions');
+select throws_ok($$insert into reporting.api_calls (actor_kind, method, route, status, duration_ms, outcome, request_id)
+  values ('anonymous', 'GET', '/x', 200, 1, 'success', 'bi')$$, '42501', null, 'pressroom_bi cannot insert into reporting.api_calls');
+select throws_ok('update reporting.api_calls set status = 200', '42501', null, 'pressroom_bi cannot update reporting.api_calls');
+select throws_ok('delete from reporting.api_calls', '42501', null, 'pressroom_bi cannot delete from reporting.api_calls');
+select throws_ok($$insert into reporting.workspaces (organization_id, name) values (gen_random_uuid(), 'bi')$$, '42501', null,
+  'pressroom_bi cannot insert into reporting.workspaces');
+select throws_ok($$update reporting.workspaces set name = 'bi'$$, '42501', null, 'pressroom_bi cannot update reporting.workspaces');
+select throws_ok('delete from reporting.workspaces', '42501', null, 'pressroom_bi cannot delete from reporting.workspaces');
+select throws_ok('create table public.bi_table (x int)', '42501', null, 'pressroom_bi cannot create a table in public');
+select throws_ok('create table reporting.bi_table (x int)', '42501', null, 'pressroom_bi cannot create a table in reporting');
+select throws_ok('create view reporting.bi_view as select 1 as x', '42501', null, 'pressroom_bi cannot create a view in reporting');
+select throws_ok('create schema bi_schema', '42501', null, 'pressroom_bi cannot create a schema');
+reset role;
+-- The same, from the catalog, for every relation and schema there is.
+select is(
+  array(select format('%s %s', c.oid::regclass, p.priv)
+        from pg_class c join pg_namespace n on n.oid = c.relnamespace
+        cross join (values ('INSERT'), ('UPDATE'), ('DELETE'), ('TRUNCATE'), ('REFERENCES'), ('TRIGGER')) p (priv)
+        where c.relkind in ('r', 'p', 'v', 'm', 'f') and n.nspname not like 'pg\_%' and n.nspname <> 'information_schema'
+          and has_table_privilege('pressroom_bi', c.oid, p.priv)
+        order by 1),
+  '{}'::text[], 'pressroom_bi holds no write privilege on any relation');
+select is(
+  array(select format('%s SELECT', c.oid::regclass)
+        from pg_class c join pg_namespace n on n.oid = c.relnamespace
+        where c.relkind in ('r', 'p', 'v', 'm', 'f') and n.nspname in ('app', 'audit', 'api')
+          and has_table_privilege('pressroom_bi', c.oid, 'SELECT')
+        order by 1),
+  '{}'::text[], 'pressroom_bi holds no SELECT on anything in app, audit or api');
+select is(
+  array(select nspname::text from pg_namespace
+        where nspname not like 'pg\_%' and nspname <> 'information_schema' and has_schema_privilege('pressroom_bi', oid, 'CREATE')
+        order by 1),
+  '{}'::text[], 'pressroom_bi may create in no schema');
+-- (TEMPORARY is not checked here: CREATE DATABASE ... TEMPLATE does not copy
+-- the template's database-level grants, so a clone has PostgreSQL's defaults.)
+select ok(not has_database_privilege('pressroom_bi', current_database(), 'CREATE'),
+  'pressroom_bi may not create schemas in the database');
+
+select pg_temp.act_as_owner();
+select * from finish();
+rollback;

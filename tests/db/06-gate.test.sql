@@ -1,0 +1,281 @@
+-- api.gate: rate limits per workspace and class, plan checks, authentication
+-- of sessions and API keys, and last_used_at.
+begin;
+select plan(43);
+
+-- ---------------------------------------------------------------------------
+-- Fixture and persona helpers (identical in every file; each file runs alone
+-- in its own clone of the migrated template, as the superuser owner).
+-- Ids are deterministic: pg_temp.id('A1') = md5(...)::uuid, so a test can
+-- name a row of another organization without being able to read it.
+-- ---------------------------------------------------------------------------
+create function pg_temp.id(p_label text) returns uuid
+language sql immutable as $$ select md5('pressroom-test:' || p_label)::uuid $$;
+
+-- A bearer secret's stored hash (32 bytes), as the server computes it.
+create function pg_temp.token(p_label text) returns bytea
+language sql immutable as $$ select sha256(convert_to(p_label, 'UTF8')) $$;
+
+-- Switches to the request role with the context the server would set for
+-- this principal (a user label like 'A.editor' or a key label 'key:A1') and
+-- workspace label (or null). The workspace role is what api.gate would grant
+-- (null when it would refuse: the context is then forged, which RLS must
+-- survive too).
+create function pg_temp.act_as(p_principal text, p_workspace text default null) returns void
+language plpgsql as $$
+declare
+  v_ws uuid := case when p_workspace is not null then pg_temp.id(p_workspace) end;
+  v_user app.users;
+  v_key app.api_keys;
+  v_role text;
+begin
+  reset role;
+  if p_principal like 'key:%' then
+    select * into v_key from app.api_keys where id = pg_temp.id(p_principal);
+    if v_key.id is null then raise exception 'act_as: no fixture key %', p_principal; end if;
+    select r.role into v_role from app.api_key_workspace_roles(v_key.id) r where r.workspace_id = v_ws;
+    perform set_config('pressroom.actor_kind', 'api_key', true);
+    perform set_config('pressroom.user_id', '', true);
+    perform set_config('pressroom.session_id', '', true);
+    perform set_config('pressroom.api_key_id', v_key.id::text, true);
+    perform set_config('pressroom.organization_id', v_key.organization_id::text, true);
+  else
+    select * into v_user from app.users where id = pg_temp.id(p_principal);
+    if v_user.id is null then raise exception 'act_as: no fixture user %', p_principal; end if;
+    select r.role into v_role from app.user_workspace_roles(v_user.id) r where r.workspace_id = v_ws;
+    perform set_config('pressroom.actor_kind', 'user', true);
+    perform set_config('pressroom.user_id', v_user.id::text, true);
+    perform set_config('pressroom.session_id', pg_temp.id('session:' || p_principal)::text, true);
+    perform set_config('pressroom.api_key_id', '', true);
+    perform set_config('pressroom.organization_id', v_user.organization_id::text, true);
+  end if;
+  perform set_config('pressroom.workspace_id', coalesce(v_ws::text, ''), true);
+  perform set_config('pressroom.workspace_role', coalesce(v_role, ''), true);
+  set local role pressroom_request;
+end
+$$;
+
+-- Back to the owner (superuser), context cleared.
+create function pg_temp.act_as_owner() returns void
+language plpgsql as $$
+begin
+  reset role;
+  perform set_config('pressroom.' || g, '', true)
+  from unnest(array['actor_kind', 'user_id', 'session_id', 'api_key_id', 'organization_id',
+                    'workspace_id', 'workspace_role']) g;
+end
+$$;
+
+-- 'SQLSTATE DETAIL' of the error a statement raises (DETAIL carries the
+-- machine code of PTxyz errors), or 'ok'. Runs as the current role. A probe:
+-- its effects are rolled back even when it succeeds.
+create function pg_temp.sqlerr(p_sql text) returns text
+language plpgsql as $$
+declare
+  v_state text;
+  v_detail text;
+begin
+  execute p_sql;
+  raise exception using errcode = 'ZZ000', message = 'probe succeeded';
+exception when others then
+  if sqlstate = 'ZZ000' then
+    return 'ok';
+  end if;
+  get stacked diagnostics v_state = returned_sqlstate, v_detail = pg_exception_detail;
+  return v_state || coalesce(' ' || nullif(v_detail, ''), '');
+end
+$$;
+
+-- Outcome of a probing write: 'rows=N' when it ran, else its SQLSTATE.
+-- Either way its effects are rolled back, so a probe that wrongly succeeds
+-- does not disturb the tests after it.
+create function pg_temp.write_outcome(p_sql text) returns text
+language plpgsql as $$
+declare
+  v_rows bigint;
+begin
+  execute p_sql;
+  get diagnostics v_rows = row_count;
+  raise exception using errcode = 'ZZ000', message = v_rows::text;
+exception when others then
+  if sqlstate = 'ZZ000' then
+    return 'rows=' || sqlerrm;
+  end if;
+  return sqlstate;
+end
+$$;
+
+-- Two organizations. A (basic): owner, a manager, an editor and a viewer of
+-- A1, and a stranger (member of A, editor of A2, nothing in A1). B (basic):
+-- owner and an editor of B1.
+insert into app.organizations (id, name, plan, trial_ends_at) values
+  (pg_temp.id('A'), 'Org A', 'basic', null),
+  (pg_temp.id('B'), 'Org B', 'basic', null);
+insert into app.users (id, organization_id, email, password_hash, org_role)
+select pg_temp.id(label), pg_temp.id(org), lower(replace(label, '.', '-')) || '@example.test', 'not-a-real-hash', org_role
+from (values ('A.owner', 'A', 'owner'), ('A.manager', 'A', 'member'), ('A.editor', 'A', 'member'),
+             ('A.viewer', 'A', 'member'), ('A.stranger', 'A', 'member'),
+             ('B.owner', 'B', 'owner'), ('B.editor', 'B', 'member')) u (label, org, org_role);
+insert into app.workspaces (id, organization_id, name) values
+  (pg_temp.id('A1'), pg_temp.id('A'), 'A1'),
+  (pg_temp.id('A2'), pg_temp.id('A'), 'A2'),
+  (pg_temp.id('B1'), pg_temp.id('B'), 'B1');
+insert into app.workspace_members (workspace_id, user_id, organization_id, role)
+select pg_temp.id(ws), pg_temp.id(label), pg_temp.id(left(ws, 1)), role
+from (values ('A1', 'A.manager', 'manager'), ('A1', 'A.editor', 'editor'), ('A1', 'A.viewer', 'viewer'),
+             ('A2', 'A.owner', 'manager'), ('A2', 'A.stranger', 'editor'),
+             ('B1', 'B.owner', 'manager'), ('B1', 'B.editor', 'editor')) m (ws, label, role);
+-- One open session per user: token 'session:<label>'.
+insert into app.sessions (id, user_id, organization_id, token_hash, expires_at)
+select pg_temp.id('session:' || u.label), pg_temp.id(u.label), pg_temp.id(left(u.label, 1)),
+       pg_temp.token('session:' || u.label), now() + interval '1 day'
+from unnest(array['A.owner', 'A.manager', 'A.editor', 'A.viewer', 'A.stranger', 'B.owner', 'B.editor']) u (label);
+-- API keys (secret 'key:<label>'): key:A1 (editor, A1), key:A12 (editor, A1
+-- and A2), key:A1.revoked, key:A1.expired, key:B1; all created by the owner.
+insert into app.api_keys (id, organization_id, created_by, name, key_prefix, key_hash, role, expires_at, revoked_at, revoked_by)
+select pg_temp.id(k.label), pg_temp.id(k.org), pg_temp.id(k.org || '.owner'), k.label, 'pr_' || md5(k.label),
+       pg_temp.token(k.label), 'editor', k.expires_at, k.revoked_at,
+       case when k.revoked_at is not null then pg_temp.id(k.org || '.owner') end
+from (values ('key:A1', 'A', null::timestamptz, null::timestamptz),
+             ('key:A12', 'A', null, null),
+             ('key:A1.revoked', 'A', null, now() - interval '1 hour'),
+             ('key:A1.expired', 'A', now() - interval '1 hour', null),
+             ('key:B1', 'B', null, null)) k (label, org, expires_at, revoked_at);
+insert into app.api_key_workspaces (api_key_id, workspace_id, organization_id)
+select pg_temp.id(k), pg_temp.id(ws), pg_temp.id(left(ws, 1))
+from (values ('key:A1', 'A1'), ('key:A12', 'A1'), ('key:A12', 'A2'), ('key:A1.revoked', 'A1'),
+             ('key:A1.expired', 'A1'), ('key:B1', 'B1')) g (k, ws);
+-- One idempotency record in each organization.
+insert into app.idempotency_keys (workspace_id, principal_id, method, route, key, request_hash) values
+  (pg_temp.id('A1'), pg_temp.id('A.editor'), 'POST', '/v1/fixture', 'fixture-a', pg_temp.token('body-a')),
+  (pg_temp.id('B1'), pg_temp.id('B.editor'), 'POST', '/v1/fixture', 'fixture-b', pg_temp.token('body-b'));
+-- ---------------------------------------------------------------------------
+
+-- More organizations for plans: C (trial that ended), T (trial running),
+-- S (standard), D (premium); each with an owner, a workspace and a session.
+insert into app.organizations (id, name, plan, trial_ends_at) values
+  (pg_temp.id('C'), 'Org C', 'trial', now() - interval '1 day'),
+  (pg_temp.id('T'), 'Org T', 'trial', now() + interval '2 days'),
+  (pg_temp.id('S'), 'Org S', 'standard', null),
+  (pg_temp.id('D'), 'Org D', 'premium', null);
+insert into app.users (id, organization_id, email, password_hash, org_role)
+select pg_temp.id(o || '.owner'), pg_temp.id(o), lower(o) || '-owner@example.test', 'not-a-real-hash', 'owner'
+from unnest(array['C', 'T', 'S', 'D']) o;
+insert into app.workspaces (id, organization_id, name)
+select pg_temp.id(o || '1'), pg_temp.id(o), o || '1' from unnest(array['C', 'T', 'S', 'D']) o;
+insert into app.sessions (id, user_id, organization_id, token_hash, expires_at)
+select pg_temp.id('session:' || o || '.owner'), pg_temp.id(o || '.owner'), pg_temp.id(o),
+       pg_temp.token('session:' || o || '.owner'), now() + interval '1 day'
+from unnest(array['C', 'T', 'S', 'D']) o;
+-- Sessions that must not authenticate: expired, revoked, of a disabled user.
+insert into app.users (id, organization_id, email, password_hash, org_role, status)
+values (pg_temp.id('A.disabled'), pg_temp.id('A'), 'a-disabled@example.test', 'not-a-real-hash', 'member', 'disabled');
+insert into app.sessions (user_id, organization_id, token_hash, expires_at, revoked_at) values
+  (pg_temp.id('A.editor'), pg_temp.id('A'), pg_temp.token('session:expired'), now() - interval '1 second', null),
+  (pg_temp.id('A.editor'), pg_temp.id('A'), pg_temp.token('session:revoked'), now() + interval '1 day', now() - interval '1 minute'),
+  (pg_temp.id('A.disabled'), pg_temp.id('A'), pg_temp.token('session:disabled'), now() + interval '1 day', null);
+
+create function pg_temp.g(p_secret text, p_workspace text, p_class text default 'read', p_limit int default 1000,
+  p_min_plan text default 'basic') returns jsonb
+language sql as $$
+  select api.gate(case when p_secret is not null then pg_temp.token(p_secret) end,
+                  case when p_workspace is not null then pg_temp.id(p_workspace) end,
+                  p_class, p_limit, p_min_plan, null)
+$$;
+create function pg_temp.code(p jsonb) returns text
+language sql as $$ select coalesce(p -> 'error' ->> 'code', 'none') $$;
+
+------------------------------------------------------------------------------
+-- Rate limits: per workspace and class, fixed one-minute windows.
+------------------------------------------------------------------------------
+create temp table calls (n int primary key, r jsonb not null);
+insert into calls values (1, pg_temp.g('session:A.editor', 'A1', 'write', 3));
+insert into calls values (2, pg_temp.g('session:A.editor', 'A1', 'write', 3));
+insert into calls values (3, pg_temp.g('session:A.editor', 'A1', 'write', 3));
+insert into calls values (4, pg_temp.g('session:A.editor', 'A1', 'write', 3));
+select is(array(select pg_temp.code(r) from calls order by n), array['none', 'none', 'none', 'RATE_LIMITED'],
+  'limit 3: three calls pass, the fourth is RATE_LIMITED');
+select is(array(select (r -> 'rate' ->> 'remaining')::int from calls order by n), array[2, 1, 0, 0],
+  'rate.remaining counts down 2, 1, 0 and stays 0');
+select is(array(select (r -> 'rate' ->> 'allowed')::boolean from calls order by n), array[true, true, true, false],
+  'rate.allowed turns false on the fourth call');
+select is((select (r -> 'error' ->> 'status')::int from calls where n = 4), 429, 'RATE_LIMITED is a 429');
+select ok((select (r -> 'rate' ->> 'reset')::int between 1 and 60 from calls where n = 4), 'rate.reset is between 1 and 60 seconds');
+select is((select (r -> 'error' -> 'details' ->> 'retryAfter')::int from calls where n = 4),
+  (select (r -> 'rate' ->> 'reset')::int from calls where n = 4), 'error.details.retryAfter equals rate.reset');
+select is((select r -> 'rate' ->> 'limit' from calls where n = 4) || '/' || (select r -> 'rate' ->> 'class' from calls where n = 4),
+  '3/write', 'rate reports its limit and class');
+select is((select r -> 'principal' ->> 'userId' from calls where n = 4), pg_temp.id('A.editor')::text,
+  'a refused call still reports its principal (for the audit row)');
+select is(pg_temp.code(pg_temp.g('session:A.manager', 'A1', 'write', 3)), 'RATE_LIMITED',
+  'the limit is per workspace: another user in A1 is limited too');
+select is(pg_temp.code(pg_temp.g('session:A.editor', 'A1', 'read', 3)), 'none', 'the read class of A1 has its own counter');
+select is(pg_temp.code(pg_temp.g('session:A.owner', 'A2', 'write', 3)), 'none', 'workspace A2 has its own counter');
+select is(pg_temp.code(pg_temp.g('session:B.editor', 'B1', 'write', 3)), 'none', 'workspace B1 has its own counter');
+-- Anonymous routes count per client bucket.
+select is(
+  array(select pg_temp.code(api.gate(null, null, 'expensive', 2, 'basic', 'ip:203.0.113.7')) from generate_series(1, 3) i order by i),
+  array['none', 'none', 'RATE_LIMITED'], 'anonymous calls are limited per bucket');
+select is(pg_temp.code(api.gate(null, null, 'expensive', 2, 'basic', 'ip:203.0.113.8')), 'none', 'another bucket has its own counter');
+
+------------------------------------------------------------------------------
+-- Plans.
+------------------------------------------------------------------------------
+select is(pg_temp.code(pg_temp.g('session:C.owner', 'C1')), 'PLAN_REQUIRED', 'a trial that ended -> PLAN_REQUIRED');
+select is(pg_temp.code(pg_temp.g('session:C.owner', null)), 'PLAN_REQUIRED', 'a trial that ended -> PLAN_REQUIRED without a workspace too');
+select is((pg_temp.g('session:C.owner', 'C1') -> 'error' ->> 'status')::int, 401, 'PLAN_REQUIRED is a 401 (the spec''s status for plan refusals)');
+select is(pg_temp.code(pg_temp.g('session:T.owner', 'T1', 'read', 1000, 'premium')), 'none', 'a running trial has full access');
+select is(pg_temp.code(pg_temp.g('session:A.owner', 'A1', 'read', 1000, 'standard')), 'PLAN_REQUIRED', 'p_min_plan standard on a basic org -> PLAN_REQUIRED');
+select is(pg_temp.g('session:A.owner', 'A1', 'read', 1000, 'standard') -> 'error' -> 'details',
+  '{"plan": "basic", "requiredPlan": "standard"}'::jsonb, 'PLAN_REQUIRED details name both plans');
+select is(pg_temp.code(pg_temp.g('key:A1', 'A1', 'read', 1000, 'standard')), 'PLAN_REQUIRED', 'an API key of a basic org -> PLAN_REQUIRED too');
+select is(pg_temp.code(pg_temp.g('session:A.owner', 'A1', 'read', 1000, 'basic')), 'none', 'basic passes a basic route');
+select is(pg_temp.code(pg_temp.g('session:S.owner', 'S1', 'read', 1000, 'standard')), 'none', 'standard passes a standard route');
+select is(pg_temp.code(pg_temp.g('session:S.owner', 'S1', 'read', 1000, 'premium')), 'PLAN_REQUIRED', 'standard fails a premium route');
+select is(pg_temp.code(pg_temp.g('session:D.owner', 'D1', 'read', 1000, 'standard')), 'none', 'premium passes a standard route');
+select is(pg_temp.code(pg_temp.g('session:D.owner', 'D1', 'read', 1000, 'premium')), 'none', 'premium passes a premium route');
+select is(pg_temp.g('session:D.owner', 'D1') -> 'principal' ->> 'plan', 'premium', 'the principal carries its plan');
+
+------------------------------------------------------------------------------
+-- Authentication.
+------------------------------------------------------------------------------
+select is(pg_temp.code(pg_temp.g('no-such-secret', 'A1')), 'UNAUTHENTICATED', 'an unknown token -> UNAUTHENTICATED');
+select is((pg_temp.g('no-such-secret', 'A1') -> 'error' ->> 'status')::int, 401, 'UNAUTHENTICATED is a 401');
+select is(pg_temp.g('no-such-secret', 'A1') -> 'principal', null, 'an unknown token names no principal');
+select is(pg_temp.code(api.gate(null, pg_temp.id('A1'), 'read', 100, 'basic', null)), 'UNAUTHENTICATED', 'no token and no bucket -> UNAUTHENTICATED');
+select is(pg_temp.code(pg_temp.g('session:expired', 'A1')), 'UNAUTHENTICATED', 'an expired session -> UNAUTHENTICATED');
+select is(pg_temp.code(pg_temp.g('session:revoked', 'A1')), 'UNAUTHENTICATED', 'an ended session -> UNAUTHENTICATED');
+select is(pg_temp.code(pg_temp.g('session:disabled', null)), 'UNAUTHENTICATED', 'a disabled user''s session -> UNAUTHENTICATED');
+select is(pg_temp.g('session:A.editor', 'A1') - 'rate',
+  jsonb_build_object(
+    'principal', jsonb_build_object('actorKind', 'user', 'userId', pg_temp.id('A.editor'), 'sessionId', pg_temp.id('session:A.editor'),
+                                    'organizationId', pg_temp.id('A'), 'orgRole', 'member', 'plan', 'basic'),
+    'workspaceId', pg_temp.id('A1'), 'workspaceRole', 'editor'),
+  'a session authenticates as its user, with the workspace role');
+select is(pg_temp.g('key:A1', 'A1') -> 'principal',
+  jsonb_build_object('actorKind', 'api_key', 'apiKeyId', pg_temp.id('key:A1'), 'apiKeyPrefix', 'pr_' || md5('key:A1'),
+                     'organizationId', pg_temp.id('A'), 'userId', pg_temp.id('A.owner'), 'plan', 'basic'),
+  'an API key authenticates as the key, naming its creator');
+
+------------------------------------------------------------------------------
+-- last_used_at.
+------------------------------------------------------------------------------
+select is((select last_used_at from app.api_keys where id = pg_temp.id('key:A12')), null, 'an unused key has no last_used_at');
+select is(pg_temp.code(pg_temp.g('key:A12', 'A2')), 'none', 'the key passes the gate');
+select is((select last_used_at from app.api_keys where id = pg_temp.id('key:A12')), now(), 'api.gate sets last_used_at');
+select is(pg_temp.code(pg_temp.g('key:A1.revoked', 'A1')), 'KEY_REVOKED', 'a revoked key is refused');
+select is((select last_used_at from app.api_keys where id = pg_temp.id('key:A1.revoked')), null, 'and its last_used_at is not touched');
+
+------------------------------------------------------------------------------
+-- Who may call the gate.
+------------------------------------------------------------------------------
+set local role pressroom_app;
+select is(pg_temp.code(pg_temp.g('session:A.owner', 'A1')), 'none', 'pressroom_app calls api.gate');
+reset role;
+set local role pressroom_bi;
+select throws_ok($$select api.gate(null, null, 'read', 1, 'basic', 'x')$$, '42501', null, 'pressroom_bi cannot call api.gate');
+reset role;
+
+select pg_temp.act_as_owner();
+select * from finish();
+rollback;
