@@ -265,12 +265,16 @@ export const COMMANDS: Record<string, Command> = {
     takesPassword: true,
     schema: z.object({ org: orgId, email, password, 'org-role': orgRole.default('member') }),
     run: async ({ client }, input) => {
-      const hash = await hashPassword(input.password);
-      return inTransaction(client, async () => {
-        const org = await client.query('select 1 from app.organizations where id = $1::uuid for key share', [input.org]);
+      const check = async (lock: string) => {
+        const org = await client.query(`select 1 from app.organizations where id = $1::uuid ${lock}`, [input.org]);
         if (org.rowCount === 0) throw new CliError('ORG_NOT_FOUND', `No organization has the id ${input.org}.`, { field: '--org' });
         const taken = await client.query('select 1 from app.users where lower(email) = lower($1)', [input.email]);
         if (taken.rowCount) throw new CliError('EMAIL_TAKEN', `An account with the email ${input.email} already exists.`, { field: '--email' });
+      };
+      await check(''); // before spending the KDF's time
+      const hash = await hashPassword(input.password);
+      return inTransaction(client, async () => {
+        await check('for key share');
         try {
           const { rows } = await client.query(
             `insert into app.users as u (organization_id, email, password_hash, org_role, status)
@@ -501,14 +505,19 @@ interface OwnerDatabase {
 async function openOwnerDatabase(config: Config, log: Logger): Promise<OwnerDatabase> {
   // Loaded here, so help and input errors answer at once.
   const { migrate } = await import('../db/migrate.ts');
-  const { openDatabase } = await import('../main.ts');
-  if (!config.DATABASE_URL) {
-    const running = await runningEmbeddedUrl(config, log);
-    if (running) {
-      await migrate(running, { quiet: config.LOG_LEVEL === 'silent' });
-      return { ownerUrl: running, source: 'embedded (running)', close: async () => {} };
-    }
+  const quiet = config.LOG_LEVEL === 'silent';
+  if (config.DATABASE_URL) {
+    // What openDatabase does for DATABASE_URL (queues are installed by the
+    // server; the CLI needs only the schema).
+    await migrate(config.DATABASE_URL, { quiet });
+    return { ownerUrl: config.DATABASE_URL, source: 'DATABASE_URL', close: async () => {} };
   }
+  const running = await runningEmbeddedUrl(config, log);
+  if (running) {
+    await migrate(running, { quiet });
+    return { ownerUrl: running, source: 'embedded (running)', close: async () => {} };
+  }
+  const { openDatabase } = await import('../db/open.ts');
   const db = await openDatabase(config, log);
   return {
     ownerUrl: db.ownerUrl,
@@ -568,8 +577,9 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv = process.env):
     const result = await parsed.command.run({ client, config, source: db.source }, parsed.input);
     return { exitCode: 0, stdout: JSON.stringify(result, null, 2) + '\n' };
   } catch (e) {
-    if (!(e instanceof CliError)) log.error('command failed', { command: parsed.name, err: String((e as Error)?.stack ?? e) });
-    return errorOutcome(toCliError(e));
+    const failure = toCliError(e);
+    if (failure.code === 'INTERNAL') log.error('command failed', { command: parsed.name, err: String((e as Error)?.stack ?? e) });
+    return errorOutcome(failure);
   } finally {
     await client?.end().catch(() => {});
     await db?.close().catch((e) => log.error('stopping embedded PostgreSQL failed', { err: String(e) }));
