@@ -18,6 +18,11 @@ export interface Cluster {
 }
 
 export async function startCluster(): Promise<Cluster> {
+  if (process.env.TEST_USE_TESTCONTAINERS === '1') {
+    // With a Docker engine: a postgres:18 container (tests/support/testcontainers.ts).
+    const { startContainerCluster } = await import('./testcontainers.ts');
+    return startContainerCluster();
+  }
   const external = process.env.TEST_DATABASE_URL;
   if (external) {
     return {
