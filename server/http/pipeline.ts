@@ -31,6 +31,8 @@ export interface HandlerResult {
   status?: number;
   data: unknown;
   meta?: unknown;
+  /** For anonymous routes that establish who the caller is (sign-up, sign-in): the audit row's actor. */
+  actor?: { userId: string; organizationId: string };
 }
 
 export interface HandlerContext<P = unknown> {
@@ -126,6 +128,7 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
     let errorCode: string | null = null;
     const headers: Record<string, string> = {};
     let idem: { key: string; claimed: boolean } | null = null;
+    let actor: HandlerResult['actor'];
     const wsParam = typeof req.params.workspaceId === 'string' && UUID.test(req.params.workspaceId) ? req.params.workspaceId : null;
 
     try {
@@ -205,8 +208,9 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
           await tx.query(sql.unsafe`select api.idempotency_finish(${op.method}, ${routeKey}, ${idem.key}, ${r.status ?? 200}, ${sql.jsonb(envelope as any)})`);
           idem.claimed = false;
         }
-        return { status: r.status ?? 200, envelope };
+        return { status: r.status ?? 200, envelope, actor: r.actor };
       });
+      actor = result.actor;
       status = result.status;
       payload = status === 204 ? undefined : result.envelope;
     } catch (error) {
@@ -238,10 +242,12 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
     } finally {
       const durationMs = performance.now() - started;
       const p = gate.principal;
+      const actorKind = p?.actorKind ?? (actor ? 'user' : 'anonymous');
+      const actorId = p ? ((p.actorKind === 'api_key' ? p.apiKeyId : p.userId) ?? null) : (actor?.userId ?? null);
       try {
         await pool.query(sql.unsafe`
-          select audit.record(${p?.actorKind ?? 'anonymous'}, ${p ? ((p.actorKind === 'api_key' ? p.apiKeyId : p.userId) ?? null) : null},
-            ${p?.apiKeyPrefix ?? null}, ${p?.organizationId ?? null}, ${gate.workspaceId ?? wsParam},
+          select audit.record(${actorKind}, ${actorId},
+            ${p?.apiKeyPrefix ?? null}, ${p?.organizationId ?? actor?.organizationId ?? null}, ${gate.workspaceId ?? wsParam},
             ${op.method}, ${op.path}, ${status}, ${Number(durationMs.toFixed(3))}, ${errorCode}, ${requestId})`);
       } catch (e) {
         log.error('audit write failed', { err: String(e) });

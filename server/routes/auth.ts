@@ -19,7 +19,7 @@ export const authRoutes: Record<string, RouteDefinition> = {
         ${b.workspaceName}, ${sql.binary(prepared.tokenHash)}, ${config.SESSION_TTL_SECONDS}, ${config.ALLOW_SIGNUP},
         ${config.DEFAULT_PLAN}, ${config.TRIAL_DAYS})`);
       data.session.token = prepared.token;
-      return { status: 201, data };
+      return { status: 201, data, actor: { userId: data.user.id, organizationId: data.organization.id } };
     },
   },
 
@@ -34,7 +34,7 @@ export const authRoutes: Record<string, RouteDefinition> = {
       const data = await call(sql.fragment`api.create_session(${found.user_id}, ${found.password_hash},
         ${sql.binary(sha256(token))}, ${config.SESSION_TTL_SECONDS})`);
       data.token = token;
-      return { status: 201, data };
+      return { status: 201, data, actor: { userId: data.user.id, organizationId: data.user.organizationId } };
     },
   },
 

@@ -168,6 +168,19 @@ describe('audit', () => {
     expect(row.rows).toEqual([{ actor_kind: 'api_key', actor_id: key.id, status: 401 }]);
   });
 
+  it('records the user who signed in or up, and anonymous failures', async () => {
+    const owner = await signup(api);
+    await api.post('/v1/auth/sessions', { email: owner.email, password: owner.password }, { headers: { 'x-request-id': `login-ok-${owner.userId}` } });
+    await api.post('/v1/auth/sessions', { email: owner.email, password: 'wrong password!!' }, { headers: { 'x-request-id': `login-bad-${owner.userId}` } });
+    const rows = await server.owner.query(
+      'select request_id, actor_kind, actor_id, organization_id, status from reporting.api_calls where request_id = any($1)',
+      [[`login-ok-${owner.userId}`, `login-bad-${owner.userId}`]],
+    );
+    const byId = new Map(rows.rows.map((r: any) => [r.request_id, r]));
+    expect(byId.get(`login-ok-${owner.userId}`)).toMatchObject({ actor_kind: 'user', actor_id: owner.userId, organization_id: owner.organizationId, status: 201 });
+    expect(byId.get(`login-bad-${owner.userId}`)).toMatchObject({ actor_kind: 'anonymous', actor_id: null, status: 401 });
+  });
+
   it('the audit table refuses UPDATE, DELETE and TRUNCATE', async () => {
     await expect(server.owner.query(`update audit.api_calls set status = 200`)).rejects.toThrow(/append-only/);
     await expect(server.owner.query(`delete from audit.api_calls`)).rejects.toThrow(/append-only/);
