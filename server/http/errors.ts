@@ -46,6 +46,8 @@ const BUILTIN: Record<string, [number, string, string]> = {
   '22003': [400, 'VALIDATION_FAILED', 'A number is out of range.'],
   '22001': [400, 'VALIDATION_FAILED', 'A value is too long.'],
   '22023': [400, 'VALIDATION_FAILED', 'A value is not valid.'],
+  '22021': [400, 'VALIDATION_FAILED', 'A value contains a character that is not allowed (NUL).'],
+  '22P05': [400, 'VALIDATION_FAILED', 'A value contains a character that is not allowed (NUL).'],
   '40001': [409, 'CONFLICT', 'The request collided with a concurrent change; retry it.'],
   '40P01': [409, 'CONFLICT', 'The request collided with a concurrent change; retry it.'],
   '55P03': [409, 'CONFLICT', 'The resource is locked by another request; retry it.'],

@@ -49,6 +49,13 @@ describe('envelope and errors', () => {
     expect(array.body.error.code).toBe('VALIDATION_FAILED');
   });
 
+  it('a NUL character in a string is a 400, not a 500', async () => {
+    const owner = await signup(api);
+    const res = await api.post('/v1/workspaces', { name: 'bad\u0000name' }, { token: owner.token });
+    expect(res.status).toBe(400);
+    expect(res.body.error.code).toBe('VALIDATION_FAILED');
+  });
+
   it('unknown query parameters and wrong types are 400 with one entry per field', async () => {
     const owner = await signup(api);
     const res = await api.get('/v1/workspaces?surprise=1', { token: owner.token });

@@ -269,6 +269,13 @@ begin
     execute format($p$create policy %I on app.%I for delete to pressroom_request
       using (workspace_id = (select app.current_workspace_id()) and app.role_rank((select app.current_workspace_role())) >= 2)$p$, t || '_request_delete', t);
     execute format('grant select, insert, update, delete on app.%I to pressroom_definer, pressroom_worker', t);
+    -- Defence in depth: even a forged workspace context reaches only the
+    -- organization's workspaces the principal may really access.
+    execute format($p$create policy %I on app.%I as restrictive for all to pressroom_request
+      using (organization_id = (select app.current_organization_id())
+             and workspace_id in (select unnest(app.accessible_workspace_ids())))
+      with check (organization_id = (select app.current_organization_id())
+                  and workspace_id in (select unnest(app.accessible_workspace_ids())))$p$, t || '_request_scope', t);
   end loop;
 end
 $$;
