@@ -1,3 +1,67 @@
-import type { RouteDefinition } from '../http/pipeline.ts';
+import { sql } from '../db/pool.ts';
+import { ApiError } from '../http/errors.ts';
+import type { HandlerContext, RouteDefinition } from '../http/pipeline.ts';
+import { connectorsFor } from '../platforms/index.ts';
+import { ConnectorError, type IntegrationRef, type PlatformOption } from '../platforms/types.ts';
+import { checkWebhookUrl, WebhookUrlError } from '../platforms/webhook.ts';
 
-export const integrationsRoutes: Record<string, RouteDefinition> = {};
+/** Boards or video categories: SQL checks role, existence and the platform's capability; the connector lists. */
+async function listOptions(ctx: HandlerContext, capability: 'boards' | 'videoCategories') {
+  const info = await ctx.call(sql.fragment`api.integration_for_listing(${ctx.params.id}, ${capability})`);
+  const integration: IntegrationRef = {
+    id: info.id,
+    connector: info.connector,
+    platform: info.platform,
+    name: info.name,
+    username: info.username,
+    settings: info.settings ?? {},
+    webhookUrl: info.webhookUrl,
+  };
+  try {
+    const connector = connectorsFor(ctx.config).get(integration.connector);
+    const data: PlatformOption[] = capability === 'boards' ? await connector.listBoards(integration) : await connector.listVideoCategories(integration);
+    return { data };
+  } catch (e) {
+    if (e instanceof ConnectorError) {
+      if (e.code === 'NOT_SUPPORTED') throw new ApiError(404, 'NOT_SUPPORTED', e.message, e.details);
+      throw new ApiError(502, 'CONNECTOR_ERROR', e.message, e.details);
+    }
+    throw e;
+  }
+}
+
+export const integrationsRoutes: Record<string, RouteDefinition> = {
+  listIntegrations_v1: {
+    handle: async ({ call }) => ({ data: await call(sql.fragment`api.list_integrations()`) }),
+  },
+  getIntegration_v1: {
+    handle: async ({ call, params }) => ({ data: await call(sql.fragment`api.get_integration(${params.id})`) }),
+  },
+  listIntegrationBoards_v1: {
+    handle: (ctx) => listOptions(ctx, 'boards'),
+  },
+  listIntegrationVideoCategories_v1: {
+    handle: (ctx) => listOptions(ctx, 'videoCategories'),
+  },
+  createIntegration_v1: {
+    // Resolving the webhook host happens before the transaction opens.
+    prepare: async ({ body, config }) => {
+      if (body?.connector !== 'webhook' || typeof body.url !== 'string') return null;
+      try {
+        await checkWebhookUrl(body.url, { allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS });
+      } catch (e) {
+        if (e instanceof WebhookUrlError) throw new ApiError(400, e.code, e.message, e.details);
+        throw e;
+      }
+      return null;
+    },
+    handle: async ({ call, body }) => ({
+      status: 201,
+      data: await call(sql.fragment`api.create_integration(${body.connector}, ${body.platform}, ${body.name},
+        ${body.username ?? null}, ${body.settings ? sql.jsonb(body.settings) : null}, ${body.url ?? null}, ${body.secret ?? null})`),
+    }),
+  },
+  deleteIntegration_v1: {
+    handle: async ({ call, params }) => ({ data: await call(sql.fragment`api.delete_integration(${params.id})`) }),
+  },
+};

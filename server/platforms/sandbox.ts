@@ -1,0 +1,137 @@
+// The sandbox connector: a simulated platform that never leaves the
+// process. Its outcomes are chosen per integration with
+// settings.behavior, so a test (or a demo) can see every path of the
+// publishing engine:
+//   succeed                 every call succeeds
+//   fail                    every publish is refused for good (permanent)
+//   transient-then-succeed  attempt 1 fails temporarily, later attempts succeed
+//   unknown                 the outcome is never confirmed (as after a timeout)
+// Everything it returns is deterministic: the same integration and edition
+// give the same post id, so a retried publish is recognisably the same post.
+import { createHash } from 'node:crypto';
+import { YOUTUBE_VIDEO_CATEGORIES } from './reference.ts';
+import {
+  ConnectorError,
+  type ArticleDraftInput,
+  type ArticleDraftResult,
+  type CaptionEditResult,
+  type Connector,
+  type ConnectorOptions,
+  type IntegrationRef,
+  type PlatformOption,
+  type PostMetrics,
+  type PublishableEdition,
+  type PublishResult,
+} from './types.ts';
+
+export const SANDBOX_BEHAVIORS = ['succeed', 'fail', 'transient-then-succeed', 'unknown'] as const;
+export type SandboxBehavior = (typeof SANDBOX_BEHAVIORS)[number];
+
+/** Permalinks point here; `.invalid` never resolves, so nothing can follow them by mistake. */
+export const SANDBOX_DEFAULT_BASE_URL = 'https://sandbox.pressroom.invalid';
+
+const BOARD_NAMES = [
+  'Inspiration',
+  'Product launches',
+  'Behind the scenes',
+  'Recipes',
+  'Travel ideas',
+  'Team favourites',
+  'Seasonal',
+  'Customer stories',
+];
+
+function digest(...parts: string[]): string {
+  return createHash('sha256').update(parts.join('\u0000')).digest('hex');
+}
+
+export function sandboxBehavior(integration: IntegrationRef): SandboxBehavior {
+  const b = integration.settings?.behavior;
+  return (SANDBOX_BEHAVIORS as readonly unknown[]).includes(b) ? (b as SandboxBehavior) : 'succeed';
+}
+
+/** The boards of a sandbox account: three to five, fixed for the integration. */
+export function sandboxBoards(integrationId: string): PlatformOption[] {
+  const h = digest('boards', integrationId);
+  const count = 3 + (parseInt(h.slice(0, 2), 16) % 3);
+  const start = parseInt(h.slice(2, 4), 16) % BOARD_NAMES.length;
+  return Array.from({ length: count }, (_, i) => ({
+    id: `sb-board-${h.slice(8, 16)}-${i + 1}`,
+    name: BOARD_NAMES[(start + i) % BOARD_NAMES.length],
+  }));
+}
+
+export function createSandboxConnector(options: Partial<ConnectorOptions> = {}): Connector {
+  const base = (options.baseUrl ?? SANDBOX_DEFAULT_BASE_URL).replace(/\/+$/, '');
+  const account = (i: IntegrationRef) => encodeURIComponent(i.username ?? i.id.slice(0, 8));
+
+  const refuseUnless = (i: IntegrationRef, capability: keyof NonNullable<IntegrationRef['capabilities']>, what: string) => {
+    if (i.capabilities && !i.capabilities[capability]) {
+      throw new ConnectorError('NOT_SUPPORTED', `${i.platform} does not support ${what}.`, { platform: i.platform });
+    }
+  };
+
+  return {
+    name: 'sandbox',
+
+    async publish(integration: IntegrationRef, edition: PublishableEdition): Promise<PublishResult> {
+      const behavior = sandboxBehavior(integration);
+      if (behavior === 'fail') {
+        return { state: 'failed', permanent: true, error: 'The sandbox platform refused the post (behavior: fail).' };
+      }
+      if (behavior === 'unknown') {
+        return { state: 'unknown', error: 'The sandbox platform did not confirm the post (behavior: unknown).' };
+      }
+      if (behavior === 'transient-then-succeed' && edition.attempt <= 1) {
+        return { state: 'failed', permanent: false, error: 'The sandbox platform is temporarily unavailable (behavior: transient-then-succeed, attempt 1).' };
+      }
+      const platformPostId = `sb-${integration.platform}-${digest('post', integration.id, edition.id).slice(0, 20)}`;
+      return { state: 'published', platformPostId, permalink: `${base}/${integration.platform}/${account(integration)}/posts/${platformPostId}` };
+    },
+
+    async editPublishedCaption(integration: IntegrationRef, post: { platformPostId: string; caption: string; attempt: number }): Promise<CaptionEditResult> {
+      refuseUnless(integration, 'editPublishedCaption', 'editing a published caption');
+      const behavior = sandboxBehavior(integration);
+      if (behavior === 'fail') return { state: 'failed', permanent: true, error: 'The sandbox platform refused the caption (behavior: fail).' };
+      if (behavior === 'unknown') return { state: 'unknown', error: 'The sandbox platform did not confirm the caption (behavior: unknown).' };
+      if (behavior === 'transient-then-succeed' && post.attempt <= 1) {
+        return { state: 'failed', permanent: false, error: 'The sandbox platform is temporarily unavailable (behavior: transient-then-succeed, attempt 1).' };
+      }
+      return { state: 'updated' };
+    },
+
+    async createDraft(integration: IntegrationRef, article: ArticleDraftInput): Promise<ArticleDraftResult> {
+      refuseUnless(integration, 'canPublishArticles', 'articles');
+      if (sandboxBehavior(integration) === 'fail') {
+        throw new ConnectorError('UPSTREAM_ERROR', 'The sandbox platform refused the draft (behavior: fail).');
+      }
+      // One draft per article and content: an unchanged article maps to the same draft.
+      const articleId = `sb-article-${digest('article', integration.id, article.contentId, article.title, article.bodyHtml).slice(0, 20)}`;
+      return { articleId, draftUrl: `${base}/${integration.platform}/${account(integration)}/drafts/${articleId}` };
+    },
+
+    async fetchMetrics(integration: IntegrationRef, post: { platformPostId: string }): Promise<PostMetrics> {
+      const h = digest('metrics', integration.id, post.platformPostId);
+      const n = (i: number, mod: number) => parseInt(h.slice(i * 4, i * 4 + 4), 16) % mod;
+      const impressions = 100 + n(0, 9900);
+      return {
+        impressions,
+        likes: n(1, Math.max(1, Math.floor(impressions / 10))),
+        comments: n(2, 50),
+        shares: n(3, 40),
+        clicks: n(4, Math.max(1, Math.floor(impressions / 20))),
+        fetchedAt: new Date().toISOString(),
+      };
+    },
+
+    async listBoards(integration: IntegrationRef): Promise<PlatformOption[]> {
+      refuseUnless(integration, 'boards', 'boards');
+      return sandboxBoards(integration.id);
+    },
+
+    async listVideoCategories(integration: IntegrationRef): Promise<PlatformOption[]> {
+      refuseUnless(integration, 'videoCategories', 'video categories');
+      return YOUTUBE_VIDEO_CATEGORIES.map((c) => ({ ...c }));
+    },
+  };
+}

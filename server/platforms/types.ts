@@ -1,0 +1,137 @@
+// One interface for every connector (DESIGN.md section 6). A connector is
+// stateless and serves every integration of its kind: each call names the
+// integration it acts for. Connectors that need no outside network ship
+// now (sandbox, webhook); connectors for real platforms (OAuth) come later
+// and take their API base URL from ConnectorOptions.baseUrl, so tests can
+// point them at a local fake.
+
+export type ConnectorName = 'sandbox' | 'webhook';
+
+export type MediaKind = 'image' | 'video' | 'gif';
+
+/** What the platform allows, as app.platforms stores it (see the integration detail route). */
+export interface PlatformCapabilities {
+  canPublishArticles: boolean;
+  boards: boolean;
+  videoCategories: boolean;
+  threads: boolean;
+  editPublishedCaption: boolean;
+}
+
+/** The integration a call acts for. The secret is filled in only by the worker, never by a request. */
+export interface IntegrationRef {
+  id: string;
+  connector: ConnectorName;
+  platform: string;
+  name: string;
+  username: string | null;
+  settings: Record<string, unknown>;
+  capabilities?: PlatformCapabilities;
+  webhookUrl?: string | null;
+  webhookSecret?: string | null;
+}
+
+export interface MediaRef {
+  id: string;
+  type: MediaKind;
+  /** A URL the platform (or webhook receiver) can fetch the bytes from; signed and expiring. */
+  url: string;
+  contentType?: string;
+  altText: string | null;
+}
+
+/** One edition (content item) ready to publish, with its effective caption and media. */
+export interface PublishableEdition {
+  id: string;
+  rootId: string;
+  /** 1 for the first try; the publishing engine increments it per retry. Same id + attempt = same call. */
+  attempt: number;
+  caption: string;
+  title?: string | null;
+  /** Platform settings (boardId, title, categoryId, privacy, ...). */
+  settings: Record<string, unknown>;
+  media: MediaRef[];
+  /** Further thread messages, for platforms with threads. */
+  thread: { caption: string; media: MediaRef[] }[];
+  scheduledAt: string | null;
+}
+
+export type PublishResult =
+  | { state: 'published'; platformPostId: string; permalink: string | null }
+  /** permanent: retrying cannot help (rejected content, revoked access); otherwise retry later. */
+  | { state: 'failed'; permanent: boolean; error: string }
+  /** The request may or may not have reached the platform (timeout after sending): verify before retrying. */
+  | { state: 'unknown'; error: string };
+
+export type CaptionEditResult = { state: 'updated' } | { state: 'failed'; permanent: boolean; error: string } | { state: 'unknown'; error: string };
+
+export interface ArticleDraftInput {
+  contentId: string;
+  title: string;
+  bodyHtml: string;
+  cover: MediaRef | null;
+  images: MediaRef[];
+}
+
+export interface ArticleDraftResult {
+  articleId: string;
+  draftUrl: string | null;
+}
+
+export interface PostMetrics {
+  impressions: number;
+  likes: number;
+  comments: number;
+  shares: number;
+  clicks: number;
+  fetchedAt: string;
+}
+
+/** A board (Pinterest) or a video category (YouTube): what a setting may name. */
+export interface PlatformOption {
+  id: string;
+  name: string;
+}
+
+export interface Connector {
+  readonly name: ConnectorName;
+  /** Publishes one edition. Never throws for a platform's answer: the outcome is in the result. */
+  publish(integration: IntegrationRef, edition: PublishableEdition): Promise<PublishResult>;
+  /** Changes the caption of a published post (platforms with capabilities.editPublishedCaption). */
+  editPublishedCaption(integration: IntegrationRef, post: { platformPostId: string; caption: string; attempt: number }): Promise<CaptionEditResult>;
+  /** Puts an article into the account's platform drafts without publishing it (canPublishArticles). */
+  createDraft(integration: IntegrationRef, article: ArticleDraftInput): Promise<ArticleDraftResult>;
+  /** Engagement figures of a published post; null when the connector cannot know them. */
+  fetchMetrics(integration: IntegrationRef, post: { platformPostId: string }): Promise<PostMetrics | null>;
+  /** Boards of a board-based platform (capabilities.boards). */
+  listBoards(integration: IntegrationRef): Promise<PlatformOption[]>;
+  /** Video categories of a video platform (capabilities.videoCategories). */
+  listVideoCategories(integration: IntegrationRef): Promise<PlatformOption[]>;
+}
+
+export interface ConnectorOptions {
+  /**
+   * Base URL of the platform's API (OAuth connectors) or of generated links
+   * (sandbox permalinks). Configurable so tests point real connectors at a
+   * local fake.
+   */
+  baseUrl?: string;
+  /** Time limit of one outgoing call. */
+  timeoutMs: number;
+  /** Whether webhook URLs may resolve to loopback or private networks (WEBHOOK_ALLOW_PRIVATE_NETWORKS). */
+  allowPrivateNetworks: boolean;
+}
+
+export type ConnectorErrorCode = 'NOT_SUPPORTED' | 'UNKNOWN_CONNECTOR' | 'MISSING_SECRET' | 'UPSTREAM_ERROR' | 'UNSAFE_URL';
+
+/** A connector cannot do what was asked (as opposed to a platform's answer, which is a result). */
+export class ConnectorError extends Error {
+  readonly code: ConnectorErrorCode;
+  readonly details: Record<string, unknown> | null;
+  constructor(code: ConnectorErrorCode, message: string, details: Record<string, unknown> | null = null) {
+    super(message);
+    this.name = 'ConnectorError';
+    this.code = code;
+    this.details = details;
+  }
+}
