@@ -33,6 +33,8 @@ export function createApp(deps: AppDeps) {
   const openapi = deps.openapi ?? loadOpenApi();
   const app = express();
   app.disable('x-powered-by');
+  // API answers are not cached by validators; hashing every body costs CPU.
+  app.set('etag', false);
   app.set('trust proxy', config.TRUST_PROXY);
   app.set('query parser', 'extended');
 

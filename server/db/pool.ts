@@ -19,6 +19,10 @@ export async function openPool(url: string, maximumPoolSize: number): Promise<Da
     statementTimeout: 30_000,
     idleTimeout: 10_000,
     connectionTimeout: 10_000,
+    // Every setting a request makes is transaction-local (set_config(..., true)),
+    // so nothing outlives a transaction and the default DISCARD ALL on release
+    // would only throw away PostgreSQL's cached plans (it halved throughput).
+    resetConnection: async () => {},
   });
 }
 
