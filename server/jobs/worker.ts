@@ -2,6 +2,7 @@ import { PgBoss } from 'pg-boss';
 import type { DatabasePool } from 'slonik';
 import { jsonResult, sql } from '../db/pool.ts';
 import { PGBOSS_SCHEMA, QUEUES } from './queues.ts';
+import { registerRecurringJobs } from './recurring.ts';
 import type { Logger } from '../log.ts';
 
 export { QUEUES };
@@ -40,6 +41,7 @@ export async function startWorker(opts: { ownerUrl: string; pool: DatabasePool; 
     log.info('audit partitions ensured', { job: QUEUES.auditPartitions, created });
     return { created };
   });
+  await registerRecurringJobs(boss, pool, log);
   // Upkeep that must not wait for the first cron tick.
   await maintenance.ensureAuditPartitions(pool);
   return {
