@@ -31,6 +31,12 @@ export const ConfigSchema = z.object({
   // refused (server-side request forgery) unless this is true.
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: bool.default(false),
   PUBLISH_TIMEOUT_MS: int(15_000, 100),
+  // Transient publish failures: retried with exponential backoff.
+  PUBLISH_MAX_ATTEMPTS: int(5, 1),
+  PUBLISH_RETRY_BASE_MS: int(1000, 1),
+  // Jobs held by a worker that died come back after this long.
+  JOB_HEARTBEAT_SECONDS: int(30, 10),
+  PUBLISH_CONCURRENCY: int(8, 1),
   // Media storage: "disk" (files under DATA_DIR/media, HMAC-signed URLs served
   // by the API) or "s3" (any S3-compatible store, presigned URLs).
   STORAGE_DRIVER: z.enum(['disk', 's3']).default('disk'),
