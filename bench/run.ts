@@ -6,6 +6,7 @@
 // Knobs: bench/README.md.
 import { BenchAbort } from './lib/load.ts';
 import { Cleanup } from './lib/cleanup.ts';
+import { content } from './lib/content.ts';
 import { foundation } from './lib/foundation.ts';
 import { readKnobs } from './lib/knobs.ts';
 import { formatReport, machineFacts, noteNoise, writeReport } from './lib/report.ts';
@@ -13,7 +14,7 @@ import type { Scenario } from './lib/scenario.ts';
 import { openCluster } from './lib/stack.ts';
 
 /** The registry: add a scenario here (bench/lib/<name>.ts exporting a Scenario). */
-const scenarios: Scenario[] = [foundation];
+const scenarios: Scenario[] = [foundation, content];
 
 function usage(): string {
   return [

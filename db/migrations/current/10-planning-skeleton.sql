@@ -229,6 +229,10 @@ create table app.content_items (
 );
 create index content_items_workspace_list_idx on app.content_items (workspace_id, status, scheduled_at, id) where deleted_at is null;
 create index content_items_workspace_updated_idx on app.content_items (workspace_id, updated_at);
+-- The filtered list: one channel, one status, by time.
+create index content_items_workspace_channel_list_idx on app.content_items
+  (workspace_id, integration_id, status, scheduled_at desc nulls last, id desc) include (organization_id)
+  where deleted_at is null;
 create index content_items_root_id_idx on app.content_items (root_id);
 create index content_items_integration_id_idx on app.content_items (integration_id);
 create index content_items_organization_id_idx on app.content_items (organization_id);
@@ -273,9 +277,11 @@ begin
     -- organization's workspaces the principal may really access.
     execute format($p$create policy %I on app.%I as restrictive for all to pressroom_request
       using (organization_id = (select app.current_organization_id())
-             and workspace_id in (select unnest(app.accessible_workspace_ids())))
+             and workspace_id = (select app.current_workspace_id())
+             and (select app.current_workspace_id()) in (select unnest(app.accessible_workspace_ids())))
       with check (organization_id = (select app.current_organization_id())
-                  and workspace_id in (select unnest(app.accessible_workspace_ids())))$p$, t || '_request_scope', t);
+                  and workspace_id = (select app.current_workspace_id())
+                  and (select app.current_workspace_id()) in (select unnest(app.accessible_workspace_ids())))$p$, t || '_request_scope', t);
   end loop;
 end
 $$;

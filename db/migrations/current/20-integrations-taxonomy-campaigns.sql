@@ -22,9 +22,11 @@ begin
     execute format('drop policy if exists %I on app.%I', t || '_request_scope', t);
     execute format($p$create policy %I on app.%I as restrictive for all to pressroom_request
       using (organization_id = (select app.current_organization_id())
-             and workspace_id in (select unnest(app.accessible_workspace_ids())))
+             and workspace_id = (select app.current_workspace_id())
+             and (select app.current_workspace_id()) in (select unnest(app.accessible_workspace_ids())))
       with check (organization_id = (select app.current_organization_id())
-                  and workspace_id in (select unnest(app.accessible_workspace_ids())))$p$, t || '_request_scope', t);
+                  and workspace_id = (select app.current_workspace_id())
+                  and (select app.current_workspace_id()) in (select unnest(app.accessible_workspace_ids())))$p$, t || '_request_scope', t);
   end loop;
 end
 $$;
