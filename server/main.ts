@@ -16,6 +16,8 @@ export async function main() {
   if (config.RUN_API) {
     const app = createApp({ pool, config, log, isMigrated: () => true });
     server = createServer(app);
+    // Uploads of large videos may take longer than Node's default 300 s.
+    server.requestTimeout = 0;
     await new Promise<void>((resolve, reject) => {
       server!.once('error', reject);
       server!.listen(config.PORT, config.HOST, resolve);

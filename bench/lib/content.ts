@@ -255,6 +255,7 @@ function directOp(pool: DatabasePool, route: BenchRoute, config: Config): Op {
       const ctx: HandlerContext = {
         tx,
         call: (fragment) => tx.oneFirst(sql.type(jsonResult)`select ${fragment} as result`),
+        idempotencyKey: null,
         params: { ...route.params },
         query: { ...input.query },
         body: input.body === undefined ? undefined : structuredClone(input.body),

@@ -132,6 +132,7 @@ function directOp(pool: DatabasePool, route: BenchRoute, config: Config): Op {
       const ctx: HandlerContext = {
         tx,
         call: (fragment) => tx.oneFirst(sql.type(jsonResult)`select ${fragment} as result`),
+        idempotencyKey: null,
         params: { ...route.params },
         query: {},
         body: undefined,

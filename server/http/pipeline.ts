@@ -47,6 +47,8 @@ export interface HandlerContext<P = unknown> {
   requestId: string;
   config: Config;
   prepared: P;
+  /** The Idempotency-Key of this request, on operations that declare the header; else null. */
+  idempotencyKey: string | null;
 }
 
 export interface RouteDefinition<P = any> {
@@ -182,6 +184,11 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
           status = begin.status;
           payload = begin.body;
           headers['Idempotent-Replayed'] = 'true';
+          // Answers that echo their key (data.idempotency = {key, replayed}) say so on a replay.
+          const echo = (payload as any)?.data?.idempotency;
+          if (echo && typeof echo === 'object' && echo.key === key) {
+            payload = { ...(payload as any), data: { ...(payload as any).data, idempotency: { ...echo, replayed: true } } };
+          }
           errorCode = (begin.body as any)?.error?.code ?? null;
           return;
         }
@@ -201,6 +208,7 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
           requestId,
           config,
           prepared,
+          idempotencyKey: idem?.key ?? null,
         };
         const r = await route.handle(ctx);
         const envelope = { data: r.data ?? null, meta: r.meta ?? null };

@@ -2,6 +2,7 @@ import { PgBoss } from 'pg-boss';
 import type { DatabasePool } from 'slonik';
 import { jsonResult, sql } from '../db/pool.ts';
 import { PGBOSS_SCHEMA, QUEUES } from './queues.ts';
+import { registerMediaJobs } from './media.ts';
 import { registerRecurringJobs } from './recurring.ts';
 import type { Logger } from '../log.ts';
 
@@ -42,6 +43,7 @@ export async function startWorker(opts: { ownerUrl: string; pool: DatabasePool; 
     return { created };
   });
   await registerRecurringJobs(boss, pool, log);
+  await registerMediaJobs(boss, pool, log);
   // Upkeep that must not wait for the first cron tick.
   await maintenance.ensureAuditPartitions(pool);
   return {

@@ -1,5 +1,6 @@
 import type { RouteDefinition } from '../http/pipeline.ts';
 import { apiKeyRoutes } from './apiKeys.ts';
+import { articlesRoutes } from './articles.ts';
 import { authRoutes } from './auth.ts';
 import { campaignsRoutes } from './campaigns.ts';
 import { contentRoutes } from './content.ts';
@@ -22,4 +23,5 @@ export const routes: Record<string, RouteDefinition> = {
   ...contentRoutes,
   ...contentRootsRoutes,
   ...mediaRoutes,
+  ...articlesRoutes,
 };

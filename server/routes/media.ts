@@ -1,3 +1,256 @@
-import type { RouteDefinition } from '../http/pipeline.ts';
+// Media library: uploads, items, bin, bulk actions, folders, labels and
+// label groups. The rules live in SQL (db/migrations/current/60-media.sql);
+// what happens here is what SQL cannot do: talk to storage (signed URLs,
+// verifying the uploaded bytes) and sign the list cursors.
+import { sql } from '../db/pool.ts';
+import { ApiError } from '../http/errors.ts';
+import type { HandlerContext, RouteDefinition } from '../http/pipeline.ts';
+import { decodeCursor, encodeCursor, type CursorScope } from '../storage/cursor.ts';
+import { mediaStorage } from '../storage/index.ts';
+import type { MediaType } from '../storage/inspect.ts';
 
-export const mediaRoutes: Record<string, RouteDefinition> = {};
+/** The spec's limits (app.media_max_bytes in SQL enforces them too). */
+export const MEDIA_MAX_BYTES: Record<MediaType, number> = { image: 52_428_800, gif: 52_428_800, video: 536_870_912 };
+const SUPPORTED = ['image/png', 'image/jpeg', 'image/webp', 'image/gif', 'video/mp4', 'video/quicktime', 'video/webm'];
+
+const call = (ctx: HandlerContext, fragment: ReturnType<typeof sql.fragment>) => ctx.call(fragment);
+const uuids = (ids: string[]) => sql.array(ids, 'uuid');
+const jsonb = (value: unknown) => sql.jsonb(value as never);
+
+/** Copies the keys present in `body` (so null, "clear it", differs from absent). */
+function present(body: Record<string, unknown> | undefined, keys: string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const k of keys) if (body && Object.hasOwn(body, k)) out[k] = body[k];
+  return out;
+}
+
+/** A cursor-paginated answer from an api.* list function returning {items, hasMore, last}. */
+async function page(ctx: HandlerContext, scope: CursorScope, run: (after: unknown) => ReturnType<typeof sql.fragment>) {
+  const storage = mediaStorage(ctx.config);
+  const cursor = ctx.query.cursor as string | undefined;
+  const after = cursor ? { k: await decodeCursor(storage, scope, cursor) } : null;
+  const r = await ctx.call(run(after ? jsonb(after) : null));
+  const nextCursor = r.hasMore && r.last ? await encodeCursor(storage, scope, r.last) : null;
+  return { data: r.items, meta: { nextCursor, hasMore: Boolean(r.hasMore) } };
+}
+
+/** The session as the API shows it: the SQL record plus where and how to send the bytes. */
+async function uploadSession(ctx: HandlerContext, s: any) {
+  const { storageKey, canUpload, ...rest } = s;
+  const base = { ...rest, uploadUrl: null as string | null, method: 'PUT', headers: { 'Content-Type': s.contentType } as Record<string, string> };
+  if (s.state !== 'pending' || canUpload === false) return base;
+  const target = await mediaStorage(ctx.config).driver.uploadTarget({
+    sessionId: s.sessionId, key: storageKey, contentType: s.contentType, size: Number(s.size), expiresAt: new Date(s.expiresAt),
+  });
+  return { ...base, uploadUrl: target.url, method: target.method, headers: target.headers };
+}
+
+async function objectUrl(ctx: HandlerContext, disposition: 'inline' | 'attachment') {
+  const o = await ctx.call(sql.fragment`api.media_object(${ctx.params.id})`);
+  const expiresAt = new Date((Math.floor(Date.now() / 1000) + ctx.config.SIGNED_URL_TTL_SECONDS) * 1000);
+  const url = await mediaStorage(ctx.config).driver.objectUrl({
+    mediaId: o.id, key: o.storageKey, contentType: o.contentType, filename: o.filename, disposition, expiresAt,
+  });
+  return { data: { url, method: 'GET', disposition, expiresAt: expiresAt.toISOString(), contentType: o.contentType, fileSize: o.fileSize } };
+}
+
+async function completeUpload(ctx: HandlerContext) {
+  const sessionId = ctx.params.sessionId as string;
+  const begin = await ctx.call(sql.fragment`api.begin_media_upload_completion(${sessionId})`);
+  if (begin.state === 'completed') return { data: begin.media };
+  const driver = mediaStorage(ctx.config).driver;
+  // The bytes move to the item's own key first: a URL that is used again
+  // can only write to the upload key, never to what is verified here. On a
+  // retry after a failed commit they are already there.
+  await driver.move(begin.uploadKey, begin.finalKey);
+  const facts = await driver.inspect(begin.finalKey);
+  if (!facts) {
+    throw new ApiError(409, 'UPLOAD_NOT_RECEIVED', 'No bytes have arrived for this upload; PUT them to the uploadUrl first.',
+      { sessionId });
+  }
+  const refuse = async (e: ApiError): Promise<never> => {
+    await driver.delete(begin.finalKey);
+    throw e;
+  };
+  const declared = Number(begin.declaredSize);
+  if (facts.size !== declared) {
+    await refuse(new ApiError(409, 'UPLOAD_INCOMPLETE', `The upload was declared as ${declared} bytes; ${facts.size} arrived. PUT the bytes again.`,
+      { sessionId, declaredSize: declared, size: facts.size }));
+  }
+  if (!facts.type || !facts.contentType) {
+    await refuse(new ApiError(415, 'UNSUPPORTED_MEDIA_FORMAT', `Not a supported media file: ${facts.reason}.`,
+      { sessionId, supported: SUPPORTED }));
+  }
+  const type = facts.type as MediaType;
+  if (facts.size > MEDIA_MAX_BYTES[type]) {
+    await refuse(new ApiError(413, 'MEDIA_TOO_LARGE', `A ${type} may be at most ${MEDIA_MAX_BYTES[type]} bytes; this one is ${facts.size} bytes.`,
+      { sessionId, type, size: facts.size, maxBytes: MEDIA_MAX_BYTES[type] }));
+  }
+  const expected = (ctx.body?.checksumSha256 as string | undefined)?.toLowerCase();
+  if (expected && expected !== facts.sha256) {
+    await refuse(new ApiError(400, 'CHECKSUM_MISMATCH', 'The SHA-256 of the bytes that arrived differs from checksumSha256; PUT the bytes again.',
+      { sessionId, expected, actual: facts.sha256 }));
+  }
+  const media = await ctx.call(sql.fragment`api.complete_media_upload(${sessionId}, ${jsonb({
+    type, contentType: facts.contentType, fileSize: facts.size, width: facts.width, height: facts.height,
+    durationMs: type === 'video' ? facts.durationMs : null, checksumSha256: facts.sha256, storageKey: begin.finalKey,
+  })}, ${jsonb(present(ctx.body, ['altText', 'folderId']))})`);
+  return { data: media };
+}
+
+const MEDIA_FILTERS = ['folderId', 'rootOnly', 'isUnlabeled', 'type', 'search', 'isFavorite', 'isUsed', 'isUnused', 'state', 'sortBy', 'order', 'source'];
+
+function bulk(action: string, args: (body: any, ctx: HandlerContext) => Record<string, unknown> = () => ({})): RouteDefinition {
+  return {
+    handle: async (ctx) => ({
+      data: await call(ctx, sql.fragment`api.bulk_media(${action}, ${uuids(ctx.body.ids)}, ${jsonb(args(ctx.body, ctx))})`),
+    }),
+  };
+}
+
+export const mediaRoutes: Record<string, RouteDefinition> = {
+  // Uploads ------------------------------------------------------------------
+  initMediaUpload_v1: {
+    handle: async (ctx) => {
+      const b = ctx.body;
+      const s = await ctx.call(sql.fragment`api.init_media_upload(${b.filename}, ${b.contentType}, ${b.size}, ${b.folderId ?? null},
+        ${b.altText ?? null}, ${ctx.config.UPLOAD_SESSION_TTL_SECONDS})`);
+      return { status: 201, data: await uploadSession(ctx, s) };
+    },
+  },
+  getMediaUpload_v1: {
+    handle: async (ctx) => ({ data: await uploadSession(ctx, await ctx.call(sql.fragment`api.get_media_upload(${ctx.params.sessionId})`)) }),
+  },
+  completeMediaUpload_v1: { handle: completeUpload },
+  abortMediaUpload_v1: {
+    handle: async (ctx) => {
+      const s = await ctx.call(sql.fragment`api.abort_media_upload(${ctx.params.sessionId})`);
+      // Also queued for the purge job; removed now when possible.
+      const driver = mediaStorage(ctx.config).driver;
+      await Promise.allSettled([driver.delete(s.storageKey), driver.delete(`media/${ctx.workspaceId}/${s.sessionId}`)]);
+      return { data: await uploadSession(ctx, s) };
+    },
+  },
+
+  // Items ----------------------------------------------------------------------
+  listMedia_v1: {
+    handle: async (ctx) => {
+      const q = ctx.query;
+      const filters: Record<string, unknown> = {};
+      for (const k of MEDIA_FILTERS) if (q[k] !== undefined) filters[k] = q[k];
+      if (typeof q.labelIds === 'string') filters.labelIds = [...new Set(q.labelIds.split(',').map((s: string) => s.trim().toLowerCase()))].sort();
+      if (typeof filters.folderId === 'string') filters.folderId = filters.folderId.toLowerCase();
+      const scope: CursorScope = { list: 'media', workspaceId: ctx.workspaceId!, filters };
+      return page(ctx, scope, (after) => sql.fragment`api.list_media(${jsonb(filters)}, ${after as never}, ${q.limit})`);
+    },
+  },
+  getMedia_v1: { handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.get_media(${ctx.params.id})`) }) },
+  updateMedia_v1: {
+    handle: async (ctx) => ({
+      data: await call(ctx, sql.fragment`api.update_media(${ctx.params.id}, ${jsonb(present(ctx.body, ['filename', 'altText', 'isFavorite', 'folderId']))})`),
+    }),
+  },
+  deleteMedia_v1: {
+    handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.delete_media(${ctx.params.id}, ${ctx.config.MEDIA_BIN_RETENTION_SECONDS})`) }),
+  },
+  getMediaViewUrl_v1: { handle: (ctx) => objectUrl(ctx, 'inline') },
+  getMediaDownloadUrl_v1: { handle: (ctx) => objectUrl(ctx, 'attachment') },
+  restoreMedia_v1: { handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.restore_media(${ctx.params.id})`) }) },
+  deleteMediaPermanently_v1: { handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.delete_media_permanently(${ctx.params.id})`) }) },
+  emptyMediaBin_v1: { handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.empty_media_bin()`) }) },
+  attachMediaLabels_v1: {
+    handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.attach_media_labels(${ctx.params.id}, ${uuids(ctx.body.labelIds)})`) }),
+  },
+  replaceMediaLabels_v1: {
+    handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.replace_media_labels(${ctx.params.id}, ${uuids(ctx.body.labelIds)})`) }),
+  },
+  detachMediaLabel_v1: {
+    handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.detach_media_label(${ctx.params.id}, ${ctx.params.labelId})`) }),
+  },
+  listMediaUsageHistory_v1: {
+    handle: (ctx) =>
+      page(ctx, { list: 'usage-history', workspaceId: ctx.workspaceId!, filters: { mediaId: String(ctx.params.id).toLowerCase() } },
+        (after) => sql.fragment`api.list_media_usage_history(${ctx.params.id}, ${after as never}, ${ctx.query.limit})`),
+  },
+
+  // Bulk -----------------------------------------------------------------------
+  bulkDeleteMedia_v1: bulk('delete', (_b, ctx) => ({ retentionSeconds: ctx.config.MEDIA_BIN_RETENTION_SECONDS })),
+  bulkRestoreMedia_v1: bulk('restore'),
+  bulkDeleteMediaForever_v1: bulk('delete_forever'),
+  bulkMoveMedia_v1: bulk('move', (b) => ({ folderId: b.folderId })),
+  bulkLabelMedia_v1: bulk('label', (b) => ({ labelIds: b.labelIds })),
+  bulkUnlabelMedia_v1: bulk('unlabel', (b) => ({ labelIds: b.labelIds })),
+
+  // Folders --------------------------------------------------------------------
+  createMediaFolder_v1: {
+    handle: async (ctx) => ({ status: 201, data: await call(ctx, sql.fragment`api.create_media_folder(${ctx.body.name}, ${ctx.body.parentId ?? null})`) }),
+  },
+  listMediaFolders_v1: {
+    handle: (ctx) => {
+      const parent = typeof ctx.query.parentId === 'string' ? ctx.query.parentId.toLowerCase() : null;
+      return page(ctx, { list: 'folders', workspaceId: ctx.workspaceId!, filters: { parentId: parent } },
+        (after) => sql.fragment`api.list_media_folders(${parent}, ${after as never}, ${ctx.query.limit})`);
+    },
+  },
+  getMediaFolder_v1: { handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.get_media_folder(${ctx.params.id})`) }) },
+  updateMediaFolder_v1: {
+    handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.update_media_folder(${ctx.params.id}, ${ctx.body.name})`) }),
+  },
+  deleteMediaFolder_v1: { handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.delete_media_folder(${ctx.params.id})`) }) },
+  getMediaFolderPath_v1: { handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.media_folder_path(${ctx.params.id})`) }) },
+  moveMediaFolder_v1: {
+    handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.move_media_folder(${ctx.params.id}, ${ctx.body.parentId})`) }),
+  },
+
+  // Labels ---------------------------------------------------------------------
+  createMediaLabel_v1: {
+    handle: async (ctx) => ({
+      status: 201,
+      data: await call(ctx, sql.fragment`api.create_media_label(${ctx.body.name}, ${ctx.body.color ?? null}, ${ctx.body.groupId ?? null})`),
+    }),
+  },
+  listMediaLabels_v1: {
+    handle: async (ctx) => ({
+      data: await call(ctx, sql.fragment`api.list_media_labels(${ctx.query.groupId ?? null}, ${ctx.query.includeMerged ?? false}, ${ctx.query.search ?? null})`),
+    }),
+  },
+  getMediaLabelUsage_v1: { handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.media_label_usage()`) }) },
+  getMediaLabelHealth_v1: { handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.media_label_health()`) }) },
+  getMediaLabel_v1: { handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.get_media_label(${ctx.params.id})`) }) },
+  updateMediaLabel_v1: {
+    handle: async (ctx) => ({
+      data: await call(ctx, sql.fragment`api.update_media_label(${ctx.params.id}, ${jsonb(present(ctx.body, ['name', 'color', 'groupId']))})`),
+    }),
+  },
+  deleteMediaLabel_v1: { handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.delete_media_label(${ctx.params.id})`) }) },
+  mergeMediaLabels_v1: {
+    handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.merge_media_labels(${ctx.params.id}, ${ctx.body.targetLabelId})`) }),
+  },
+
+  // Label groups -----------------------------------------------------------------
+  createMediaLabelGroup_v1: {
+    handle: async (ctx) => ({ status: 201, data: await call(ctx, sql.fragment`api.create_media_label_group(${ctx.body.name})`) }),
+  },
+  listMediaLabelGroups_v1: { handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.list_media_label_groups()`) }) },
+  reorderMediaLabelGroups_v1: {
+    handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.reorder_media_label_groups(${uuids(ctx.body.groupIds)})`) }),
+  },
+  ungroupMediaLabels_v1: {
+    handle: async (ctx) => ({ status: 201, data: await call(ctx, sql.fragment`api.move_media_labels_to_group(${null}, ${uuids(ctx.body.labelIds)})`) }),
+  },
+  moveMediaLabelsToGroup_v1: {
+    handle: async (ctx) => ({
+      status: 201,
+      data: await call(ctx, sql.fragment`api.move_media_labels_to_group(${ctx.params.id}, ${uuids(ctx.body.labelIds)})`),
+    }),
+  },
+  getMediaLabelGroup_v1: { handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.get_media_label_group(${ctx.params.id})`) }) },
+  updateMediaLabelGroup_v1: {
+    handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.update_media_label_group(${ctx.params.id}, ${ctx.body.name})`) }),
+  },
+  deleteMediaLabelGroup_v1: {
+    handle: async (ctx) => ({
+      data: await call(ctx, sql.fragment`api.delete_media_label_group(${ctx.params.id}, ${ctx.body?.labels ?? 'ungroup'})`),
+    }),
+  },
+};

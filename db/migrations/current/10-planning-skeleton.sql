@@ -249,6 +249,36 @@ create table app.content_item_media (
 create index content_item_media_media_id_idx on app.content_item_media (media_id);
 create index content_item_media_workspace_id_idx on app.content_item_media (workspace_id);
 
+-- Whether the principal may really use the workspace of the context: a few
+-- index lookups, evaluated once per statement by the scope policies (cheaper
+-- than listing every accessible workspace).
+create or replace function app.current_workspace_accessible() returns boolean
+language sql stable security definer
+set search_path = pg_catalog, app
+as $$
+  with ctx as (select app.current_workspace_id() as ws, app.current_actor_kind() as kind,
+                      app.current_user_id() as uid, app.current_api_key_id() as kid),
+  person as (
+    -- The acting user: the session's user, or the key's creator.
+    select u.id, u.organization_id, u.org_role
+    from ctx cross join app.users u
+    left join app.api_keys k on k.id = ctx.kid
+    where u.status = 'active'
+      and u.id = case ctx.kind when 'user' then ctx.uid when 'api_key' then k.created_by end
+      and (ctx.kind = 'user'
+           or (k.revoked_at is null and (k.expires_at is null or k.expires_at > now())
+               and exists (select 1 from app.api_key_workspaces g where g.api_key_id = k.id and g.workspace_id = ctx.ws))))
+  select coalesce((
+    select true from ctx cross join person p
+    join app.workspaces w on w.organization_id = p.organization_id
+    where w.id = ctx.ws
+      and (p.org_role in ('owner', 'admin')
+           or exists (select 1 from app.workspace_members m where m.workspace_id = ctx.ws and m.user_id = p.id))
+    limit 1), false)
+$$;
+alter function app.current_workspace_accessible() owner to pressroom_definer;
+grant execute on function app.current_workspace_accessible() to pressroom_request, pressroom_worker;
+
 -- Row-level security for every new tenant table: the current workspace only.
 do $$
 declare
@@ -278,10 +308,10 @@ begin
     execute format($p$create policy %I on app.%I as restrictive for all to pressroom_request
       using (organization_id = (select app.current_organization_id())
              and workspace_id = (select app.current_workspace_id())
-             and (select app.current_workspace_id()) in (select unnest(app.accessible_workspace_ids())))
+             and (select app.current_workspace_accessible()))
       with check (organization_id = (select app.current_organization_id())
                   and workspace_id = (select app.current_workspace_id())
-                  and (select app.current_workspace_id()) in (select unnest(app.accessible_workspace_ids())))$p$, t || '_request_scope', t);
+                  and (select app.current_workspace_accessible()))$p$, t || '_request_scope', t);
   end loop;
 end
 $$;

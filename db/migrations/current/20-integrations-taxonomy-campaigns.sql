@@ -23,10 +23,10 @@ begin
     execute format($p$create policy %I on app.%I as restrictive for all to pressroom_request
       using (organization_id = (select app.current_organization_id())
              and workspace_id = (select app.current_workspace_id())
-             and (select app.current_workspace_id()) in (select unnest(app.accessible_workspace_ids())))
+             and (select app.current_workspace_accessible()))
       with check (organization_id = (select app.current_organization_id())
                   and workspace_id = (select app.current_workspace_id())
-                  and (select app.current_workspace_id()) in (select unnest(app.accessible_workspace_ids())))$p$, t || '_request_scope', t);
+                  and (select app.current_workspace_accessible()))$p$, t || '_request_scope', t);
   end loop;
 end
 $$;

@@ -165,9 +165,9 @@ begin
     -- organization's workspaces the principal may really access.
     execute format($p$create policy %I on app.%I as restrictive for all to pressroom_request
       using (organization_id = (select app.current_organization_id())
-             and workspace_id = (select app.current_workspace_id()) and (select app.current_workspace_id()) in (select unnest(app.accessible_workspace_ids())))
+             and workspace_id = (select app.current_workspace_id()) and (select app.current_workspace_accessible()))
       with check (organization_id = (select app.current_organization_id())
-                  and workspace_id = (select app.current_workspace_id()) and (select app.current_workspace_id()) in (select unnest(app.accessible_workspace_ids())))$p$, t || '_request_scope', t);
+                  and workspace_id = (select app.current_workspace_id()) and (select app.current_workspace_accessible()))$p$, t || '_request_scope', t);
     execute format('grant select, insert, update, delete on app.%I to pressroom_definer, pressroom_worker', t);
   end loop;
   foreach t in array array['content_roots', 'content_root_media', 'content_items', 'content_item_media',

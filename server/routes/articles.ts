@@ -1,0 +1,104 @@
+import { prepareArticleBody } from '../articles/html.ts';
+import { articleMediaRefs, presentArticle } from '../articles/present.ts';
+import { sql } from '../db/pool.ts';
+import { ApiError } from '../http/errors.ts';
+import type { HandlerContext, RouteDefinition } from '../http/pipeline.ts';
+import { ConnectorError, connectorsFor, type IntegrationRef } from '../platforms/index.ts';
+
+// Articles (spec "Article", "Articles"): each handler sanitizes the body (the
+// HTML allowlist, server/articles/html.ts), calls one SQL function
+// (db/migrations/current/80-articles.sql, which holds the rules), and signs
+// the media URLs of the answer.
+
+const json = (value: unknown) => sql.jsonb((value ?? {}) as Parameters<typeof sql.jsonb>[0]);
+
+/** The request body with bodyHtml sanitized and the server's findings on it. */
+function prepared(body: Record<string, unknown>) {
+  const out: Record<string, unknown> = { ...body };
+  if (typeof body.bodyHtml === 'string') {
+    const b = prepareArticleBody(body.bodyHtml);
+    out.bodyHtml = b.bodyHtml;
+    out.characterCount = b.characterCount;
+    out.problems = b.problems;
+  }
+  return out;
+}
+
+function connectorError(e: ConnectorError): ApiError {
+  if (e.code === 'NOT_SUPPORTED') {
+    return new ApiError(400, 'ARTICLES_NOT_SUPPORTED', e.message, { reason: e.code });
+  }
+  return new ApiError(502, 'PLATFORM_DRAFT_FAILED', `The platform did not take the draft: ${e.message}`, { reason: e.code, ...(e.details ?? {}) });
+}
+
+async function platformDraft(ctx: HandlerContext) {
+  const id = ctx.params.contentId as string;
+  const begin = await ctx.call(sql.fragment`api.begin_article_platform_draft(${id}::uuid)`);
+  if (begin.existing) {
+    return { data: { contentId: id, articleId: begin.existing.articleId, draftUrl: begin.existing.draftUrl ?? null } };
+  }
+  const g = begin.integration;
+  if (g.deleted || g.status !== 'active') {
+    throw new ApiError(409, 'INTEGRATION_UNAVAILABLE', 'The article\'s channel is disconnected or deleted; reconnect it first.', { integrationId: g.id });
+  }
+  const integration: IntegrationRef = {
+    id: g.id,
+    connector: g.connector,
+    platform: g.platform,
+    name: g.name,
+    username: g.username,
+    settings: g.settings ?? {},
+    capabilities: g.capabilities,
+    webhookUrl: g.webhookUrl,
+    webhookSecret: g.webhookSecret,
+  };
+  const article = begin.article;
+  const media = await articleMediaRefs(ctx.config, ctx.workspaceId!, article);
+  const shown = await presentArticle(ctx.config, ctx.workspaceId!, article);
+  let result;
+  try {
+    result = await connectorsFor(ctx.config)
+      .get(integration.connector)
+      .createDraft(integration, { contentId: id, title: article.title, bodyHtml: shown.bodyHtml, cover: media.cover, images: media.images });
+  } catch (e) {
+    if (e instanceof ConnectorError) throw connectorError(e);
+    throw e;
+  }
+  const data = await ctx.call(
+    sql.fragment`api.record_article_platform_draft(${id}::uuid, ${result.articleId}, ${result.draftUrl ?? null}, ${begin.fingerprint})`,
+  );
+  return { data };
+}
+
+export const articlesRoutes: Record<string, RouteDefinition> = {
+  listArticles_v1: {
+    handle: async ({ call, query, config, workspaceId }) => {
+      const page = await call(sql.fragment`api.list_articles(${query.limit ?? 25}::int, ${query.offset ?? 0}::bigint)`);
+      const articles = await Promise.all((page.articles as unknown[]).map((a) => presentArticle(config, workspaceId!, a)));
+      return { data: { articles, pagination: page.pagination }, meta: null };
+    },
+  },
+  createArticle_v1: {
+    handle: async ({ call, body, config, workspaceId, idempotencyKey }) => {
+      const key = idempotencyKey;
+      const article = await call(sql.fragment`api.create_article(${json(prepared(body))})`);
+      return {
+        status: 201,
+        data: { article: await presentArticle(config, workspaceId!, article), idempotency: { key, replayed: false } },
+      };
+    },
+  },
+  getArticle_v1: {
+    handle: async ({ call, params, config, workspaceId }) => {
+      const r = await call(sql.fragment`api.get_article(${params.contentId}::uuid)`);
+      return { data: { article: await presentArticle(config, workspaceId!, r.article) } };
+    },
+  },
+  updateArticle_v1: {
+    handle: async ({ call, params, body, config, workspaceId }) => {
+      const r = await call(sql.fragment`api.update_article(${params.contentId}::uuid, ${json(prepared(body))})`);
+      return { data: { article: await presentArticle(config, workspaceId!, r.article) } };
+    },
+  },
+  createArticlePlatformDraft_v1: { handle: platformDraft },
+};
