@@ -11,7 +11,7 @@ export async function main() {
   const log = createLogger(config.LOG_LEVEL, { service: 'pressroom' });
   const db = await openDatabase(config, log);
   const pool = await openPool(db.appUrl, config.DB_POOL_SIZE);
-  const worker = config.RUN_WORKER ? await startWorker({ ownerUrl: db.ownerUrl, pool, log }) : null;
+  const worker = config.RUN_WORKER ? await startWorker({ ownerUrl: db.ownerUrl, pool, log, config }) : null;
   let server: ReturnType<typeof createServer> | null = null;
   if (config.RUN_API) {
     const app = createApp({ pool, config, log, isMigrated: () => true });

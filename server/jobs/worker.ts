@@ -1,8 +1,10 @@
 import { PgBoss } from 'pg-boss';
 import type { DatabasePool } from 'slonik';
+import type { Config } from '../config.ts';
 import { jsonResult, sql } from '../db/pool.ts';
 import { PGBOSS_SCHEMA, QUEUES } from './queues.ts';
 import { registerMediaJobs } from './media.ts';
+import { registerPublishJobs } from './publish.ts';
 import { registerRecurringJobs } from './recurring.ts';
 import type { Logger } from '../log.ts';
 
@@ -25,9 +27,9 @@ export const maintenance = {
  * pg-boss on the owner connection (it manages its own schema), jobs run
  * through the app pool as pressroom_worker. Every handler is idempotent.
  */
-export async function startWorker(opts: { ownerUrl: string; pool: DatabasePool; log: Logger }) {
+export async function startWorker(opts: { ownerUrl: string; pool: DatabasePool; log: Logger; config: Config }) {
   const { pool, log } = opts;
-  const boss = new PgBoss({ connectionString: opts.ownerUrl, schema: PGBOSS_SCHEMA, max: 4 });
+  const boss = new PgBoss({ connectionString: opts.ownerUrl, schema: PGBOSS_SCHEMA, max: 4, superviseIntervalSeconds: 10 });
   boss.on('error', (e: unknown) => log.error('pg-boss error', { err: String(e) }));
   await boss.start();
   await boss.schedule(QUEUES.purge, '*/5 * * * *');
@@ -44,6 +46,7 @@ export async function startWorker(opts: { ownerUrl: string; pool: DatabasePool; 
   });
   await registerRecurringJobs(boss, pool, log);
   await registerMediaJobs(boss, pool, log);
+  await registerPublishJobs(boss, pool, log, opts.config);
   // Upkeep that must not wait for the first cron tick.
   await maintenance.ensureAuditPartitions(pool);
   return {

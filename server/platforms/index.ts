@@ -4,13 +4,13 @@
 // tests can point them at a local fake.
 import type { Config } from '../config.ts';
 import { createSandboxConnector } from './sandbox.ts';
-import { ConnectorError, type Connector, type ConnectorName, type ConnectorOptions } from './types.ts';
+import { ConnectorError, type Connector, type ConnectorName, type ConnectorOptions, type SandboxStore } from './types.ts';
 import { createWebhookConnector } from './webhook.ts';
 
 export * from './types.ts';
 export { YOUTUBE_VIDEO_CATEGORIES } from './reference.ts';
 export { sandboxBoards, SANDBOX_BEHAVIORS } from './sandbox.ts';
-export { checkWebhookUrl, classifyAddress, WebhookUrlError } from './webhook.ts';
+export { checkWebhookUrl, classifyAddress, signWebhookBody, verifyWebhookSignature, WebhookUrlError } from './webhook.ts';
 
 export const CONNECTOR_NAMES: readonly ConnectorName[] = ['sandbox', 'webhook'];
 
@@ -19,6 +19,8 @@ export interface RegistryOptions {
   allowPrivateNetworks: boolean;
   /** Per-connector base URL overrides (sandbox permalinks now; platform APIs later). */
   baseUrls?: Partial<Record<string, string>>;
+  /** The sandbox platform's memory (the publishing worker's, backed by app.sandbox_posts). */
+  sandboxStore?: SandboxStore;
 }
 
 export interface ConnectorRegistry {
@@ -31,6 +33,7 @@ export function createConnectorRegistry(options: RegistryOptions): ConnectorRegi
     timeoutMs: options.timeoutMs,
     allowPrivateNetworks: options.allowPrivateNetworks,
     baseUrl: options.baseUrls?.[name],
+    sandboxStore: options.sandboxStore,
   });
   const connectors = new Map<string, Connector>([
     ['sandbox', createSandboxConnector(opts('sandbox'))],

@@ -71,8 +71,11 @@ export function createSandboxConnector(options: Partial<ConnectorOptions> = {}):
     }
   };
 
+  const store = options.sandboxStore;
   return {
     name: 'sandbox',
+    // The same token returns the same post (app.sandbox_posts is unique per integration and token).
+    acceptsIdempotencyToken: true,
 
     async publish(integration: IntegrationRef, edition: PublishableEdition): Promise<PublishResult> {
       const behavior = sandboxBehavior(integration);
@@ -86,7 +89,20 @@ export function createSandboxConnector(options: Partial<ConnectorOptions> = {}):
         return { state: 'failed', permanent: false, error: 'The sandbox platform is temporarily unavailable (behavior: transient-then-succeed, attempt 1).' };
       }
       const platformPostId = `sb-${integration.platform}-${digest('post', integration.id, edition.id).slice(0, 20)}`;
-      return { state: 'published', platformPostId, permalink: `${base}/${integration.platform}/${account(integration)}/posts/${platformPostId}` };
+      const permalink = `${base}/${integration.platform}/${account(integration)}/posts/${platformPostId}`;
+      if (store) {
+        const kept = await store.receive({
+          integrationId: integration.id,
+          token: edition.idempotencyToken ?? `publish:${edition.id}`,
+          contentId: edition.id,
+          platformPostId,
+          permalink,
+          caption: edition.caption,
+          payload: { ...edition, media: edition.media.map((m) => ({ id: m.id, type: m.type, url: m.url })) },
+        });
+        return { state: 'published', platformPostId: kept.platformPostId, permalink: kept.permalink };
+      }
+      return { state: 'published', platformPostId, permalink };
     },
 
     async editPublishedCaption(integration: IntegrationRef, post: { platformPostId: string; caption: string; attempt: number }): Promise<CaptionEditResult> {
@@ -96,6 +112,9 @@ export function createSandboxConnector(options: Partial<ConnectorOptions> = {}):
       if (behavior === 'unknown') return { state: 'unknown', error: 'The sandbox platform did not confirm the caption (behavior: unknown).' };
       if (behavior === 'transient-then-succeed' && post.attempt <= 1) {
         return { state: 'failed', permanent: false, error: 'The sandbox platform is temporarily unavailable (behavior: transient-then-succeed, attempt 1).' };
+      }
+      if (store && !(await store.editCaption({ integrationId: integration.id, platformPostId: post.platformPostId, caption: post.caption }))) {
+        return { state: 'failed', permanent: true, error: 'The sandbox platform has no post with this id.' };
       }
       return { state: 'updated' };
     },

@@ -54,6 +54,11 @@ export interface PublishableEdition {
   /** Further thread messages, for platforms with threads. */
   thread: { caption: string; media: MediaRef[] }[];
   scheduledAt: string | null;
+  /**
+   * The same for every attempt to publish this edition (version): a platform
+   * that accepts it returns the post it already made instead of a second one.
+   */
+  idempotencyToken?: string;
 }
 
 export type PublishResult =
@@ -95,6 +100,12 @@ export interface PlatformOption {
 
 export interface Connector {
   readonly name: ConnectorName;
+  /**
+   * Whether the platform honours PublishableEdition.idempotencyToken, so an
+   * attempt interrupted mid-call may be re-sent safely (sandbox yes; webhook
+   * receivers are not known to).
+   */
+  readonly acceptsIdempotencyToken: boolean;
   /** Publishes one edition. Never throws for a platform's answer: the outcome is in the result. */
   publish(integration: IntegrationRef, edition: PublishableEdition): Promise<PublishResult>;
   /** Changes the caption of a published post (platforms with capabilities.editPublishedCaption). */
@@ -120,6 +131,23 @@ export interface ConnectorOptions {
   timeoutMs: number;
   /** Whether webhook URLs may resolve to loopback or private networks (WEBHOOK_ALLOW_PRIVATE_NETWORKS). */
   allowPrivateNetworks: boolean;
+  /** Where the sandbox platform keeps the posts it receives (app.sandbox_posts); none: it keeps nothing. */
+  sandboxStore?: SandboxStore;
+}
+
+/** The sandbox platform's memory (the publishing worker provides it, backed by app.sandbox_posts). */
+export interface SandboxStore {
+  /** Records a post once per (integration, token); a repeat returns the first post. */
+  receive(post: {
+    integrationId: string;
+    token: string;
+    contentId: string;
+    platformPostId: string;
+    permalink: string | null;
+    caption: string;
+    payload: unknown;
+  }): Promise<{ platformPostId: string; permalink: string | null }>;
+  editCaption(post: { integrationId: string; platformPostId: string; caption: string }): Promise<boolean>;
 }
 
 export type ConnectorErrorCode = 'NOT_SUPPORTED' | 'UNKNOWN_CONNECTOR' | 'MISSING_SECRET' | 'UPSTREAM_ERROR' | 'UNSAFE_URL';

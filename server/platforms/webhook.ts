@@ -11,11 +11,19 @@
 // lookup), so a host re-pointed at 127.0.0.1 is refused at send time too.
 // WEBHOOK_ALLOW_PRIVATE_NETWORKS=true lifts both checks (local development).
 //
-// Signature: header `X-Pressroom-Signature: t=<unix seconds>,v1=<hex>` where
-// hex = HMAC-SHA256(secret, "<t>.<raw body>"); verifyWebhookSignature() is
-// the receiver's side. `X-Pressroom-Event` names the event and
-// `Idempotency-Key` is the same for every retry of the same delivery, so a
-// receiver can drop duplicates.
+// Signature (Standard Webhooks, https://www.standardwebhooks.com): headers
+// `webhook-id` (the message id; the same for every re-send of the same
+// message, so receivers drop duplicates with it), `webhook-timestamp` (unix
+// seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of
+// "<webhook-id>.<webhook-timestamp>.<raw body>">`. The HMAC key is the
+// secret's bytes: for a Standard Webhooks secret `whsec_<base64>` the decoded
+// base64, otherwise the secret's UTF-8 bytes. verifyWebhookSignature() is the
+// receiver's side. `X-Pressroom-Event` names the event and `Idempotency-Key`
+// repeats the message id.
+//
+// Answers: 2xx published (a JSON `permalink` and `platformPostId`/`id` in the
+// answer are recorded), 4xx a permanent failure, any other answer transient,
+// no answer after the request was sent (timeout, reset) an unknown outcome.
 import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { lookup as dnsLookupCb, type LookupAddress } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns/promises';
@@ -263,19 +271,44 @@ export function guardedLookup(allowPrivateNetworks: boolean): LookupFunction {
 // Signing and delivery
 // ---------------------------------------------------------------------------
 
-export function signWebhookBody(secret: string, timestamp: number, body: string): string {
-  const mac = createHmac('sha256', secret).update(`${timestamp}.${body}`).digest('hex');
-  return `t=${timestamp},v1=${mac}`;
+/** The HMAC key of a secret: `whsec_<base64>` decoded, otherwise its UTF-8 bytes. */
+export function webhookSecretKey(secret: string): Buffer {
+  if (secret.startsWith('whsec_')) {
+    const b = Buffer.from(secret.slice(6), 'base64');
+    if (b.length > 0) return b;
+  }
+  return Buffer.from(secret, 'utf8');
 }
 
-/** For receivers (and tests): whether a signature header is valid for the body and fresh enough. */
-export function verifyWebhookSignature(secret: string, header: string | undefined, body: string, toleranceSeconds = 300, now = Date.now()): boolean {
-  const m = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(header ?? '');
-  if (!m) return false;
-  const t = Number(m[1]);
+/** `v1,<base64 HMAC-SHA256(key, "<id>.<timestamp>.<body>")>` */
+export function signWebhookBody(secret: string, id: string, timestamp: number, body: string): string {
+  const mac = createHmac('sha256', webhookSecretKey(secret)).update(`${id}.${timestamp}.${body}`).digest('base64');
+  return `v1,${mac}`;
+}
+
+/**
+ * For receivers (and tests): whether the Standard Webhooks headers are valid
+ * for the body and fresh enough. `webhook-signature` may hold several
+ * space-separated signatures; one valid v1 signature suffices.
+ */
+export function verifyWebhookSignature(
+  secret: string,
+  headers: { id?: string; timestamp?: string; signature?: string },
+  body: string,
+  toleranceSeconds = 300,
+  now = Date.now(),
+): boolean {
+  const { id, timestamp, signature } = headers;
+  if (!id || !timestamp || !signature || !/^\d+$/.test(timestamp)) return false;
+  const t = Number(timestamp);
   if (Math.abs(now / 1000 - t) > toleranceSeconds) return false;
-  const expected = Buffer.from(signWebhookBody(secret, t, body).split('v1=')[1], 'hex');
-  return timingSafeEqual(expected, Buffer.from(m[2], 'hex'));
+  const expected = Buffer.from(signWebhookBody(secret, id, t, body).slice(3), 'base64');
+  return signature.split(' ').some((part) => {
+    const [version, mac] = part.split(',', 2);
+    if (version !== 'v1' || !mac) return false;
+    const given = Buffer.from(mac, 'base64');
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  });
 }
 
 export type DeliveryOutcome =
@@ -292,7 +325,7 @@ export async function deliverWebhook(
   target: { url: string; secret: string },
   event: string,
   payload: unknown,
-  options: { timeoutMs: number; allowPrivateNetworks: boolean; idempotencyKey?: string },
+  options: { timeoutMs: number; allowPrivateNetworks: boolean; idempotencyKey?: string; messageId?: string },
 ): Promise<DeliveryOutcome> {
   let url: URL;
   try {
@@ -307,13 +340,15 @@ export async function deliverWebhook(
   }
   const body = JSON.stringify(payload);
   const timestamp = Math.floor(Date.now() / 1000);
+  const messageId = options.messageId ?? options.idempotencyKey ?? `msg_${randomUUID()}`;
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     'content-length': String(Buffer.byteLength(body)),
     'user-agent': 'Pressroom-Webhook/1',
     'x-pressroom-event': event,
-    'x-pressroom-delivery': randomUUID(),
-    'x-pressroom-signature': signWebhookBody(target.secret, timestamp, body),
+    'webhook-id': messageId,
+    'webhook-timestamp': String(timestamp),
+    'webhook-signature': signWebhookBody(target.secret, messageId, timestamp, body),
   };
   if (options.idempotencyKey) headers['idempotency-key'] = options.idempotencyKey;
   const mod = url.protocol === 'https:' ? https : http;
@@ -366,9 +401,9 @@ function describeStatus(status: number, body: unknown): string {
   return `The webhook answered HTTP ${status}${detail}.`;
 }
 
-/** Retrying may help after these answers. */
+/** 4xx: the receiver refused the post for good; any other non-2xx answer may pass later. */
 function transientStatus(status: number): boolean {
-  return status === 408 || status === 425 || status === 429 || status >= 500;
+  return !(status >= 400 && status < 500);
 }
 
 function asHttpUrl(v: unknown): string | null {
@@ -392,13 +427,34 @@ export function createWebhookConnector(options: ConnectorOptions): Connector {
     return { url: i.webhookUrl, secret: i.webhookSecret };
   };
   const send = (i: IntegrationRef, event: string, payload: unknown, idempotencyKey: string) =>
-    deliverWebhook(target(i), event, payload, { timeoutMs: options.timeoutMs, allowPrivateNetworks: options.allowPrivateNetworks, idempotencyKey });
+    deliverWebhook(target(i), event, payload, { timeoutMs: options.timeoutMs, allowPrivateNetworks: options.allowPrivateNetworks, idempotencyKey, messageId: idempotencyKey });
 
   return {
     name: 'webhook',
 
+    // A webhook receiver is not known to drop duplicates: an interrupted
+    // delivery is never re-sent automatically.
+    acceptsIdempotencyToken: false,
+
     async publish(integration: IntegrationRef, edition: PublishableEdition): Promise<PublishResult> {
-      const o = await send(integration, 'content.publish', { event: 'content.publish', integration: integrationPayload(integration), edition }, `publish:${edition.id}:${edition.attempt}`);
+      const token = edition.idempotencyToken ?? `publish:${edition.id}`;
+      const payload = {
+        event: 'content.publish',
+        idempotencyToken: token,
+        contentId: edition.id,
+        rootId: edition.rootId,
+        platform: integration.platform,
+        caption: edition.caption,
+        title: edition.title ?? null,
+        thread: edition.thread.map((t) => ({ caption: t.caption, mediaUrls: t.media.map((m) => m.url) })),
+        mediaUrls: edition.media.map((m) => m.url),
+        media: edition.media,
+        settings: edition.settings,
+        scheduledAt: edition.scheduledAt,
+        attempt: edition.attempt,
+        integration: integrationPayload(integration),
+      };
+      const o = await send(integration, 'content.publish', payload, token);
       if (o.kind === 'not-sent') return { state: 'failed', permanent: o.permanent, error: o.error };
       if (o.kind === 'unknown') return { state: 'unknown', error: o.error };
       if (o.status >= 200 && o.status < 300) {

@@ -7,6 +7,7 @@ import { contentRoutes } from './content.ts';
 import { contentRootsRoutes } from './contentRoots.ts';
 import { integrationsRoutes } from './integrations.ts';
 import { mediaRoutes } from './media.ts';
+import { publishingRoutes } from './publishing.ts';
 import { memberRoutes } from './members.ts';
 import { taxonomyRoutes } from './taxonomy.ts';
 import { workspaceRoutes } from './workspaces.ts';
@@ -23,5 +24,6 @@ export const routes: Record<string, RouteDefinition> = {
   ...contentRoutes,
   ...contentRootsRoutes,
   ...mediaRoutes,
+  ...publishingRoutes,
   ...articlesRoutes,
 };

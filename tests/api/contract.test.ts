@@ -28,7 +28,8 @@ describe('openapi.yaml', () => {
     // Success bodies are envelopes with both keys.
     const success = Object.entries<any>(spec.responses).filter(([s]) => s.startsWith('2') && s !== '204');
     expect(success.length + (spec.responses['204'] ? 1 : 0)).toBeGreaterThan(0);
-    for (const [, r] of success) {
+    for (const [, ref] of success) {
+      const r = ref.$ref ? ref.$ref.slice(2).split('/').reduce((o: any, k: string) => o[k], openapi.doc) : ref;
       const schema = r.content['application/json'].schema;
       expect(schema.required).toEqual(['data', 'meta']);
     }

@@ -284,21 +284,23 @@ describe('webhook connector (unit, receiver on 127.0.0.1)', () => {
     expect(r).toEqual({ state: 'published', platformPostId: 'li-123', permalink: 'https://www.linkedin.com/feed/update/li-123' });
     const got = receiver.got[0];
     expect(got.headers['x-pressroom-event']).toBe('content.publish');
-    expect(got.headers['idempotency-key']).toBe(`publish:${edition().id}:1`);
-    expect(verifyWebhookSignature(secret, got.headers['x-pressroom-signature'] as string, got.body)).toBe(true);
-    expect(verifyWebhookSignature('another-secret-of-16', got.headers['x-pressroom-signature'] as string, got.body)).toBe(false);
-    expect(verifyWebhookSignature(secret, got.headers['x-pressroom-signature'] as string, got.body + ' ')).toBe(false);
-    expect(JSON.parse(got.body)).toMatchObject({ event: 'content.publish', integration: { id: hook().id, platform: 'linkedin' }, edition: { caption: 'Hello' } });
+    expect(got.headers['idempotency-key']).toBe(`publish:${edition().id}`);
+    expect(got.headers['webhook-id']).toBe(`publish:${edition().id}`);
+    const sig = { id: got.headers['webhook-id'] as string, timestamp: got.headers['webhook-timestamp'] as string, signature: got.headers['webhook-signature'] as string };
+    expect(verifyWebhookSignature(secret, sig, got.body)).toBe(true);
+    expect(verifyWebhookSignature('another-secret-of-16', sig, got.body)).toBe(false);
+    expect(verifyWebhookSignature(secret, sig, got.body + ' ')).toBe(false);
+    expect(JSON.parse(got.body)).toMatchObject({ event: 'content.publish', contentId: edition().id, integration: { id: hook().id, platform: 'linkedin' }, caption: 'Hello' });
   });
 
-  it('maps answers: 4xx permanent, 5xx and 429 transient, silence unknown, no listener not-sent', async () => {
+  it('maps answers: 4xx (429 too) permanent, 5xx transient, silence unknown, no listener not-sent', async () => {
     const connector = createWebhookConnector({ timeoutMs: 300, allowPrivateNetworks: true });
     receiver.answer = { status: 422, body: { error: 'caption too long' } };
     expect(await connector.publish(hook(), edition())).toEqual({ state: 'failed', permanent: true, error: 'The webhook answered HTTP 422: caption too long.' });
     receiver.answer = { status: 503 };
     expect(await connector.publish(hook(), edition())).toMatchObject({ state: 'failed', permanent: false });
     receiver.answer = { status: 429 };
-    expect(await connector.publish(hook(), edition())).toMatchObject({ state: 'failed', permanent: false });
+    expect(await connector.publish(hook(), edition())).toMatchObject({ state: 'failed', permanent: true });
     receiver.answer = { status: 200, delayMs: 1000 };
     expect(await connector.publish(hook(), edition())).toMatchObject({ state: 'unknown' });
     receiver.answer = { status: 204 };

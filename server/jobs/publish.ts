@@ -1,0 +1,202 @@
+// The publish worker (issue 5): runs each scheduled edition's pg-boss job
+// (queue content.publish, written by the content trigger) through the
+// integration's connector, exactly once:
+//
+//   1. app.publish_claim (own transaction, committed) records the attempt
+//      BEFORE the platform is called; it refuses editions that are no longer
+//      scheduled, whose job is not this one, or that await a confirmation.
+//   2. the connector is called with the edition's idempotency token.
+//   3. app.publish_record stores the outcome: sent, failed, a retry of the
+//      same job after PUBLISH_RETRY_BASE_MS * 2^(n-1) (transient, at most
+//      PUBLISH_MAX_ATTEMPTS attempts per run), or awaiting_confirmation
+//      (unknown: never retried automatically).
+//
+// A worker killed between 1 and 3 leaves an open attempt; its job comes back
+// through pg-boss's heartbeat monitor (heartbeatSeconds on the queue) and the
+// next claim either re-sends with the same token (connectors that accept
+// one) or marks the outcome unknown. Everything runs as pressroom_worker.
+import type { Job, PgBoss } from 'pg-boss';
+import type { DatabasePool } from 'slonik';
+import type { Config } from '../config.ts';
+import { jsonResult, sql } from '../db/pool.ts';
+import type { Logger } from '../log.ts';
+import { createConnectorRegistry, type ConnectorRegistry } from '../platforms/index.ts';
+import { ConnectorError, type IntegrationRef, type PublishResult, type SandboxStore } from '../platforms/types.ts';
+import { QUEUES } from './queues.ts';
+
+export interface PublishJobData {
+  contentId: string;
+  workspaceId: string;
+  version: number;
+}
+
+type PublishConfig = Pick<
+  Config,
+  'PUBLISH_TIMEOUT_MS' | 'PUBLISH_MAX_ATTEMPTS' | 'PUBLISH_RETRY_BASE_MS' | 'JOB_HEARTBEAT_SECONDS' | 'PUBLISH_CONCURRENCY' | 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'
+>;
+
+/** Runs one statement as pressroom_worker in its own transaction; returns its JSON result. */
+export async function asWorker<T = any>(pool: DatabasePool, fn: ReturnType<typeof sql.fragment>): Promise<T> {
+  return pool.transaction(async (tx) => {
+    await tx.query(sql.unsafe`select set_config('role', 'pressroom_worker', true)`);
+    return (await tx.oneFirst(sql.type(jsonResult)`select ${fn} as result`)) as T;
+  });
+}
+
+/** The sandbox platform's memory: app.sandbox_posts, written through SQL. */
+export function sqlSandboxStore(pool: DatabasePool): SandboxStore {
+  return {
+    receive: (p) =>
+      asWorker(
+        pool,
+        sql.fragment`app.sandbox_receive_post(${p.integrationId}::uuid, ${p.token}, ${p.contentId}::uuid, ${p.platformPostId}, ${p.permalink}, ${p.caption}, ${sql.jsonb(p.payload as any)})`,
+      ),
+    editCaption: async (p) =>
+      (await asWorker(pool, sql.fragment`to_jsonb(app.sandbox_edit_caption(${p.integrationId}::uuid, ${p.platformPostId}, ${p.caption}))`)) === true,
+  };
+}
+
+export function publishingRegistry(pool: DatabasePool, config: PublishConfig): ConnectorRegistry {
+  return createConnectorRegistry({
+    timeoutMs: config.PUBLISH_TIMEOUT_MS,
+    allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
+    sandboxStore: sqlSandboxStore(pool),
+  });
+}
+
+interface Claim {
+  action: 'send' | 'skip';
+  reason?: string;
+  attemptId: string;
+  attempt: number;
+  runAttempt: number;
+  token: string;
+  resend: boolean;
+  edition: {
+    id: string;
+    rootId: string;
+    caption: string;
+    title: string | null;
+    settings: Record<string, unknown>;
+    scheduledAt: string | null;
+    media: { id: string; type: 'image' | 'video' | 'gif'; contentType: string | null; altText: string | null }[];
+    thread: { caption: string; mediaIds: string[] }[];
+    integration: {
+      id: string;
+      connector: 'sandbox' | 'webhook';
+      platform: string;
+      name: string;
+      username: string | null;
+      settings: Record<string, unknown>;
+      webhookUrl: string | null;
+      webhookSecret: string | null;
+      status: string;
+      deleted: boolean;
+    };
+  };
+}
+
+/** Publishes one job's edition; returns what happened (for logs and tests). */
+export async function publishOne(
+  pool: DatabasePool,
+  registry: ConnectorRegistry,
+  config: PublishConfig,
+  job: { id: string; data: PublishJobData },
+  log?: Logger,
+): Promise<Record<string, unknown>> {
+  const resendable = registry.names().filter((n) => registry.get(n).acceptsIdempotencyToken);
+  const claim = await asWorker<Claim>(
+    pool,
+    sql.fragment`app.publish_claim(${job.data.contentId}::uuid, ${job.id}::uuid, ${sql.array(resendable, 'text')})`,
+  );
+  if (claim.action !== 'send') return { skipped: claim.reason };
+  const e = claim.edition;
+  const g = e.integration;
+  let result: PublishResult;
+  if (g.deleted || g.status === 'disconnected') {
+    result = { state: 'failed', permanent: true, error: 'The channel was disconnected or deleted.' };
+  } else {
+    const integration: IntegrationRef = {
+      id: g.id,
+      connector: g.connector,
+      platform: g.platform,
+      name: g.name,
+      username: g.username,
+      settings: g.settings ?? {},
+      webhookUrl: g.webhookUrl,
+      webhookSecret: g.webhookSecret,
+    };
+    const mediaUrl = (id: string) => `urn:pressroom:media:${id}`;
+    const types = new Map(e.media.map((m) => [m.id, m.type]));
+    try {
+      result = await registry.get(g.connector).publish(integration, {
+        id: e.id,
+        rootId: e.rootId,
+        attempt: claim.runAttempt,
+        caption: e.caption,
+        title: e.title,
+        settings: e.settings ?? {},
+        media: e.media.map((m) => ({ id: m.id, type: m.type, url: mediaUrl(m.id), contentType: m.contentType ?? undefined, altText: m.altText })),
+        thread: e.thread.map((t) => ({
+          caption: t.caption,
+          media: t.mediaIds.map((id) => ({ id, type: types.get(id) ?? 'image', url: mediaUrl(id), altText: null })),
+        })),
+        scheduledAt: e.scheduledAt,
+        idempotencyToken: claim.token,
+      });
+    } catch (err) {
+      // A connector that cannot do the call at all (missing secret, unsupported): permanent.
+      result =
+        err instanceof ConnectorError
+          ? { state: 'failed', permanent: true, error: err.message }
+          : { state: 'failed', permanent: false, error: `The connector failed: ${err instanceof Error ? err.message : String(err)}` };
+    }
+  }
+  const outcome = result.state === 'published' ? 'published' : result.state === 'unknown' ? 'unknown' : result.permanent ? 'failed' : 'transient';
+  const recorded = await asWorker(
+    pool,
+    sql.fragment`app.publish_record(${claim.attemptId}::uuid, ${outcome}, ${result.state === 'published' ? null : result.error},
+      ${result.state === 'published' ? result.platformPostId : null}, ${result.state === 'published' ? result.permalink : null},
+      ${config.PUBLISH_MAX_ATTEMPTS}::int, ${config.PUBLISH_RETRY_BASE_MS}::int)`,
+  );
+  log?.info('publish attempt', { job: QUEUES.publish, contentId: e.id, attempt: claim.attempt, resend: claim.resend, outcome, ...recorded });
+  return { outcome, ...recorded };
+}
+
+/**
+ * Registers the publish worker on `boss` (pg-boss on the owner URL). Sets the
+ * queue's heartbeat (JOB_HEARTBEAT_SECONDS) so a dead worker's jobs return
+ * to the queue once its heartbeat is older than that (the supervisor must run
+ * at least every ~15 s: superviseIntervalSeconds on the PgBoss instance), and
+ * a retry limit that covers such returns.
+ */
+export async function registerPublishJobs(
+  boss: PgBoss,
+  pool: DatabasePool,
+  log: Logger,
+  config: PublishConfig,
+  opts: { registry?: ConnectorRegistry; pollingIntervalSeconds?: number } = {},
+) {
+  await boss.updateQueue(QUEUES.publish, {
+    heartbeatSeconds: config.JOB_HEARTBEAT_SECONDS,
+    retryLimit: 1000,
+    retryDelay: 0,
+    retryBackoff: false,
+  });
+  const registry = opts.registry ?? publishingRegistry(pool, config);
+  // PUBLISH_CONCURRENCY editions at a time: a few fetch loops, each taking a
+  // batch and publishing its editions side by side. A full batch fetches the
+  // next one at once (burstWhenBatchFull); otherwise pg-boss polls.
+  const loops = Math.min(config.PUBLISH_CONCURRENCY, 2);
+  const batchSize = Math.max(1, Math.ceil(config.PUBLISH_CONCURRENCY / loops));
+  return boss.work<PublishJobData>(
+    QUEUES.publish,
+    {
+      localConcurrency: loops,
+      batchSize,
+      burstWhenBatchFull: batchSize > 1,
+      pollingIntervalSeconds: opts.pollingIntervalSeconds ?? 0.5,
+    },
+    async (jobs: Job<PublishJobData>[]) => Promise.all(jobs.map((job) => publishOne(pool, registry, config, job, log))),
+  );
+}

@@ -1,0 +1,309 @@
+-- Publishing engine in the database (70-publishing.sql): the claim records
+-- the attempt before the platform is called and is refused twice, outcomes
+-- move statuses, transient failures put the job back with backoff, unknown
+-- outcomes await confirmation, locks while a job runs, and the personas of
+-- the routes' functions.
+begin;
+select plan(42);
+-- Fixture and persona helpers (identical in every file; each file runs alone
+-- in its own clone of the migrated template, as the superuser owner).
+-- Ids are deterministic: pg_temp.id('A1') = md5(...)::uuid, so a test can
+-- name a row of another organization without being able to read it.
+-- ---------------------------------------------------------------------------
+create function pg_temp.id(p_label text) returns uuid
+language sql immutable as $$ select md5('pressroom-test:' || p_label)::uuid $$;
+
+-- A bearer secret's stored hash (32 bytes), as the server computes it.
+create function pg_temp.token(p_label text) returns bytea
+language sql immutable as $$ select sha256(convert_to(p_label, 'UTF8')) $$;
+
+-- Switches to the request role with the context the server would set for
+-- this principal (a user label like 'A.editor' or a key label 'key:A1') and
+-- workspace label (or null). The workspace role is what api.gate would grant
+-- (null when it would refuse: the context is then forged, which RLS must
+-- survive too).
+create function pg_temp.act_as(p_principal text, p_workspace text default null) returns void
+language plpgsql as $$
+declare
+  v_ws uuid := case when p_workspace is not null then pg_temp.id(p_workspace) end;
+  v_user app.users;
+  v_key app.api_keys;
+  v_role text;
+begin
+  reset role;
+  if p_principal like 'key:%' then
+    select * into v_key from app.api_keys where id = pg_temp.id(p_principal);
+    if v_key.id is null then raise exception 'act_as: no fixture key %', p_principal; end if;
+    select r.role into v_role from app.api_key_workspace_roles(v_key.id) r where r.workspace_id = v_ws;
+    perform set_config('pressroom.actor_kind', 'api_key', true);
+    perform set_config('pressroom.user_id', '', true);
+    perform set_config('pressroom.session_id', '', true);
+    perform set_config('pressroom.api_key_id', v_key.id::text, true);
+    perform set_config('pressroom.organization_id', v_key.organization_id::text, true);
+  else
+    select * into v_user from app.users where id = pg_temp.id(p_principal);
+    if v_user.id is null then raise exception 'act_as: no fixture user %', p_principal; end if;
+    select r.role into v_role from app.user_workspace_roles(v_user.id) r where r.workspace_id = v_ws;
+    perform set_config('pressroom.actor_kind', 'user', true);
+    perform set_config('pressroom.user_id', v_user.id::text, true);
+    perform set_config('pressroom.session_id', pg_temp.id('session:' || p_principal)::text, true);
+    perform set_config('pressroom.api_key_id', '', true);
+    perform set_config('pressroom.organization_id', v_user.organization_id::text, true);
+  end if;
+  perform set_config('pressroom.workspace_id', coalesce(v_ws::text, ''), true);
+  perform set_config('pressroom.workspace_role', coalesce(v_role, ''), true);
+  set local role pressroom_request;
+end
+$$;
+
+-- Back to the owner (superuser), context cleared.
+create function pg_temp.act_as_owner() returns void
+language plpgsql as $$
+begin
+  reset role;
+  perform set_config('pressroom.' || g, '', true)
+  from unnest(array['actor_kind', 'user_id', 'session_id', 'api_key_id', 'organization_id',
+                    'workspace_id', 'workspace_role']) g;
+end
+$$;
+
+-- 'SQLSTATE DETAIL' of the error a statement raises (DETAIL carries the
+-- machine code of PTxyz errors), or 'ok'. Runs as the current role. A probe:
+-- its effects are rolled back even when it succeeds.
+create function pg_temp.sqlerr(p_sql text) returns text
+language plpgsql as $$
+declare
+  v_state text;
+  v_detail text;
+begin
+  execute p_sql;
+  raise exception using errcode = 'ZZ000', message = 'probe succeeded';
+exception when others then
+  if sqlstate = 'ZZ000' then
+    return 'ok';
+  end if;
+  get stacked diagnostics v_state = returned_sqlstate, v_detail = pg_exception_detail;
+  return v_state || coalesce(' ' || nullif(v_detail, ''), '');
+end
+$$;
+
+-- Outcome of a probing write: 'rows=N' when it ran, else its SQLSTATE.
+-- Either way its effects are rolled back, so a probe that wrongly succeeds
+-- does not disturb the tests after it.
+create function pg_temp.write_outcome(p_sql text) returns text
+language plpgsql as $$
+declare
+  v_rows bigint;
+begin
+  execute p_sql;
+  get diagnostics v_rows = row_count;
+  raise exception using errcode = 'ZZ000', message = v_rows::text;
+exception when others then
+  if sqlstate = 'ZZ000' then
+    return 'rows=' || sqlerrm;
+  end if;
+  return sqlstate;
+end
+$$;
+
+-- Two organizations. A (basic): owner, a manager, an editor and a viewer of
+-- A1, and a stranger (member of A, editor of A2, nothing in A1). B (basic):
+-- owner and an editor of B1.
+insert into app.organizations (id, name, plan, trial_ends_at) values
+  (pg_temp.id('A'), 'Org A', 'basic', null),
+  (pg_temp.id('B'), 'Org B', 'basic', null);
+insert into app.users (id, organization_id, email, password_hash, org_role)
+select pg_temp.id(label), pg_temp.id(org), lower(replace(label, '.', '-')) || '@example.test', 'not-a-real-hash', org_role
+from (values ('A.owner', 'A', 'owner'), ('A.manager', 'A', 'member'), ('A.editor', 'A', 'member'),
+             ('A.viewer', 'A', 'member'), ('A.stranger', 'A', 'member'),
+             ('B.owner', 'B', 'owner'), ('B.editor', 'B', 'member')) u (label, org, org_role);
+insert into app.workspaces (id, organization_id, name) values
+  (pg_temp.id('A1'), pg_temp.id('A'), 'A1'),
+  (pg_temp.id('A2'), pg_temp.id('A'), 'A2'),
+  (pg_temp.id('B1'), pg_temp.id('B'), 'B1');
+insert into app.workspace_members (workspace_id, user_id, organization_id, role)
+select pg_temp.id(ws), pg_temp.id(label), pg_temp.id(left(ws, 1)), role
+from (values ('A1', 'A.manager', 'manager'), ('A1', 'A.editor', 'editor'), ('A1', 'A.viewer', 'viewer'),
+             ('A2', 'A.owner', 'manager'), ('A2', 'A.stranger', 'editor'),
+             ('B1', 'B.owner', 'manager'), ('B1', 'B.editor', 'editor')) m (ws, label, role);
+-- One open session per user: token 'session:<label>'.
+insert into app.sessions (id, user_id, organization_id, token_hash, expires_at)
+select pg_temp.id('session:' || u.label), pg_temp.id(u.label), pg_temp.id(left(u.label, 1)),
+       pg_temp.token('session:' || u.label), now() + interval '1 day'
+from unnest(array['A.owner', 'A.manager', 'A.editor', 'A.viewer', 'A.stranger', 'B.owner', 'B.editor']) u (label);
+-- API keys (secret 'key:<label>'): key:A1 (editor, A1), key:A12 (editor, A1
+-- and A2), key:A1.revoked, key:A1.expired, key:B1; all created by the owner.
+insert into app.api_keys (id, organization_id, created_by, name, key_prefix, key_hash, role, expires_at, revoked_at, revoked_by)
+select pg_temp.id(k.label), pg_temp.id(k.org), pg_temp.id(k.org || '.owner'), k.label, 'pr_' || md5(k.label),
+       pg_temp.token(k.label), 'editor', k.expires_at, k.revoked_at,
+       case when k.revoked_at is not null then pg_temp.id(k.org || '.owner') end
+from (values ('key:A1', 'A', null::timestamptz, null::timestamptz),
+             ('key:A12', 'A', null, null),
+             ('key:A1.revoked', 'A', null, now() - interval '1 hour'),
+             ('key:A1.expired', 'A', now() - interval '1 hour', null),
+             ('key:B1', 'B', null, null)) k (label, org, expires_at, revoked_at);
+insert into app.api_key_workspaces (api_key_id, workspace_id, organization_id)
+select pg_temp.id(k), pg_temp.id(ws), pg_temp.id(left(ws, 1))
+from (values ('key:A1', 'A1'), ('key:A12', 'A1'), ('key:A12', 'A2'), ('key:A1.revoked', 'A1'),
+             ('key:A1.expired', 'A1'), ('key:B1', 'B1')) g (k, ws);
+-- One idempotency record in each organization.
+insert into app.idempotency_keys (workspace_id, principal_id, method, route, key, request_hash) values
+  (pg_temp.id('A1'), pg_temp.id('A.editor'), 'POST', '/v1/fixture', 'fixture-a', pg_temp.token('body-a')),
+  (pg_temp.id('B1'), pg_temp.id('B.editor'), 'POST', '/v1/fixture', 'fixture-b', pg_temp.token('body-b'));
+-- ---------------------------------------------------------------------------
+
+-- ---------------------------------------------------------------------------
+-- Content fixture: channels (integrations) and media of A1 and B1, and
+-- helpers for content rows and publish jobs.
+-- ---------------------------------------------------------------------------
+insert into app.integrations (id, organization_id, workspace_id, connector, platform, name)
+select pg_temp.id(label), pg_temp.id(org), pg_temp.id(ws), 'sandbox', platform, label
+from (values ('ig:A1.x', 'A', 'A1', 'x'), ('ig:A1.li', 'A', 'A1', 'linkedin'), ('ig:A1.insta', 'A', 'A1', 'instagram'),
+             ('ig:A1.pin', 'A', 'A1', 'pinterest'), ('ig:B1.x', 'B', 'B1', 'x')) i (label, org, ws, platform);
+insert into app.media_items (id, organization_id, workspace_id, type, filename, content_type, file_size, storage_key)
+select pg_temp.id(label), pg_temp.id('A'), pg_temp.id('A1'), type, label, ct, size, label
+from (values ('media:A1.img', 'image', 'image/png', 1000), ('media:A1.video', 'video', 'video/mp4', 5000),
+             ('media:A1.huge', 'image', 'image/png', 20000000)) m (label, type, ct, size);
+
+
+-- A scheduled edition due now with its live job (written as the owner, triggers on).
+create function pg_temp.due(p_label text, p_integration text default 'ig:A1.x') returns uuid
+language plpgsql as $$
+begin
+  insert into app.content_roots (id, organization_id, workspace_id, caption)
+  values (pg_temp.id('root:' || p_label), pg_temp.id('A'), pg_temp.id('A1'), 'hello ' || p_label);
+  insert into app.content_items (id, organization_id, workspace_id, root_id, integration_id, status, scheduled_at)
+  values (pg_temp.id(p_label), pg_temp.id('A'), pg_temp.id('A1'), pg_temp.id('root:' || p_label), pg_temp.id(p_integration),
+          'scheduled', now());
+  return pg_temp.id(p_label);
+end
+$$;
+create function pg_temp.job(p_label text) returns uuid
+language sql as $$ select publish_job_id from app.content_items where id = pg_temp.id(p_label) $$;
+create function pg_temp.as_worker() returns void
+language plpgsql as $$ begin perform pg_temp.act_as_owner(); set local role pressroom_worker; end $$;
+-- The job a worker took (pg-boss marks it active before the handler runs).
+create function pg_temp.take(p_label text) returns void
+language sql as $$ update pgboss.job set state = 'active', started_on = now() where id = pg_temp.job(p_label) $$;
+create function pg_temp.claim(p_label text, p_resendable text[] default '{sandbox}') returns jsonb
+language plpgsql as $$
+declare v jsonb;
+begin
+  perform pg_temp.as_worker();
+  v := app.publish_claim(pg_temp.id(p_label), pg_temp.job(p_label), p_resendable);
+  perform pg_temp.act_as_owner();
+  return v;
+end
+$$;
+create function pg_temp.record(p_attempt uuid, p_outcome text, p_error text default null, p_post text default null) returns jsonb
+language plpgsql as $$
+declare v jsonb;
+begin
+  perform pg_temp.as_worker();
+  v := app.publish_record(p_attempt, p_outcome, p_error, p_post, case when p_post is not null then 'https://p.example/' || p_post end, 3, 1000);
+  perform pg_temp.act_as_owner();
+  return v;
+end
+$$;
+create function pg_temp.state(p_label text) returns text
+language sql as $$ select app.publishing_json(pg_temp.id(p_label)) ->> 'state' $$;
+
+select pg_temp.due('p1');
+select pg_temp.due('p2');
+select pg_temp.due('p3');
+select pg_temp.due('p4');
+select pg_temp.due('p5');
+select pg_temp.due('p6');
+select pg_temp.take(x) from unnest(array['p1', 'p2', 'p3', 'p4', 'p5', 'p6']) x;
+
+-- Queued before any attempt.
+select is(pg_temp.state('p1'), 'queued', 'a scheduled edition with its job is queued');
+select is((app.publishing_json(pg_temp.id('p1'))) ->> 'attempts', '0', '... with no attempts');
+
+-- Claim: only with the edition's own job.
+select pg_temp.as_worker();
+select is(app.publish_claim(pg_temp.id('p1'), gen_random_uuid(), '{}') ->> 'reason', 'stale job', 'another job id is refused');
+select pg_temp.act_as_owner();
+
+create temp table c1 as select pg_temp.claim('p1') as c;
+select is((select c ->> 'action' from c1), 'send', 'the first claim sends');
+select is((select count(*)::int from app.publish_attempts where content_item_id = pg_temp.id('p1') and finished_at is null), 1,
+  'the attempt is recorded (open) before the platform is called');
+select ok((select c ->> 'token' from c1) like 'pr_%', 'the attempt carries an idempotency token');
+select is((select c #>> '{edition,caption}' from c1), 'hello p1', 'the claim hands over the effective edition');
+select is(pg_temp.state('p1'), 'publishing', 'state publishing while the attempt is open');
+
+-- A second claim while the attempt is open (its worker died): a connector
+-- that takes the token re-sends the same attempt; one that does not, does not.
+create temp table c1b as select pg_temp.claim('p1', '{sandbox}') as c;
+select is((select c ->> 'action' from c1b), 'send', 'an open attempt on a token-taking connector is re-sent...');
+select is((select (c ->> 'resend')::boolean from c1b), true, '... marked as a re-send');
+select is((select c ->> 'attemptId' from c1b), (select c ->> 'attemptId' from c1), '... as the same attempt');
+select is((select c ->> 'token' from c1b), (select c ->> 'token' from c1), '... with the same token');
+select is((select count(*)::int from app.publish_attempts where content_item_id = pg_temp.id('p1')), 1, '... and no second attempt');
+
+select pg_temp.claim('p2');
+select is(pg_temp.claim('p2', '{}') ->> 'action', 'skip', 'an open attempt on a connector without tokens is not sent again');
+select is(pg_temp.state('p2'), 'awaiting_confirmation', '... the edition awaits confirmation');
+select is((select outcome from app.publish_attempts where content_item_id = pg_temp.id('p2')), 'unknown', '... the attempt is closed as unknown');
+select is(pg_temp.claim('p2', '{sandbox}') ->> 'reason', 'awaiting confirmation', 'a claim never sends what awaits confirmation');
+
+-- Outcomes.
+select pg_temp.record((select (c ->> 'attemptId')::uuid from c1), 'published', null, 'post-1');
+select is((select status from app.content_items where id = pg_temp.id('p1')), 'sent', 'published: sent');
+select is((select platform_post_id || ' ' || permalink from app.content_items where id = pg_temp.id('p1')), 'post-1 https://p.example/post-1', '... with post id and permalink');
+select ok((select sent_at is not null from app.content_items where id = pg_temp.id('p1')), '... and sentAt');
+select is(pg_temp.state('p1'), 'published', '... state published');
+select is(pg_temp.claim('p1') ->> 'action', 'skip', 'a sent edition is never claimed again');
+
+create temp table c3 as select pg_temp.claim('p3') as c;
+select pg_temp.record((select (c ->> 'attemptId')::uuid from c3), 'failed', 'refused for good');
+select is((select status || ': ' || error from app.content_items where id = pg_temp.id('p3')), 'failed: refused for good', 'a permanent failure: failed with the reason');
+
+create temp table c4 as select pg_temp.claim('p4') as c;
+select is(pg_temp.record((select (c ->> 'attemptId')::uuid from c4), 'transient', 'try later') ->> 'action', 'retry', 'transient: retried');
+select is((select state::text from pgboss.job where id = pg_temp.job('p4')), 'retry', '... the same job goes back to retry');
+select ok((select start_after between now() + interval '0.9 s' and clock_timestamp() + interval '1.1 s' from pgboss.job where id = pg_temp.job('p4')),
+  '... after PUBLISH_RETRY_BASE_MS (first retry)');
+select is(pg_temp.state('p4'), 'retrying', '... state retrying');
+select is((select status from app.content_items where id = pg_temp.id('p4')), 'scheduled', '... still scheduled');
+select pg_temp.take('p4');
+create temp table c4b as select pg_temp.claim('p4') as c;
+select is((select (c ->> 'runAttempt')::int from c4b), 2, 'the retry is attempt 2 of the run');
+select pg_temp.record((select (c ->> 'attemptId')::uuid from c4b), 'transient', 'try later');
+select ok((select start_after > clock_timestamp() + interval '1.5 s' from pgboss.job where id = pg_temp.job('p4')), 'backoff doubles');
+select pg_temp.take('p4');
+create temp table c4c as select pg_temp.claim('p4') as c;
+select is(pg_temp.record((select (c ->> 'attemptId')::uuid from c4c), 'transient', 'still down') ->> 'status', 'failed',
+  'transient at the last attempt (PUBLISH_MAX_ATTEMPTS): failed');
+
+create temp table c5 as select pg_temp.claim('p5') as c;
+select pg_temp.record((select (c ->> 'attemptId')::uuid from c5), 'unknown', 'timed out');
+select is((select status from app.content_items where id = pg_temp.id('p5')), 'scheduled', 'unknown: stays scheduled');
+select is(pg_temp.state('p5'), 'awaiting_confirmation', '... awaiting confirmation');
+
+-- Locks: the job is active (a worker holds it): no revert, no delete.
+select pg_temp.act_as('A.editor', 'A1');
+select is(pg_temp.sqlerr(format($$update app.content_items set status = 'draft' where id = %L$$, pg_temp.id('p6'))),
+  'PT409 PUBLISHING_IN_PROGRESS', 'revert while publishing: 409 PUBLISHING_IN_PROGRESS');
+select is(pg_temp.sqlerr(format($$select api.delete_content(%L)$$, pg_temp.id('p6'))),
+  'PT409 PUBLISHING_IN_PROGRESS', 'delete while publishing: 409 PUBLISHING_IN_PROGRESS');
+
+-- Personas of the routes' functions.
+select is(pg_temp.sqlerr(format($$select api.resolve_publishing_result(%L, '{"outcome":"published"}')$$, pg_temp.id('p6'))),
+  'PT409 NOTHING_TO_RESOLVE', 'resolve on content that awaits nothing: 409');
+select is(pg_temp.sqlerr(format($$select api.retry_content(%L)$$, pg_temp.id('p6'))),
+  'PT400 INVALID_CONTENT_STATUS', 'retry of scheduled content: 400');
+select is(pg_temp.sqlerr(format($$select api.resolve_publishing_result(%L, '{"outcome":"published","platformPostId":"x1"}')$$, pg_temp.id('p5'))),
+  'ok', 'the editor resolves what awaits confirmation');
+select is(pg_temp.sqlerr(format($$select app.publish_claim(%L, gen_random_uuid(), '{}')$$, pg_temp.id('p6'))),
+  '42501', 'requests cannot claim');
+select pg_temp.act_as('A.viewer', 'A1');
+select is(pg_temp.sqlerr(format($$select api.publish_content(%L)$$, pg_temp.id('p6'))), 'PT403 ROLE_REQUIRED', 'a viewer cannot publish');
+select is((select app.publishing_json(pg_temp.id('p1')) ->> 'state'), 'published', 'a viewer reads the publishing state');
+select pg_temp.act_as('B.editor', 'B1');
+select is(pg_temp.sqlerr(format($$select api.retry_content(%L)$$, pg_temp.id('p3'))), 'PT404 NOT_FOUND', 'another organization: 404');
+select pg_temp.act_as_owner();
+
+select * from finish();
+rollback;
