@@ -193,6 +193,2149 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workspaces/{workspaceId}/articles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List articles, most recently changed first, without bodies (viewer role)
+         * @description Pagination is inside `data.pagination`; `meta` is null.
+         */
+        get: operations["listArticles_v1"];
+        put?: never;
+        /**
+         * Create a draft article (editor role); nothing is sent to the platform
+         * @description `Idempotency-Key` is required: a retry with the same key and body returns the recorded
+         *     answer with `data.idempotency.replayed: true` (and `Idempotent-Replayed: true`).
+         */
+        post: operations["createArticle_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/articles/{contentId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description The article's content id (the same id the content lifecycle routes take) */
+                contentId: components["parameters"]["articleContentId"];
+            };
+            cookie?: never;
+        };
+        /** Get an article with its body (viewer role) */
+        get: operations["getArticle_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change the title, body or cover of a draft article (editor role)
+         * @description Only provided fields change. `bodyHtml` replaces the whole body and needs
+         *     `expectedBodyVersion`; a body changed since that version answers 409
+         *     `POST_BODY_CHANGED` (`details.currentBodyVersion`); `expectedBodyVersion` without
+         *     `bodyHtml` only checks the version. `coverMediaId: null` removes the
+         *     cover. An article that is not a draft answers 400 `INVALID_CONTENT_STATUS` (revert it to
+         *     draft first).
+         */
+        patch: operations["updateArticle_v1"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/articles/{contentId}/platform-draft": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description The article's content id (the same id the content lifecycle routes take) */
+                contentId: components["parameters"]["articleContentId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Put the article into the account's platform drafts without publishing (editor role)
+         * @description Sends the article through its channel's connector to the platform's drafts (the
+         *     platform cannot delete it later). An article unchanged since its last draft (same title,
+         *     body and cover) answers the draft already made without calling the platform. Records
+         *     `platformDraft` on the article. The platform refusing answers 502
+         *     `PLATFORM_DRAFT_FAILED` (the key is freed for a retry); a disconnected channel 409
+         *     `INTEGRATION_UNAVAILABLE`.
+         */
+        post: operations["createArticlePlatformDraft_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/campaigns": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the workspace's campaigns (viewer role)
+         * @description Ordered by `startsOn` (undated campaigns last), then name. Phases only with `includePhases=true`.
+         */
+        get: operations["listCampaigns_v1"];
+        put?: never;
+        /**
+         * Create a campaign, optionally with its phases (editor role)
+         * @description `phases`, when sent, are created in the order listed (`position` 0, 1, ...). `endsOn`
+         *     before `startsOn` answers 400 `VALIDATION_FAILED`; more than 50 phases 400.
+         */
+        post: operations["createCampaign_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/campaigns/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Campaign UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** One campaign with its phases (viewer role) */
+        get: operations["getCampaign_v1"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a campaign and its phases (editor role)
+         * @description The campaign's content stays and is unassigned (no campaign, no phase).
+         *     `contentUnassigned` counts its editions (what the campaign content page listed);
+         *     `rootsUnassigned` counts content roots, ideas without editions included.
+         */
+        delete: operations["deleteCampaign_v1"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a campaign (editor role)
+         * @description Only the fields sent change; `description`, `color`, `startsOn` and `endsOn` may be null to clear them.
+         */
+        patch: operations["updateCampaign_v1"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/campaigns/{id}/phases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Campaign UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** The campaign's phases in order (viewer role) */
+        get: operations["listCampaignPhases_v1"];
+        /**
+         * Save all phases at once (editor role)
+         * @description The body lists the campaign's phases in order. A phase with `id` is updated (fields
+         *     left out keep their value; null clears `color` or a date), a phase without `id` is
+         *     created, and a phase of the campaign that is not listed is deleted (its content
+         *     loses the phase, not the campaign). Positions follow the list. An `id` that is not a
+         *     phase of this campaign answers 400 `PHASE_NOT_IN_CAMPAIGN`; an id listed twice 400
+         *     `VALIDATION_FAILED`. Answers the campaign with its phases.
+         */
+        put: operations["saveCampaignPhases_v1"];
+        /**
+         * Add a phase (editor role)
+         * @description Added at `position` (0-based; the phases from there move down one), or last when
+         *     `position` is left out or beyond the end. A campaign has at most 50 phases (409
+         *     `PHASE_LIMIT_REACHED`).
+         */
+        post: operations["createCampaignPhase_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/campaigns/{id}/phases/{phaseId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Campaign UUID */
+                id: string;
+                /** @description Phase UUID (a phase of the campaign in the path) */
+                phaseId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a phase (editor role)
+         * @description Its content stays in the campaign without a phase; the phases after it move up. Answers 204 with no body.
+         */
+        delete: operations["deleteCampaignPhase_v1"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a phase (editor role)
+         * @description Only the fields sent change. A new `position` moves the phase there (0-based, clamped to the end).
+         */
+        patch: operations["updateCampaignPhase_v1"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/campaigns/{id}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Campaign UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * The campaign content page (viewer role)
+         * @description The editions (one per channel) of the content assigned to the campaign, deleted ones
+         *     left out, ordered by their date (`scheduledAt`, else `intendedPublishAt`, else
+         *     `createdAt`) then id, in `sortDirection`. `phase` is a phase of this campaign (another
+         *     id answers 404 `NOT_FOUND`) or `none` for content without a phase. `meta` is
+         *     `{ limit, offset, total, hasMore }`.
+         */
+        get: operations["listCampaignContent_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/content-roots": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The board - content roots with their editions (viewer role)
+         * @description Every root of the workspace, ideas without editions included, most recently changed first; each with its live editions.
+         */
+        get: operations["listContentRoots_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/content-roots/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description The root id (not an edition's content id) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a content root with its editions (viewer role)
+         * @description `id` is a root id; an edition's content id answers 404 `NOT_FOUND`.
+         */
+        get: operations["getContentRoot_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change the canonical title, caption or media of a root (editor role)
+         * @description Only the fields sent change; `mediaIds` replaces the root's media. Editions without a
+         *     caption or media of their own follow the root (and record a version); published editions
+         *     keep what they published. Scheduled editions that follow the root must still satisfy
+         *     their platform's rules: 400 `VALIDATION_FAILED` with fields named
+         *     `editions.<contentId>.<field>`.
+         */
+        patch: operations["updateContentRoot_v1"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/content": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List content editions (viewer role)
+         * @description Offset-paginated editions of the workspace. Without `status`, `workflowStatus` or
+         *     `workflowStatuses` the list holds only draft, scheduled, sent and failed editions
+         *     (review-held `pending_approval` content appears when asked for by status or workflow
+         *     status). Default order: most recently changed first (`sortBy=updatedAt`,
+         *     `sortDirection=desc`); with `since`, oldest change first.
+         *
+         *     `since` (ISO 8601) answers the editions changed after that instant, and the editions
+         *     deleted after it as tombstones `{id, rootId, deleted: true, deletedAt}` (status and
+         *     workflow filters do not apply to tombstones; `integrationId` does).
+         */
+        get: operations["listContent_v1"];
+        put?: never;
+        /**
+         * Create content (editor role)
+         * @description Creates a root and one edition per channel. `intent`:
+         *
+         *     - `draft` (default): editions are drafts, not held to platform rules; `intendedPublishAt`
+         *       may plan their time. With no `channels` the root is an idea without editions.
+         *     - `schedule`: needs `scheduledAt` (not in the past) and at least one channel; every
+         *       edition is scheduled and validated against its platform's rules.
+         *     - `publish_now`: scheduled for now; the publish job is queued at once.
+         *
+         *     The root's `caption` and `mediaIds` serve every channel that has none of its own; a
+         *     channel's `caption` or `mediaIds` overrides them. `title` is the canonical
+         *     (provider-facing) title; `organizationalTitle` is internal. With `recurrence` the call
+         *     creates a series (see Recurring content); the result names the first occurrence's root
+         *     and editions, and `series` the series.
+         *
+         *     Refusals: 400 `VALIDATION_FAILED` (fields such as `scheduledAt` `required`/`in_past`/
+         *     `not_allowed`, `channels` `required`, `channels.N.integrationId`
+         *     `integration_not_found`/`duplicate_channel`, `mediaIds.N` `media_not_found`/
+         *     `media_deleted`, `campaignId` `campaign_not_found`, `phaseId` `phase_not_found`/
+         *     `phase_not_in_campaign`, `tagIds.N` `not_found`, `channels.N.settings.X`
+         *     `unknown_setting`/`invalid_setting`, and every platform rule, prefixed `channels.N.`).
+         */
+        post: operations["createContent_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/content/failed-count": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /** Count failed editions (viewer role) */
+        get: operations["getContentFailedCount_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/content/pending-approval-count": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /** Count editions waiting for approval (viewer role) */
+        get: operations["getContentPendingApprovalCount_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/content/recurring-occurrences/{occurrenceId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description `recurringMetadata.occurrenceId` of a list item */
+                occurrenceId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel one occurrence of a recurring series and its content (editor role)
+         * @description Cancels the occurrence and its draft and scheduled editions (their publish jobs go with
+         *     them); the series goes on. Refusals: 409 `SERIES_VERSION_STALE` (the series changed since
+         *     `seriesVersion` was read), 409 `OCCURRENCE_ALREADY_PUBLISHED` (an edition was sent),
+         *     409 `OCCURRENCE_ALREADY_CANCELLED`, 404 `NOT_FOUND`. A successful cancel increments the
+         *     series version.
+         */
+        post: operations["cancelRecurringOccurrence_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/content/recurring-series/{seriesId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description `recurringMetadata.seriesId` of a list item */
+                seriesId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a recurring series from an occurrence onward (editor role)
+         * @description Ends the series (no further occurrences are made) and cancels every occurrence that is
+         *     not published, from `effectiveOccurrenceId` onward (default: the next occurrence not yet
+         *     published), with their draft and scheduled editions. Published occurrences are kept.
+         *     Refusals: 409 `SERIES_VERSION_STALE`, 409 `SERIES_ALREADY_CANCELLED`, 404 `NOT_FOUND`
+         *     (also for an `effectiveOccurrenceId` of another series).
+         */
+        post: operations["cancelRecurringSeries_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/content/{contentId}/versions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) id */
+                contentId: components["parameters"]["ContentIdVersions"];
+            };
+            cookie?: never;
+        };
+        /** List an edition's versions, newest first (viewer role) */
+        get: operations["listContentVersions_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/content/{contentId}/versions/{version}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) id */
+                contentId: components["parameters"]["ContentIdVersions"];
+                /** @description The version number to restore */
+                version: number;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore a version of an edition (editor role)
+         * @description Puts the version's caption, media, thread and settings back; this records a new version
+         *     (restoring never rewrites history). Draft or scheduled content only (400
+         *     `INVALID_CONTENT_STATUS`); scheduled content must still satisfy its platform's rules.
+         *     `expectedCurrentVersion` guards against restoring over a change you have not seen (409
+         *     `VERSION_CONFLICT`). A version whose media was deleted for good answers 409
+         *     `VERSION_MEDIA_UNAVAILABLE`.
+         */
+        post: operations["restoreContentVersion_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/content/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) id */
+                id: components["parameters"]["ContentId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an edition in full (viewer role)
+         * @description Integration, effective media, thread messages, planning metadata, notes, sanitized platform settings (only the settings the platform declares) and recurring metadata.
+         */
+        get: operations["getContent_v1"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an edition (editor role)
+         * @description Removes the edition from lists and cancels its publish job; the root stays (an idea when
+         *     it has no editions left). `GET content?since=` reports the deletion as a tombstone.
+         *     409 `PUBLISHING_IN_PROGRESS` while it is being published.
+         */
+        delete: operations["deleteContent_v1"];
+        options?: never;
+        head?: never;
+        /**
+         * Edit an edition's caption, media, thread or settings (editor role)
+         * @description Only the fields sent change. `caption: null` and `mediaIds: null` return to the root's
+         *     caption and media; `settings` replaces the settings object; `thread` replaces the thread.
+         *     Draft or scheduled content only (400 `INVALID_CONTENT_STATUS`); scheduled content must
+         *     still satisfy its platform's rules (400 `VALIDATION_FAILED`). Records a version when what
+         *     the edition would publish changed.
+         */
+        patch: operations["updateContent_v1"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/content/{id}/schedule": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) id */
+                id: components["parameters"]["ContentId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Schedule or reschedule an edition (editor role)
+         * @description Draft or scheduled content becomes scheduled at `scheduledAt` (not in the past); its
+         *     publish job is queued, or moved, in the same transaction. The edition must satisfy its
+         *     platform's rules (400 `VALIDATION_FAILED`, one entry per problem). Other statuses: 400
+         *     `INVALID_CONTENT_STATUS`.
+         */
+        patch: operations["scheduleContent_v1"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/content/{id}/revert-to-draft": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) id */
+                id: components["parameters"]["ContentId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Return a scheduled root's editions to draft (editor role)
+         * @description `id` must be a scheduled edition (400 `INVALID_CONTENT_STATUS` otherwise); every
+         *     scheduled edition of its root returns to draft, its time kept as `intendedPublishAt`, and
+         *     its publish job is cancelled. To be sure of what you revert, send `expectedRootPostId`
+         *     (the root id) together with `expectedRootEditionIds` (the ids of the root's scheduled
+         *     editions, in any order); when they no longer match the answer is 409
+         *     `REVERT_SCOPE_STALE` with the current scope in `details`. Sending only one of the two is
+         *     400 `VALIDATION_FAILED`. 409 `PUBLISHING_IN_PROGRESS` while an edition is being published.
+         */
+        post: operations["revertContentToDraft_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/content/{id}/intended-publish-time": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) id */
+                id: components["parameters"]["ContentId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Plan the publish time of a draft (editor role)
+         * @description Sets `intendedPublishAt` of draft or pending_approval content (400 `INVALID_CONTENT_STATUS` otherwise); nothing is scheduled.
+         */
+        patch: operations["setContentIntendedPublishTime_v1"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/content/{id}/metadata": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) id */
+                id: components["parameters"]["ContentId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Set the organizational title and planning metadata (editor role)
+         * @description Planning metadata belongs to the edition's root and is shared by its editions. Omitted
+         *     fields stay as they are; `tagIds`, `pillarIds` and `formatIds` replace the current
+         *     assignments. `title` is the internal, organizational title and never changes a
+         *     provider-facing title. `campaignId: null` takes the content out of its campaign (and
+         *     phase); changing the campaign without `phaseId` clears the phase; a `phaseId` alone puts
+         *     the content in that phase's campaign when it has none. Draft, scheduled or sent
+         *     (published) content only (400 `INVALID_CONTENT_STATUS`).
+         */
+        patch: operations["updateContentMetadata_v1"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/content/{id}/notes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) id */
+                id: components["parameters"]["ContentId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Replace the internal notes (editor role)
+         * @description Rich-text (HTML) notes of the edition's root, shared by its editions and never published. Any status; `notes: null` removes them. Returned as sent; render them sanitized.
+         */
+        patch: operations["updateContentNotes_v1"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/integrations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the workspace's connected accounts (viewer role)
+         * @description Deleted integrations are not listed. Ordered by creation, oldest first.
+         */
+        get: operations["listIntegrations_v1"];
+        put?: never;
+        /**
+         * Connect an account through a connector that needs no OAuth (manager role)
+         * @description Two connectors need no OAuth:
+         *
+         *     - `sandbox` simulates the platform (its real caption and media rules apply). Its
+         *       outcomes are chosen with `settings.behavior`: `succeed` (default), `fail` (every publish
+         *       is refused for good), `transient-then-succeed` (the first attempt fails temporarily,
+         *       retries succeed) or `unknown` (the outcome is never confirmed).
+         *       `{"connector": "sandbox", "platform": "x", "name": "Acme on X"}`
+         *     - `webhook` sends each publish as a signed HTTP POST (`X-Pressroom-Signature:
+         *       t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`) to `url`; `secret` is stored to
+         *       sign and is never shown again. A board platform's receiver may name its boards in
+         *       `settings.boards`.
+         *       `{"connector": "webhook", "platform": "linkedin", "name": "Acme on LinkedIn", "url":
+         *       "https://hooks.example.com/pressroom", "secret": "a-long-random-signing-secret"}`
+         *
+         *     The webhook `url` must be `http` or `https` without credentials. Its host is resolved
+         *     when the integration is created (and again at every delivery): when any of its
+         *     addresses is loopback, private, link-local, CGNAT, multicast, unspecified or reserved
+         *     (IPv4 and IPv6, IPv4-mapped included) the request is refused with 400
+         *     `WEBHOOK_URL_PRIVATE_NETWORK`, unless the operator set
+         *     `WEBHOOK_ALLOW_PRIVATE_NETWORKS=true`; a host that does not resolve answers 400
+         *     `WEBHOOK_HOST_UNRESOLVABLE`; a malformed URL 400 `INVALID_WEBHOOK_URL`.
+         *     Other refusals: 400 `UNKNOWN_PLATFORM`, `INVALID_SETTINGS` (a setting of the other
+         *     connector, or an unknown behavior), `VALIDATION_FAILED` (`url`/`secret` missing for a
+         *     webhook or sent for a sandbox).
+         *
+         *     `data.id` of the answer is the integration id used by content (`channels[].integrationId`).
+         */
+        post: operations["createIntegration_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/integrations/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * One connected account with its platform's publishing rules (viewer role)
+         * @description `rules` are what content for this channel must satisfy when it is scheduled or
+         *     published: caption length, media counts and kinds, and the platform settings it takes
+         *     (`requiredSettings`; entries with `optional: true` may be left out). `capabilities` say
+         *     which lists and actions exist (`boards`, `videoCategories`, threads, caption edits after
+         *     publishing, articles). The webhook `url` is shown; the secret never is. A deleted
+         *     integration answers 404 `NOT_FOUND`.
+         */
+        get: operations["getIntegration_v1"];
+        put?: never;
+        post?: never;
+        /**
+         * Disconnect an account (manager role)
+         * @description A soft delete: afterwards every route answers 404 for the integration, and no content
+         *     can be added to it or scheduled on it (409 `INTEGRATION_DELETED`). Its past content
+         *     stays. While editions are scheduled on it the delete is refused with 409
+         *     `INTEGRATION_HAS_SCHEDULED_CONTENT`, whose `details.contentIds` lists them (the first
+         *     100; `details.count` has the number): unschedule or delete them first.
+         */
+        delete: operations["deleteIntegration_v1"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/integrations/{id}/boards": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Boards of a board-based account, for settings.boardId (viewer role)
+         * @description For platforms whose `capabilities.boards` is true (Pinterest). Other platforms answer
+         *     404 `NOT_SUPPORTED` (details.supportedPlatforms lists those with boards). A sandbox
+         *     account has a fixed set of boards; a webhook account the boards given in
+         *     `settings.boards` when it was connected.
+         */
+        get: operations["listIntegrationBoards_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/integrations/{id}/video-categories": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Video categories of a video account, for settings.categoryId (viewer role)
+         * @description For platforms whose `capabilities.videoCategories` is true (YouTube): the categories
+         *     YouTube lets uploads use, with YouTube's ids. Other platforms answer 404 `NOT_SUPPORTED`.
+         */
+        get: operations["listIntegrationVideoCategories_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/upload": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start an upload: get a signed URL to PUT the bytes to (editor role)
+         * @description Step 1 of 3. Declares the file (`filename`, `contentType`, `size` in bytes) and answers an
+         *     upload session: send the bytes to `uploadUrl` with `method` (PUT) and exactly the `headers`
+         *     given (`Content-Type`), as a body of exactly `size` bytes, before `expiresAt`
+         *     (`UPLOAD_SESSION_TTL_SECONDS`, default 3600). Step 3 is
+         *     `POST .../media/upload/{sessionId}/complete`.
+         *
+         *     With the default disk storage the URL points at this server
+         *     (`/storage/v1/uploads/{sessionId}?expires=...&signature=...`, an HMAC signature; no bearer
+         *     credential); with S3 storage it is an S3 presigned URL (SigV4, `Content-Type` and
+         *     `Content-Length` signed). Either way the store refuses other bytes: a wrong size, another
+         *     content type, an expired or altered URL, or a session that is no longer pending.
+         *
+         *     Supported formats: PNG, JPEG, WebP, GIF, MP4, MOV, WebM. The declared type is only a
+         *     promise: the stored type is decided from the bytes when the upload is completed. Limits:
+         *     images and GIFs up to 50 MB (52,428,800 bytes), video up to 512 MB (536,870,912 bytes);
+         *     a larger declared size answers 413 `MEDIA_TOO_LARGE`, an unsupported type 415
+         *     `UNSUPPORTED_MEDIA_FORMAT`; an unknown `folderId` 404.
+         */
+        post: operations["initMediaUpload_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/upload/{sessionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Upload session UUID */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Show an upload session (viewer role)
+         * @description `state` is `pending` (waiting for the bytes and the completion; `uploadUrl` is given again),
+         *     `completed` (`mediaId` names the item), `aborted` or `expired` (`uploadUrl` null).
+         */
+        get: operations["getMediaUpload_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/upload/{sessionId}/complete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Upload session UUID */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Complete an upload: verify the bytes and create the media item (editor role)
+         * @description Step 3 of 3, after the bytes were PUT to `uploadUrl`. The server reads the bytes once
+         *     (streaming): the format from their magic numbers (never the file name or the declared
+         *     type), their size, SHA-256, dimensions, and for video the duration where the bytes allow,
+         *     then creates the media item (its `id` is the `sessionId`) with `source` `client_upload`.
+         *
+         *     Completing twice is safe: a completed session answers the same media item again (as it is
+         *     now). Refusals, each leaving nothing stored (the session stays pending, so the bytes may be
+         *     PUT again until it expires):
+         *
+         *     - 409 `UPLOAD_NOT_RECEIVED`: no bytes arrived yet.
+         *     - 409 `UPLOAD_INCOMPLETE`: not the declared size.
+         *     - 415 `UNSUPPORTED_MEDIA_FORMAT`: not PNG, JPEG, WebP, GIF, MP4, MOV or WebM.
+         *     - 413 `MEDIA_TOO_LARGE`: the bytes are an image (50 MB) or video (512 MB) over its limit.
+         *     - 400 `CHECKSUM_MISMATCH`: `checksumSha256` was sent and differs.
+         *
+         *     Also 410 `UPLOAD_SESSION_EXPIRED` and 409 `UPLOAD_SESSION_ABORTED`. The checksum is stored;
+         *     identical files are not deduplicated.
+         */
+        post: operations["completeMediaUpload_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/upload/{sessionId}/abort": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Upload session UUID */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Abort a pending upload (editor role)
+         * @description Its URL stops accepting bytes and whatever was sent is removed. Aborting an aborted or
+         *     expired session answers it as it is; a completed one answers 409 `UPLOAD_SESSION_COMPLETED`
+         *     (delete the media item instead).
+         */
+        post: operations["abortMediaUpload_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/folders": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List folders, by name (viewer role)
+         * @description `parentId` selects the root folders (`root`) or the subfolders of one folder (its UUID;
+         *     404 when there is no such folder); without it, every folder. Cursor-paginated by name:
+         *     pass `meta.nextCursor` as `cursor` for the next page, with the same `parentId`.
+         */
+        get: operations["listMediaFolders_v1"];
+        put?: never;
+        /**
+         * Create a folder, at the root or inside a root folder (editor role)
+         * @description Folders nest one level deep: a root folder may hold subfolders, a subfolder may not
+         *     (409 `FOLDER_DEPTH_EXCEEDED`). Sibling names are unique, ignoring case
+         *     (409 `FOLDER_NAME_TAKEN`). An unknown `parentId` answers 404.
+         */
+        post: operations["createMediaFolder_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/folders/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Folder UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** Show a folder (viewer role) */
+        get: operations["getMediaFolder_v1"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a folder and its subfolders (editor role)
+         * @description The media in them is not deleted: it moves to the library root (binned items too).
+         */
+        delete: operations["deleteMediaFolder_v1"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename a folder (editor role)
+         * @description A sibling with the same name (ignoring case) answers 409 `FOLDER_NAME_TAKEN`.
+         */
+        patch: operations["updateMediaFolder_v1"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/folders/{id}/path": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Folder UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** The folder's path from the root: its root folder (if any), then itself (viewer role) */
+        get: operations["getMediaFolderPath_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/folders/{id}/move": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Folder UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Move a folder to the root or into a root folder (editor role)
+         * @description `parentId` null moves it to the root. The target must be a root folder, and a folder with
+         *     subfolders cannot become a subfolder; deeper nesting (or a folder into itself) answers
+         *     409 `FOLDER_DEPTH_EXCEEDED`. A sibling of the same name there answers 409
+         *     `FOLDER_NAME_TAKEN`.
+         */
+        patch: operations["moveMediaFolder_v1"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/labels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List labels, by name (viewer role)
+         * @description `groupId` keeps the labels of one group (404 when there is no such group); `groupId=`
+         *     (empty) keeps the ungrouped labels. Merged labels are left out unless `includeMerged=true`.
+         *     `search` matches names containing it, ignoring case.
+         */
+        get: operations["listMediaLabels_v1"];
+        put?: never;
+        /**
+         * Create a label (editor role)
+         * @description Names are unique among the workspace's labels, ignoring case (409 `LABEL_NAME_TAKEN`); an
+         *     unknown `groupId` answers 404.
+         */
+        post: operations["createMediaLabel_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/labels/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * How many media items carry each label, most used first (viewer role)
+         * @description One entry per label (merged labels aside): `mediaCount` counts active items,
+         *     `binnedMediaCount` items in the bin.
+         */
+        get: operations["getMediaLabelUsage_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/labels/health": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * What in the label set needs tidying (viewer role)
+         * @description Unused labels (no active media), empty groups, labels whose names differ only in case,
+         *     spacing or punctuation (`similarLabels`, candidates for a merge), and how much of the
+         *     active library is labeled.
+         */
+        get: operations["getMediaLabelHealth_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/labels/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Label UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** Show a label (viewer role) */
+        get: operations["getMediaLabel_v1"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a label; it is removed from every media item (editor role)
+         * @description Labels that were merged into it go with it.
+         */
+        delete: operations["deleteMediaLabel_v1"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename, recolor or regroup a label (editor role)
+         * @description Only the fields sent change; `color: null` removes the color, `groupId: null` ungroups. A
+         *     merged label cannot change (409 `LABEL_MERGED`).
+         */
+        patch: operations["updateMediaLabel_v1"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/labels/{id}/merge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description The source label, merged away */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Merge a label into another (editor role)
+         * @description Every media item with the source label gets the target label instead; the source stays as
+         *     a merged label (`mergedIntoId`, listed with `includeMerged=true`), cannot be attached
+         *     again (409 `LABEL_MERGED`), and its name is free. Answers the merged source label.
+         *     Merging a label into itself is 400; a source or target that was already merged answers 409
+         *     `LABEL_MERGED`.
+         */
+        post: operations["mergeMediaLabels_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/label-groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /** List label groups in their order (viewer role) */
+        get: operations["listMediaLabelGroups_v1"];
+        put?: never;
+        /**
+         * Create a label group; it goes last (editor role)
+         * @description Group names are unique, ignoring case (409 `LABEL_GROUP_NAME_TAKEN`).
+         */
+        post: operations["createMediaLabelGroup_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/label-groups/reorder": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Put the label groups in a new order (editor role)
+         * @description `groupIds` lists every group of the workspace exactly once, in the new order; a list made
+         *     before a group was added or deleted answers 409 `LABEL_GROUPS_CHANGED` (with the missing
+         *     and unknown ids) and changes nothing. Answers the groups in their new order.
+         */
+        post: operations["reorderMediaLabelGroups_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/label-groups/ungroup-labels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Take labels out of their groups (editor role)
+         * @description Answers the labels. Unknown labels answer 404 (nothing changes), merged ones 409
+         *     `LABEL_MERGED`.
+         */
+        post: operations["ungroupMediaLabels_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/label-groups/{id}/labels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Label group UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move labels into this group (editor role)
+         * @description Answers the labels. Unknown labels answer 404 (nothing changes), merged ones 409
+         *     `LABEL_MERGED`.
+         */
+        post: operations["moveMediaLabelsToGroup_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/label-groups/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Label group UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /** Show a label group (viewer role) */
+        get: operations["getMediaLabelGroup_v1"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a label group, and either ungroup or delete its labels (editor role)
+         * @description The body's `labels` chooses: `ungroup` (the default, also without a body) keeps the labels
+         *     without a group; `delete` deletes them and removes them from every media item.
+         */
+        delete: operations["deleteMediaLabelGroup_v1"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename a label group (editor role)
+         * @description 409 `LABEL_GROUP_NAME_TAKEN` when another group has the name. The order changes through `reorder`.
+         */
+        patch: operations["updateMediaLabelGroup_v1"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/bulk-delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move media items to the bin (editor role)
+         * @description One result per id, in the order sent: `ok`, the `status` the single route would answer, the
+         *     media item (when the action leaves one) or the `error` (`code`, `message`, `details`). A
+         *     refused or unknown id does not spoil the others; the answer is 200 whenever the request
+         *     itself is valid. Per id, like `DELETE media/{id}`: an item used by scheduled content is refused with 409 `MEDIA_IN_USE` (`details.contentIds`); an item already in the bin is answered as it is.
+         */
+        post: operations["bulkDeleteMedia_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/bulk-restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore media items from the bin (editor role)
+         * @description One result per id, in the order sent: `ok`, the `status` the single route would answer, the
+         *     media item (when the action leaves one) or the `error` (`code`, `message`, `details`). A
+         *     refused or unknown id does not spoil the others; the answer is 200 whenever the request
+         *     itself is valid. Per id, like `POST media/{id}/restore`.
+         */
+        post: operations["bulkRestoreMedia_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/bulk-delete-forever": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delete binned media items permanently (editor role)
+         * @description One result per id, in the order sent: `ok`, the `status` the single route would answer, the
+         *     media item (when the action leaves one) or the `error` (`code`, `message`, `details`). A
+         *     refused or unknown id does not spoil the others; the answer is 200 whenever the request
+         *     itself is valid. Per id, like `DELETE media/{id}/permanent`: an item not in the bin is refused with 409 `MEDIA_NOT_IN_BIN`; `media` is null for the deleted ones.
+         */
+        post: operations["bulkDeleteMediaForever_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/bulk-move": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move media items into a folder, or to the root (editor role)
+         * @description One result per id, in the order sent: `ok`, the `status` the single route would answer, the
+         *     media item (when the action leaves one) or the `error` (`code`, `message`, `details`). A
+         *     refused or unknown id does not spoil the others; the answer is 200 whenever the request
+         *     itself is valid. `folderId` null moves them to the root; an unknown folder answers 404 for the whole request. Items in the bin are refused with 409 `MEDIA_IN_BIN`.
+         */
+        post: operations["bulkMoveMedia_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/bulk-label": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add labels to media items (editor role)
+         * @description One result per id, in the order sent: `ok`, the `status` the single route would answer, the
+         *     media item (when the action leaves one) or the `error` (`code`, `message`, `details`). A
+         *     refused or unknown id does not spoil the others; the answer is 200 whenever the request
+         *     itself is valid. Labels an item already has are kept. An unknown label answers 404 and a merged one 409 `LABEL_MERGED` for the whole request. Items in the bin are refused with 409 `MEDIA_IN_BIN`.
+         */
+        post: operations["bulkLabelMedia_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/bulk-unlabel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Remove labels from media items (editor role)
+         * @description One result per id, in the order sent: `ok`, the `status` the single route would answer, the
+         *     media item (when the action leaves one) or the `error` (`code`, `message`, `details`). A
+         *     refused or unknown id does not spoil the others; the answer is 200 whenever the request
+         *     itself is valid. An unknown label answers 404 for the whole request. Items in the bin are refused with 409 `MEDIA_IN_BIN`.
+         */
+        post: operations["bulkUnlabelMedia_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/bin/empty": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Empty the bin: delete every binned item permanently (editor role)
+         * @description Without waiting for their `deleteAfter`. Answers how many items went, and their ids.
+         */
+        post: operations["emptyMediaBin_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List and search the media library (viewer role)
+         * @description Filters combine (AND). `labelIds` keeps items with at least one of the labels; `isUsed`
+         *     keeps items used by content (a content root or edition that is not deleted), `isUnused`
+         *     the others; `search` matches file names and alt texts containing it, ignoring case;
+         *     `state` `active` (default), `deleted` (the bin) or `all`. Contradictions answer 400:
+         *     `rootOnly` with `folderId`, `isUnlabeled=true` with `labelIds`, `isUsed` equal to
+         *     `isUnused`.
+         *
+         *     Ordered by `sortBy` (`filename` ignores case) and `order`, then by id. Cursor-paginated:
+         *     `meta.nextCursor` (null on the last page) is opaque and signed; send it back as `cursor`
+         *     with the same filters and order (any `limit`). An altered cursor, or one issued for other
+         *     filters, answers 400 `INVALID_CURSOR`.
+         */
+        get: operations["listMedia_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Media item UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Show a media item (viewer role)
+         * @description Items in the bin are shown too (`state` `deleted`, with `deleteAfter`).
+         */
+        get: operations["getMedia_v1"];
+        put?: never;
+        post?: never;
+        /**
+         * Move a media item to the bin (editor role)
+         * @description It stays restorable until `deleteAfter` (`MEDIA_BIN_RETENTION_SECONDS`, default 30 days),
+         *     when a job deletes it and its bytes for good. An item used by scheduled content cannot be
+         *     binned: 409 `MEDIA_IN_USE` with `details.contentIds`. An item already in the bin is
+         *     answered as it is.
+         */
+        delete: operations["deleteMedia_v1"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename, describe, favorite or move a media item (editor role)
+         * @description Only the fields sent change; `altText: null` removes the alt text, `folderId: null` moves
+         *     the item to the root. Items in the bin cannot change (409 `MEDIA_IN_BIN`); an unknown
+         *     folder answers 404. The bytes, and what was measured from them, never change.
+         */
+        patch: operations["updateMedia_v1"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/{id}/usage-history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Media item UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Which content used the item, and when (viewer role)
+         * @description Newest first: the item put into or taken out of a content edition or root (`attached`,
+         *     `detached`), and each edition using it being `scheduled`, `unscheduled`, `published` or
+         *     `failed`. Cursor-paginated like the media list.
+         */
+        get: operations["listMediaUsageHistory_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/{id}/download-url": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Media item UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * A signed URL that downloads the file (viewer role)
+         * @description Served as an attachment under its file name; valid until `expiresAt`
+         *     (`SIGNED_URL_TTL_SECONDS`, default 900). No bearer credential is needed to use it, so
+         *     treat it as a secret. Supports `Range`.
+         */
+        get: operations["getMediaDownloadUrl_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/{id}/view-url": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Media item UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * A signed URL that shows the file inline (viewer role)
+         * @description For `<img>` and `<video>` elements; valid until `expiresAt` (`SIGNED_URL_TTL_SECONDS`,
+         *     default 900). No bearer credential is needed to use it. Supports `Range`.
+         */
+        get: operations["getMediaViewUrl_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/{id}/restore": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Media item UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Restore a media item from the bin (editor role)
+         * @description It comes back where it was, with its labels (at the root if its folder was deleted). An
+         *     active item is answered as it is.
+         */
+        post: operations["restoreMedia_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/{id}/permanent": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Media item UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a binned media item for good (editor role)
+         * @description Only from the bin (409 `MEDIA_NOT_IN_BIN` otherwise). The item leaves any draft or past
+         *     content it was in, its labels and usage history go with it, its signed URLs stop working,
+         *     and its bytes are removed from storage by the purge job shortly after.
+         */
+        delete: operations["deleteMediaPermanently_v1"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/{id}/labels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Media item UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Replace a media item's labels (editor role)
+         * @description The item ends with exactly these labels (an empty list removes them all). Errors as for
+         *     adding labels. Answers the item.
+         */
+        put: operations["replaceMediaLabels_v1"];
+        /**
+         * Add labels to a media item (editor role)
+         * @description Labels it already has are kept. Unknown labels answer 404, merged ones 409 `LABEL_MERGED`,
+         *     an item in the bin 409 `MEDIA_IN_BIN`. Answers the item.
+         */
+        post: operations["attachMediaLabels_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/media/{id}/labels/{labelId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Media item UUID */
+                id: string;
+                /** @description Label UUID */
+                labelId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a label from a media item (editor role)
+         * @description Answers the item. Removing a label the item does not have changes nothing; an unknown
+         *     label or item answers 404, an item in the bin 409 `MEDIA_IN_BIN`.
+         */
+        delete: operations["detachMediaLabel_v1"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/content/{id}/publish": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) id */
+                id: components["parameters"]["ContentId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Publish an edition now (editor role)
+         * @description Draft or scheduled content becomes scheduled for now and is published at once; the edition
+         *     must satisfy its platform's rules (400 `VALIDATION_FAILED`). Other statuses: 400
+         *     `INVALID_CONTENT_STATUS`. 409 `PUBLISHING_IN_PROGRESS` while an attempt is running, 409
+         *     `PUBLISHING_AWAITS_CONFIRMATION` while the last attempt's outcome is unknown.
+         */
+        post: operations["publishContent_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/content/{id}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) id */
+                id: components["parameters"]["ContentId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Retry a failed edition now (editor role)
+         * @description Failed content becomes scheduled for now and is published again. Other statuses 400 `INVALID_CONTENT_STATUS`.
+         */
+        post: operations["retryContent_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/content/{id}/resolve-publishing-result": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) id */
+                id: components["parameters"]["ContentId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Record the verified outcome of an unconfirmed publication (editor role)
+         * @description For content whose `publishing.state` is `awaiting_confirmation`: `published` makes it sent
+         *     (with `permalink` and `platformPostId` when given), `failed` makes it failed (with `error`).
+         *     Content that awaits nothing answers 409 `NOTHING_TO_RESOLVE`.
+         */
+        post: operations["resolvePublishingResult_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/content/{id}/published-caption": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) id */
+                id: components["parameters"]["ContentId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change the caption of a published post on its platform (editor role)
+         * @description Sent content only (400 `INVALID_CONTENT_STATUS`), on a channel whose connector and
+         *     platform can edit a published caption (409 `CAPTION_EDIT_NOT_SUPPORTED`). The platform's
+         *     refusal answers 502 `PLATFORM_REFUSED`; no answer 504 `PLATFORM_UNAVAILABLE`. The content
+         *     keeps what it published; `publishedCaption` shows the caption now on the platform.
+         */
+        patch: operations["updatePublishedCaption_v1"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/integrations/{id}/sandbox/posts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration UUID (a sandbox integration) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * The posts the sandbox platform received (viewer role)
+         * @description Oldest first; offset pagination. 404 for an integration that is not a sandbox one.
+         */
+        get: operations["listSandboxPosts_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/hashtag-groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the workspace's hashtag groups (viewer role)
+         * @description Ordered by name, case-insensitively.
+         */
+        get: operations["listHashtagGroups_v1"];
+        put?: never;
+        /**
+         * Create a hashtag group (editor role)
+         * @description Names are trimmed and unique in the workspace, case-insensitively (409 `NAME_TAKEN`).
+         */
+        post: operations["createHashtagGroup_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/hashtag-groups/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Hashtag group UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a hashtag group (editor role)
+         * @description Captions that already carry its hashtags are unaffected.
+         */
+        delete: operations["deleteHashtagGroup_v1"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a hashtag group (editor role)
+         * @description Only the fields sent change.
+         */
+        patch: operations["updateHashtagGroup_v1"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/tags": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the workspace's tags (viewer role)
+         * @description Ordered by name, case-insensitively.
+         */
+        get: operations["listTags_v1"];
+        put?: never;
+        /**
+         * Create a tag (editor role)
+         * @description Names are trimmed and unique in the workspace, case-insensitively (409 `NAME_TAKEN`).
+         */
+        post: operations["createTag_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/tags/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Tag UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a tag (editor role)
+         * @description Content that used it loses the assignment; the content itself stays.
+         */
+        delete: operations["deleteTag_v1"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a tag (editor role)
+         * @description Only the fields sent change.
+         */
+        patch: operations["updateTag_v1"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/pillars": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the workspace's pillars (viewer role)
+         * @description Ordered by name, case-insensitively.
+         */
+        get: operations["listPillars_v1"];
+        put?: never;
+        /**
+         * Create a pillar (editor role)
+         * @description Names are trimmed and unique in the workspace, case-insensitively (409 `NAME_TAKEN`).
+         */
+        post: operations["createPillar_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/pillars/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Pillar UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a pillar (editor role)
+         * @description Content that used it loses the assignment; the content itself stays.
+         */
+        delete: operations["deletePillar_v1"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a pillar (editor role)
+         * @description Only the fields sent change.
+         */
+        patch: operations["updatePillar_v1"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/formats": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the workspace's formats (viewer role)
+         * @description Ordered by name, case-insensitively.
+         */
+        get: operations["listFormats_v1"];
+        put?: never;
+        /**
+         * Create a format (editor role)
+         * @description Names are trimmed and unique in the workspace, case-insensitively (409 `NAME_TAKEN`).
+         */
+        post: operations["createFormat_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/formats/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Format UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a format (editor role)
+         * @description Content that used it loses the assignment; the content itself stays.
+         */
+        delete: operations["deleteFormat_v1"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a format (editor role)
+         * @description Only the fields sent change.
+         */
+        patch: operations["updateFormat_v1"];
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -377,6 +2520,1592 @@ export interface components {
             /** Format: date-time */
             createdAt: string;
         };
+        CreateArticleRequest: {
+            /**
+             * Format: uuid
+             * @description A channel whose content.canPublishArticles is true
+             */
+            integrationId: string;
+            title: string;
+            bodyHtml?: string;
+            /** Format: uuid */
+            coverMediaId?: string;
+        };
+        UpdateArticleRequest: {
+            title?: string;
+            /** @description Replaces the whole body; needs expectedBodyVersion */
+            bodyHtml?: string;
+            expectedBodyVersion?: string;
+            /**
+             * Format: uuid
+             * @description null removes the cover
+             */
+            coverMediaId?: string | null;
+        };
+        ArticleMedia: {
+            /** Format: uuid */
+            mediaId: string;
+            /** @description A signed, expiring view URL of the image */
+            url: string;
+            altText: string | null;
+        };
+        ArticlePagination: {
+            limit: number;
+            offset: number;
+            total: number;
+            hasMore: boolean;
+        };
+        Article: {
+            /** Format: uuid */
+            contentId: string;
+            /** Format: uuid */
+            rootId: string;
+            title: string;
+            /** @enum {string} */
+            status: "draft" | "pending_approval" | "rejected" | "scheduled" | "sent" | "failed" | "cancelled";
+            /** @enum {string} */
+            workflowStatus: "draft" | "in_review" | "changes_requested" | "scheduled" | "publishing" | "published" | "failed" | "cancelled";
+            /** @description true only for drafts: false while scheduled, in review, publishing or published (unschedule it to edit); also false when failed, rejected or cancelled (PATCH edits drafts only) */
+            editable: boolean;
+            destination: {
+                /** Format: uuid */
+                integrationId: string;
+                platform: string;
+                username: string | null;
+                name: string | null;
+                canPublishArticles: boolean;
+            };
+            cover: {
+                /** Format: uuid */
+                mediaId: string;
+                /** @description A signed, expiring view URL of the image */
+                url: string;
+                altText: string | null;
+            } | null;
+            /** Format: date-time */
+            scheduledAt: string | null;
+            /** Format: date-time */
+            sentAt: string | null;
+            permalink: string | null;
+            platformDraft: {
+                articleId: string;
+                /** Format: date-time */
+                sentAt: string | null;
+            } | null;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        ArticleDetail: {
+            /** Format: uuid */
+            contentId: string;
+            /** Format: uuid */
+            rootId: string;
+            title: string;
+            /** @enum {string} */
+            status: "draft" | "pending_approval" | "rejected" | "scheduled" | "sent" | "failed" | "cancelled";
+            /** @enum {string} */
+            workflowStatus: "draft" | "in_review" | "changes_requested" | "scheduled" | "publishing" | "published" | "failed" | "cancelled";
+            /** @description true only for drafts: false while scheduled, in review, publishing or published (unschedule it to edit); also false when failed, rejected or cancelled (PATCH edits drafts only) */
+            editable: boolean;
+            destination: {
+                /** Format: uuid */
+                integrationId: string;
+                platform: string;
+                username: string | null;
+                name: string | null;
+                canPublishArticles: boolean;
+            };
+            cover: {
+                /** Format: uuid */
+                mediaId: string;
+                /** @description A signed, expiring view URL of the image */
+                url: string;
+                altText: string | null;
+            } | null;
+            /** Format: date-time */
+            scheduledAt: string | null;
+            /** Format: date-time */
+            sentAt: string | null;
+            permalink: string | null;
+            platformDraft: {
+                articleId: string;
+                /** Format: date-time */
+                sentAt: string | null;
+            } | null;
+            /** Format: date-time */
+            updatedAt: string;
+            bodyHtml: string;
+            bodyVersion: string;
+            images: components["schemas"]["ArticleMedia"][];
+            characterCount: number;
+            error: string | null;
+        };
+        Campaign: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            description: string | null;
+            /** @description Lower-case hex color */
+            color: string | null;
+            /** Format: date */
+            startsOn: string | null;
+            /** Format: date */
+            endsOn: string | null;
+            /** @description In order. On get, create, update and phase save; on the list only with includePhases=true. */
+            phases?: components["schemas"]["CampaignPhase"][];
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        CampaignPhase: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            campaignId: string;
+            name: string;
+            color: string | null;
+            /** Format: date */
+            startsOn: string | null;
+            /** Format: date */
+            endsOn: string | null;
+            /** @description 0-based place in the campaign's order */
+            position: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        CreateCampaignDto: {
+            name: string;
+            description?: string | null;
+            /** @description #rrggbb */
+            color?: string | null;
+            /** Format: date */
+            startsOn?: string | null;
+            /**
+             * Format: date
+             * @description On or after startsOn
+             */
+            endsOn?: string | null;
+            /** @description Phases to create with the campaign, in order */
+            phases?: components["schemas"]["NewCampaignPhaseItem"][];
+        };
+        UpdateCampaignDto: {
+            name?: string;
+            description?: string | null;
+            color?: string | null;
+            /** Format: date */
+            startsOn?: string | null;
+            /** Format: date */
+            endsOn?: string | null;
+        };
+        NewCampaignPhaseItem: {
+            name: string;
+            color?: string | null;
+            /** Format: date */
+            startsOn?: string | null;
+            /** Format: date */
+            endsOn?: string | null;
+        };
+        CreateCampaignPhaseDto: {
+            name: string;
+            color?: string | null;
+            /** Format: date */
+            startsOn?: string | null;
+            /** Format: date */
+            endsOn?: string | null;
+            /** @description 0-based place; last when left out */
+            position?: number;
+        };
+        UpdateCampaignPhaseDto: {
+            name?: string;
+            color?: string | null;
+            /** Format: date */
+            startsOn?: string | null;
+            /** Format: date */
+            endsOn?: string | null;
+            position?: number;
+        };
+        SaveCampaignPhaseItem: {
+            /**
+             * Format: uuid
+             * @description A phase of this campaign to keep and update; leave out to create one
+             */
+            id?: string;
+            name: string;
+            color?: string | null;
+            /** Format: date */
+            startsOn?: string | null;
+            /** Format: date */
+            endsOn?: string | null;
+        };
+        SaveCampaignPhasesDto: {
+            /** @description Every phase the campaign keeps, in order; an empty list deletes them all */
+            phases: components["schemas"]["SaveCampaignPhaseItem"][];
+        };
+        CampaignDeletion: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {boolean} */
+            deleted: true;
+            /** @description Editions that were in the campaign */
+            contentUnassigned: number;
+            /** @description Content roots that were in the campaign, ideas without editions included */
+            rootsUnassigned: number;
+        };
+        /** @description One edition (content item) of content assigned to the campaign. */
+        CampaignContentItem: {
+            /**
+             * Format: uuid
+             * @description The content id
+             */
+            id: string;
+            /** Format: uuid */
+            rootId: string;
+            /** Format: uuid */
+            integrationId: string;
+            platform: string;
+            /** @enum {string} */
+            status: "draft" | "pending_approval" | "rejected" | "scheduled" | "sent" | "failed" | "cancelled";
+            /** Format: date-time */
+            scheduledAt: string | null;
+            /** Format: date-time */
+            intendedPublishAt: string | null;
+            /** Format: date-time */
+            sentAt: string | null;
+            /** @description The effective caption (the root's when the edition has none of its own) */
+            caption: string | null;
+            /** @description The root's canonical title */
+            title: string | null;
+            /** @description Internal planning title */
+            organizationalTitle: string | null;
+            /** Format: uuid */
+            phaseId: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        CampaignContentMeta: {
+            limit: number;
+            offset: number;
+            total: number;
+            hasMore: boolean;
+        };
+        UpdateContentRootDto: {
+            /** @description Canonical (provider-facing) title */
+            title?: string | null;
+            caption?: string | null;
+            mediaIds?: string[];
+        };
+        ContentRootEdition: {
+            /**
+             * Format: uuid
+             * @description Content id of the edition
+             */
+            id: string;
+            /** Format: uuid */
+            integrationId: string;
+            platform: string;
+            /** @enum {string} */
+            kind: "post" | "article";
+            status: components["schemas"]["ContentStatus"];
+            workflowStatus: components["schemas"]["ContentWorkflowStatus"];
+            /** Format: date-time */
+            scheduledAt: string | null;
+            /** Format: date-time */
+            intendedPublishAt: string | null;
+            /** @description Effective caption */
+            caption: string | null;
+            captionOverride: string | null;
+            /** @description Effective media */
+            mediaIds: string[];
+            version: number;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        ContentRoot: {
+            /** Format: uuid */
+            id: string;
+            /** @description Canonical (provider-facing) title */
+            title: string | null;
+            caption: string | null;
+            organizationalTitle: string | null;
+            mediaIds: string[];
+            /** Format: uuid */
+            campaignId: string | null;
+            /** Format: uuid */
+            phaseId: string | null;
+            metadata: components["schemas"]["ContentPlanningMetadata"];
+            notes: string | null;
+            recurringMetadata: components["schemas"]["ContentRecurringMetadata"];
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** @description Live editions, empty for an idea */
+            editions: components["schemas"]["ContentRootEdition"][];
+        };
+        /** @enum {string} */
+        ContentStatus: "draft" | "pending_approval" | "rejected" | "scheduled" | "sent" | "failed" | "cancelled";
+        /**
+         * @description The status as a planner reads it: `draft`, `in_review` (pending_approval),
+         *     `changes_requested` (rejected), `scheduled` (scheduled, time still ahead), `publishing`
+         *     (scheduled and its time has come), `published` (sent), `failed`, `cancelled`.
+         * @enum {string}
+         */
+        ContentWorkflowStatus: "draft" | "in_review" | "changes_requested" | "scheduled" | "publishing" | "published" | "failed" | "cancelled";
+        ContentThreadMessageInput: {
+            caption: string;
+            mediaIds?: string[];
+        };
+        /** @description Platform settings of the edition, as the channel's platform declares them (`rules.requiredSettings` of the integration), e.g. `boardId` and `title` on Pinterest, `title` and `categoryId` on YouTube. Unknown names are refused. */
+        ContentSettings: {
+            [key: string]: unknown;
+        };
+        ContentChannelInput: {
+            /**
+             * Format: uuid
+             * @description The channel (integration) of this edition
+             */
+            integrationId: string;
+            /** @description Caption of this edition; omitted or null publishes the root's */
+            caption?: string | null;
+            /** @description Media of this edition, in order; omitted or null publishes the root's */
+            mediaIds?: string[] | null;
+            /** @description Further messages of a thread, after the first post */
+            thread?: components["schemas"]["ContentThreadMessageInput"][];
+            settings?: components["schemas"]["ContentSettings"];
+        };
+        /**
+         * @description Repeats the content at the first time (`scheduledAt`, or `intendedPublishAt` for drafts)
+         *     as a local wall-clock time in `timezone`. `weekly` repeats on `byWeekday` (default: the
+         *     first time's weekday); `monthly` on the first time's day of the month (the last day of
+         *     shorter months). `count` or `until` ends the series (neither: it runs until cancelled).
+         */
+        ContentRecurrence: {
+            /** @enum {string} */
+            frequency: "daily" | "weekly" | "monthly";
+            /**
+             * @description Every N days, weeks or months
+             * @default 1
+             */
+            interval: number;
+            byWeekday?: ("MO" | "TU" | "WE" | "TH" | "FR" | "SA" | "SU")[];
+            /** @description Number of occurrences */
+            count?: number;
+            /**
+             * Format: date-time
+             * @description No occurrence after this instant
+             */
+            until?: string;
+            /**
+             * @description IANA time zone; the workspace's by default
+             * @example Europe/Berlin
+             */
+            timezone?: string;
+        };
+        CreatePublicPostDto: {
+            /**
+             * @default draft
+             * @enum {string}
+             */
+            intent: "draft" | "schedule" | "publish_now";
+            /**
+             * Format: date-time
+             * @description Required with intent schedule; not in the past
+             */
+            scheduledAt?: string;
+            /**
+             * Format: date-time
+             * @description Planned time of a draft (intent draft only)
+             */
+            intendedPublishAt?: string;
+            /** @description Canonical (provider-facing) title of the root */
+            title?: string | null;
+            /** @description Internal title, never published */
+            organizationalTitle?: string | null;
+            /** @description The root's caption; serves every channel without its own */
+            caption?: string | null;
+            /** @description The root's media, in order; serves every channel without its own */
+            mediaIds?: string[];
+            /** @description One edition per channel; none makes an idea (draft intent only) */
+            channels?: components["schemas"]["ContentChannelInput"][];
+            /** Format: uuid */
+            campaignId?: string | null;
+            /** Format: uuid */
+            phaseId?: string | null;
+            tagIds?: string[];
+            pillarIds?: string[];
+            formatIds?: string[];
+            /** @description Internal rich-text (HTML) notes */
+            notes?: string | null;
+            recurrence?: components["schemas"]["ContentRecurrence"];
+        };
+        UpdatePublicPostDto: {
+            /** @description null returns to the root's caption */
+            caption?: string | null;
+            /** @description null returns to the root's media; [] publishes none */
+            mediaIds?: string[] | null;
+            thread?: components["schemas"]["ContentThreadMessageInput"][];
+            settings?: components["schemas"]["ContentSettings"];
+        };
+        RescheduleContentDto: {
+            /** Format: date-time */
+            scheduledAt: string;
+        };
+        RevertContentToDraftDto: {
+            /**
+             * Format: uuid
+             * @description The root id; with expectedRootEditionIds
+             */
+            expectedRootPostId?: string;
+            /** @description The ids of the root's scheduled editions; with expectedRootPostId */
+            expectedRootEditionIds?: string[];
+        };
+        RestoreContentVersionDto: {
+            /** @description Refuse (409 VERSION_CONFLICT) unless the edition is at this version */
+            expectedCurrentVersion?: number;
+        };
+        UpdateContentMetadataDto: {
+            /** @description Organizational (internal) title */
+            title?: string | null;
+            /** Format: uuid */
+            campaignId?: string | null;
+            /** Format: uuid */
+            phaseId?: string | null;
+            tagIds?: string[];
+            pillarIds?: string[];
+            formatIds?: string[];
+        };
+        UpdatePublicPostNotesDto: {
+            notes: string | null;
+        };
+        PublicCancelRecurringOccurrenceDto: {
+            /** @description `recurringMetadata.seriesVersion` as last read */
+            seriesVersion: number;
+        };
+        PublicCancelRecurringSeriesDto: {
+            /** @description `recurringMetadata.seriesVersion` as last read */
+            seriesVersion: number;
+            /**
+             * Format: uuid
+             * @description Cancel from this occurrence onward (`recurringMetadata.effectiveOccurrenceId`); default: the next occurrence not yet published
+             */
+            effectiveOccurrenceId?: string;
+        };
+        ContentEdition: {
+            /**
+             * Format: uuid
+             * @description The content id of the edition
+             */
+            id: string;
+            /** Format: uuid */
+            integrationId: string;
+            status: components["schemas"]["ContentStatus"];
+            /** Format: date-time */
+            scheduledAt: string | null;
+        };
+        ContentMutationResult: {
+            /** Format: uuid */
+            rootId: string;
+            /** @description The editions the call created or changed */
+            editions: components["schemas"]["ContentEdition"][];
+            series?: components["schemas"]["ContentSeriesSummary"];
+        };
+        /** @description Present when the call created a recurring series */
+        ContentSeriesSummary: {
+            /** Format: uuid */
+            seriesId: string;
+            seriesVersion: number;
+            /** @description The occurrences made so far */
+            occurrences: {
+                /** Format: uuid */
+                occurrenceId: string;
+                /** Format: date-time */
+                startsAt: string;
+                /** Format: uuid */
+                rootId: string | null;
+                /** @enum {string} */
+                status: "planned" | "materialized" | "cancelled" | "published" | "missed";
+            }[];
+        };
+        ContentRestoreResult: {
+            /** Format: uuid */
+            rootId: string;
+            editions: components["schemas"]["ContentEdition"][];
+            /** Format: uuid */
+            contentId: string;
+            restoredFromVersion: number;
+            /** @description The new version the restore recorded */
+            version: number;
+        };
+        /** @description null unless the content belongs to a recurring series */
+        ContentRecurringMetadata: {
+            /** Format: uuid */
+            seriesId: string;
+            /** Format: uuid */
+            occurrenceId: string;
+            /** @description Send it back to the cancel routes */
+            seriesVersion: number;
+            /**
+             * Format: uuid
+             * @description The occurrence a "this and following" series cancel from here starts at: this occurrence, or the next one not yet published
+             */
+            effectiveOccurrenceId: string | null;
+            /** Format: date-time */
+            startsAt?: string;
+            /** @enum {string} */
+            occurrenceStatus?: "planned" | "materialized" | "cancelled" | "published" | "missed";
+            /** @enum {string} */
+            seriesStatus?: "active" | "completed" | "cancelled";
+        } | null;
+        ContentReviewLifecycle: {
+            /** @enum {string} */
+            phase: "none" | "review" | "decided";
+            /** @enum {string} */
+            state: "not_requested" | "pending" | "approved" | "changes_requested";
+            blocksPublishing: boolean;
+        };
+        ContentListItem: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            rootId: string;
+            /** Format: uuid */
+            integrationId: string;
+            /** @example linkedin */
+            platform: string;
+            /** @enum {string} */
+            kind: "post" | "article";
+            status: components["schemas"]["ContentStatus"];
+            workflowStatus: components["schemas"]["ContentWorkflowStatus"];
+            /** Format: date-time */
+            scheduledAt: string | null;
+            /** Format: date-time */
+            intendedPublishAt: string | null;
+            /** @description Effective caption: the edition's own, else the root's */
+            caption: string | null;
+            /** @description Canonical title of the root */
+            title: string | null;
+            organizationalTitle: string | null;
+            /** Format: uuid */
+            campaignId: string | null;
+            /** Format: uuid */
+            phaseId: string | null;
+            mediaCount: number;
+            version: number;
+            /** Format: date-time */
+            sentAt: string | null;
+            permalink: string | null;
+            error: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            recurringMetadata: components["schemas"]["ContentRecurringMetadata"];
+            publishing: components["schemas"]["Publishing"];
+            reviewLifecycle?: components["schemas"]["ContentReviewLifecycle"];
+        };
+        ContentTombstone: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            rootId: string;
+            /** @enum {boolean} */
+            deleted: true;
+            /** Format: date-time */
+            deletedAt: string;
+        };
+        ContentPageMeta: {
+            limit: number;
+            offset: number;
+            total: number;
+            hasMore: boolean;
+        };
+        ContentCount: {
+            count: number;
+        };
+        ContentMedia: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            type: "image" | "video" | "gif";
+            filename: string;
+            contentType: string;
+            fileSize: number;
+            width: number | null;
+            height: number | null;
+            durationMs: number | null;
+            altText: string | null;
+            /** @enum {string} */
+            state: "active" | "deleted";
+        };
+        ContentPlanningMetadata: {
+            /** @description Organizational title */
+            title: string | null;
+            /** Format: uuid */
+            campaignId: string | null;
+            /** Format: uuid */
+            phaseId: string | null;
+            tagIds: string[];
+            pillarIds: string[];
+            formatIds: string[];
+        };
+        ContentDetail: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            rootId: string;
+            /** Format: uuid */
+            integrationId: string;
+            platform: string;
+            /** @enum {string} */
+            kind: "post" | "article";
+            status: components["schemas"]["ContentStatus"];
+            workflowStatus: components["schemas"]["ContentWorkflowStatus"];
+            /** Format: date-time */
+            scheduledAt: string | null;
+            /** Format: date-time */
+            intendedPublishAt: string | null;
+            /** @description Effective caption */
+            caption: string | null;
+            title: string | null;
+            organizationalTitle: string | null;
+            /** Format: uuid */
+            campaignId: string | null;
+            /** Format: uuid */
+            phaseId: string | null;
+            mediaCount: number;
+            version: number;
+            /** Format: date-time */
+            sentAt: string | null;
+            permalink: string | null;
+            error: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            recurringMetadata: components["schemas"]["ContentRecurringMetadata"];
+            publishing: components["schemas"]["Publishing"];
+            reviewLifecycle: components["schemas"]["ContentReviewLifecycle"];
+            integration: {
+                /** Format: uuid */
+                id: string;
+                platform: string;
+                connector: string;
+                name: string;
+                username: string | null;
+                /** @enum {string} */
+                status: "active" | "disconnected" | "deleted";
+            };
+            /** @description The edition's own caption; null when it publishes the root's */
+            captionOverride: string | null;
+            rootCaption: string | null;
+            /** @description true when the edition has its own media list */
+            ownMedia: boolean;
+            /** @description Effective media ids in order */
+            mediaIds: string[];
+            media: components["schemas"]["ContentMedia"][];
+            thread: {
+                caption: string;
+                mediaIds: string[];
+                media: components["schemas"]["ContentMedia"][];
+            }[];
+            /** @description The settings the platform declares (others are never shown) */
+            settings: {
+                [key: string]: unknown;
+            };
+            metadata: components["schemas"]["ContentPlanningMetadata"];
+            notes: string | null;
+            platformPostId: string | null;
+        };
+        ContentVersion: {
+            version: number;
+            current: boolean;
+            /**
+             * @description What made it: creation, an edit of the edition, an edit of the root it inherits from, a restore
+             * @enum {string}
+             */
+            source: "create" | "update" | "root" | "restore";
+            restoredFrom: number | null;
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: uuid
+             * @description The user; null for API keys and jobs
+             */
+            createdBy: string | null;
+            /** @description The edition's own caption */
+            caption: string | null;
+            effectiveCaption: string | null;
+            thread: {
+                [key: string]: unknown;
+            }[];
+            settings: {
+                [key: string]: unknown;
+            };
+            ownMedia: boolean;
+            mediaIds: string[];
+            effectiveMediaIds: string[];
+        };
+        ContentIntendedPublishTimeResult: {
+            /** Format: uuid */
+            contentId: string;
+            /** Format: uuid */
+            rootId: string;
+            status: components["schemas"]["ContentStatus"];
+            /** Format: date-time */
+            intendedPublishAt: string | null;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        ContentMetadataResult: {
+            /** Format: uuid */
+            contentId: string;
+            /** Format: uuid */
+            rootId: string;
+            /** @description Organizational title */
+            title: string | null;
+            /** Format: uuid */
+            campaignId: string | null;
+            /** Format: uuid */
+            phaseId: string | null;
+            tagIds: string[];
+            pillarIds: string[];
+            formatIds: string[];
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        ContentNotesResult: {
+            /** Format: uuid */
+            contentId: string;
+            /** Format: uuid */
+            rootId: string;
+            notes: string | null;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        RecurringCancelResult: {
+            /** Format: uuid */
+            seriesId: string;
+            /** @description The new series version */
+            seriesVersion: number;
+            /** @enum {string} */
+            seriesStatus: "active" | "completed" | "cancelled";
+            cancelledOccurrenceIds: string[];
+            /** @description Draft and scheduled editions now cancelled */
+            cancelledContentIds: string[];
+            /** @description Editions of cancelled occurrences left as they were (in review, failed) */
+            keptContentIds: string[];
+        };
+        /**
+         * @description Platform code (reference data of the server)
+         * @enum {string}
+         */
+        IntegrationPlatform: "x" | "linkedin" | "instagram" | "facebook" | "pinterest" | "youtube" | "tiktok" | "threads" | "bluesky" | "mastodon";
+        IntegrationContent: {
+            /** @description Whether articles (long-form drafts) can be published to this account; true only for X */
+            canPublishArticles: boolean;
+        };
+        Integration: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            connector: "sandbox" | "webhook";
+            platform: components["schemas"]["IntegrationPlatform"];
+            name: string;
+            username: string | null;
+            /** @enum {string} */
+            status: "active" | "disconnected";
+            content: components["schemas"]["IntegrationContent"];
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        IntegrationDetail: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            connector: "sandbox" | "webhook";
+            platform: components["schemas"]["IntegrationPlatform"];
+            /** @example Pinterest */
+            platformName: string;
+            name: string;
+            username: string | null;
+            /** @enum {string} */
+            status: "active" | "disconnected";
+            content: components["schemas"]["IntegrationContent"];
+            rules: components["schemas"]["IntegrationRules"];
+            capabilities: components["schemas"]["IntegrationCapabilities"];
+            settings: components["schemas"]["IntegrationSettings"];
+            /** @description The webhook connector's URL; null for other connectors. The secret is never returned. */
+            webhookUrl: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        IntegrationRules: {
+            caption: {
+                /** @description Characters, as the platform counts them */
+                maxLength: number;
+            };
+            media: {
+                minItems: number;
+                maxItems: number;
+                kinds: ("image" | "video" | "gif")[];
+                /** @description null when only maxItems limits images */
+                maxImages: number | null;
+                maxVideos: number | null;
+                maxGifs: number | null;
+                /** @description Whether one post may mix kinds */
+                mixedKinds: boolean;
+                imageMaxBytes: number | null;
+                videoMaxBytes: number | null;
+                requiresMedia: boolean;
+            };
+            /** @description Platform settings content for this channel takes (in `settings`); those without `optional` must be set to schedule. */
+            requiredSettings: {
+                /** @example boardId */
+                name: string;
+                /** @example string */
+                type: string;
+                description: string | null;
+                maxLength: number | null;
+                enum: string[] | null;
+                optional: boolean;
+            }[];
+        };
+        IntegrationCapabilities: {
+            canPublishArticles: boolean;
+            /** @description GET .../boards lists the account's boards */
+            boards: boolean;
+            /** @description GET .../video-categories lists the categories */
+            videoCategories: boolean;
+            /** @description Posts may carry further thread messages */
+            threads: boolean;
+            /** @description The caption of a published post can be changed */
+            editPublishedCaption: boolean;
+        };
+        /** @description Connector settings. Sandbox takes `behavior`; webhook takes `boards`. */
+        IntegrationSettings: {
+            /**
+             * @description Sandbox only. How the simulated platform answers (default succeed).
+             * @enum {string}
+             */
+            behavior?: "succeed" | "fail" | "transient-then-succeed" | "unknown";
+            /** @description Webhook only. The boards the receiver offers (board platforms). */
+            boards?: components["schemas"]["IntegrationOption"][];
+        };
+        IntegrationOption: {
+            id: string;
+            name: string;
+        };
+        /**
+         * @description `{"connector": "sandbox", "platform", "name", "username"?, "settings"?: {"behavior"}}` or
+         *     `{"connector": "webhook", "platform", "name", "username"?, "url", "secret", "settings"?: {"boards"}}`.
+         */
+        CreateIntegrationDto: {
+            /** @enum {string} */
+            connector: "sandbox" | "webhook";
+            platform: components["schemas"]["IntegrationPlatform"];
+            /** @description Label shown for the channel */
+            name: string;
+            /** @description The account's handle on the platform */
+            username?: string;
+            settings?: components["schemas"]["IntegrationSettings"];
+            /** @description Webhook only (required there). Where each signed POST goes. */
+            url?: string;
+            /** @description Webhook only (required there). Signs each POST; stored, never returned. */
+            secret?: string;
+        };
+        IntegrationDeletion: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {boolean} */
+            deleted: true;
+        };
+        /** @description Cursor pagination; pass `nextCursor` as `cursor` for the next page. */
+        MediaCursorMeta: {
+            /** @description null on the last page */
+            nextCursor: string | null;
+            hasMore: boolean;
+        };
+        MediaLabelRef: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            color: string | null;
+            /** Format: uuid */
+            groupId: string | null;
+        };
+        /**
+         * @description A file of the media library. Everything measured from the bytes (type, contentType, fileSize, width, height, durationMs, checksumSha256) never changes.
+         * @example {
+         *       "id": "2c5e1a0f-8b7d-4c3e-9a1b-0f2e3d4c5b6a",
+         *       "type": "video",
+         *       "filename": "launch-teaser.mp4",
+         *       "contentType": "video/mp4",
+         *       "fileSize": 48213991,
+         *       "width": 1920,
+         *       "height": 1080,
+         *       "durationMs": 15040,
+         *       "checksumSha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+         *       "altText": "Teaser for the spring launch",
+         *       "isFavorite": false,
+         *       "source": "client_upload",
+         *       "state": "active",
+         *       "folderId": "8a0b1c2d-3e4f-4a5b-8c6d-7e8f9a0b1c2d",
+         *       "labels": [
+         *         {
+         *           "id": "5b6c7d8e-9f0a-4b1c-8d2e-3f4a5b6c7d8e",
+         *           "name": "Product shots",
+         *           "color": "#2f80ed",
+         *           "groupId": null
+         *         }
+         *       ],
+         *       "usageCount": 1,
+         *       "isUsed": true,
+         *       "deletedAt": null,
+         *       "deleteAfter": null,
+         *       "createdBy": "4d3c2b1a-0f9e-4d8c-b7a6-5e4d3c2b1a0f",
+         *       "createdAt": "2026-11-20T09:14:03.512Z",
+         *       "updatedAt": "2026-11-20T09:14:03.512Z"
+         *     }
+         */
+        MediaItem: {
+            /** Format: uuid */
+            id: string;
+            /**
+             * @description Decided from the bytes
+             * @enum {string}
+             */
+            type: "image" | "video" | "gif";
+            /** @description As uploaded or renamed; used for downloads */
+            filename: string;
+            /** @description The format found in the bytes: image/png, image/jpeg, image/webp, image/gif, video/mp4, video/quicktime or video/webm */
+            contentType: string;
+            /** @description Bytes */
+            fileSize: number;
+            /** @description Pixels; null when the bytes do not say */
+            width: number | null;
+            /** @description Pixels; null when the bytes do not say */
+            height: number | null;
+            /** @description Video only; null when the bytes do not say */
+            durationMs: number | null;
+            /** @description SHA-256 of the bytes (hex) */
+            checksumSha256: string | null;
+            altText: string | null;
+            isFavorite: boolean;
+            /** @description `client_upload` for uploaded files */
+            source: string | null;
+            /**
+             * @description `deleted`: in the bin, restorable until `deleteAfter`
+             * @enum {string}
+             */
+            state: "active" | "deleted";
+            /**
+             * Format: uuid
+             * @description null at the library root
+             */
+            folderId: string | null;
+            labels: components["schemas"]["MediaLabelRef"][];
+            /** @description Content roots (not deleted) that use the item, directly or through one of their editions */
+            usageCount: number;
+            /** @description usageCount > 0 */
+            isUsed: boolean;
+            /**
+             * Format: date-time
+             * @description When it went to the bin
+             */
+            deletedAt: string | null;
+            /**
+             * Format: date-time
+             * @description When the bin purge deletes it for good
+             */
+            deleteAfter: string | null;
+            /**
+             * Format: uuid
+             * @description The uploading user (null for uploads by API key)
+             */
+            createdBy: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /**
+         * @example {
+         *       "sessionId": "2c5e1a0f-8b7d-4c3e-9a1b-0f2e3d4c5b6a",
+         *       "state": "pending",
+         *       "filename": "launch-teaser.mp4",
+         *       "contentType": "video/mp4",
+         *       "size": 48213991,
+         *       "folderId": null,
+         *       "mediaId": null,
+         *       "expiresAt": "2026-11-20T10:14:03.512Z",
+         *       "completedAt": null,
+         *       "createdAt": "2026-11-20T09:14:03.512Z",
+         *       "uploadUrl": "https://media.example.com/storage/v1/uploads/2c5e1a0f-8b7d-4c3e-9a1b-0f2e3d4c5b6a?expires=1795173243&signature=hR8a4bX2m0bQ0n2hG4mJmE8Zt0m8Zk2kq9mVwq1sFfM",
+         *       "method": "PUT",
+         *       "headers": {
+         *         "Content-Type": "video/mp4"
+         *       }
+         *     }
+         */
+        MediaUploadSession: {
+            /**
+             * Format: uuid
+             * @description Also the id of the media item it becomes
+             */
+            sessionId: string;
+            /** @enum {string} */
+            state: "pending" | "completed" | "aborted" | "expired";
+            filename: string;
+            /** @description As declared; the item's type is decided from the bytes */
+            contentType: string;
+            /** @description Declared size; the PUT body must be exactly this many bytes */
+            size: number;
+            /** Format: uuid */
+            folderId: string | null;
+            /**
+             * Format: uuid
+             * @description The media item, once completed
+             */
+            mediaId: string | null;
+            /**
+             * Format: date-time
+             * @description The upload URL works until then, and the upload must be completed before
+             */
+            expiresAt: string;
+            /** Format: date-time */
+            completedAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /**
+             * Format: uri
+             * @description Where to send the bytes; null unless pending
+             */
+            uploadUrl: string | null;
+            /** @enum {string} */
+            method: "PUT";
+            /** @description Send exactly these headers with the bytes */
+            headers: {
+                [key: string]: string;
+            };
+        };
+        /**
+         * @example {
+         *       "url": "https://media.example.com/storage/v1/media/2c5e1a0f-8b7d-4c3e-9a1b-0f2e3d4c5b6a?disposition=inline&expires=1795170143&signature=Qm9vdHN0cmFwcGVkIHNpZ25hdHVyZSBleGFtcGxlIQ",
+         *       "method": "GET",
+         *       "disposition": "inline",
+         *       "expiresAt": "2026-11-20T09:29:03.000Z",
+         *       "contentType": "video/mp4",
+         *       "fileSize": 48213991
+         *     }
+         */
+        MediaUrl: {
+            /**
+             * Format: uri
+             * @description Signed; works without a bearer credential until expiresAt
+             */
+            url: string;
+            /** @enum {string} */
+            method: "GET";
+            /** @enum {string} */
+            disposition: "inline" | "attachment";
+            /** Format: date-time */
+            expiresAt: string;
+            contentType: string;
+            fileSize: number;
+        };
+        MediaDeleted: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {boolean} */
+            deleted: true;
+        };
+        MediaBinEmptied: {
+            deletedCount: number;
+            ids: string[];
+        };
+        MediaBulkItemResult: {
+            /** Format: uuid */
+            id: string;
+            ok: boolean;
+            /** @description The status the single route would answer for this id */
+            status: number;
+            /** @description The item after the action (null when it failed or the item is gone) */
+            media: components["schemas"]["MediaItem"] | (never | null);
+            error: {
+                /** @example MEDIA_IN_USE */
+                code: string;
+                message: string;
+                details: {
+                    [key: string]: unknown;
+                } | null;
+            } | null;
+        };
+        /**
+         * @example {
+         *       "results": [
+         *         {
+         *           "id": "0b1c2d3e-4f5a-4b6c-8d7e-9f0a1b2c3d4e",
+         *           "ok": true,
+         *           "status": 200,
+         *           "media": null,
+         *           "error": null
+         *         },
+         *         {
+         *           "id": "7e8f9a0b-1c2d-4e3f-8a4b-5c6d7e8f9a0b",
+         *           "ok": false,
+         *           "status": 409,
+         *           "media": null,
+         *           "error": {
+         *             "code": "MEDIA_IN_USE",
+         *             "message": "This media is used by scheduled content.",
+         *             "details": {
+         *               "mediaId": "7e8f9a0b-1c2d-4e3f-8a4b-5c6d7e8f9a0b",
+         *               "contentIds": [
+         *                 "9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a"
+         *               ]
+         *             }
+         *           }
+         *         }
+         *       ],
+         *       "succeeded": 1,
+         *       "failed": 1
+         *     }
+         */
+        MediaBulkResult: {
+            /** @description One per id, in the order sent */
+            results: components["schemas"]["MediaBulkItemResult"][];
+            succeeded: number;
+            failed: number;
+        };
+        MediaUsageEvent: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            event: "attached" | "detached" | "scheduled" | "unscheduled" | "published" | "failed";
+            /**
+             * @description edition: the edition itself holds the item; root: its content root does
+             * @enum {string}
+             */
+            via: "edition" | "root";
+            /**
+             * Format: uuid
+             * @description The content edition (null for a root's own media)
+             */
+            contentId: string | null;
+            /** Format: uuid */
+            rootId: string | null;
+            /** @description The edition's status at that moment */
+            contentStatus: string | null;
+            /** Format: date-time */
+            scheduledAt: string | null;
+            /** Format: date-time */
+            occurredAt: string;
+        };
+        /**
+         * @example {
+         *       "id": "8a0b1c2d-3e4f-4a5b-8c6d-7e8f9a0b1c2d",
+         *       "name": "Spring launch",
+         *       "parentId": null,
+         *       "depth": 0,
+         *       "subfolderCount": 2,
+         *       "mediaCount": 14,
+         *       "createdAt": "2026-11-18T08:00:00.000Z",
+         *       "updatedAt": "2026-11-18T08:00:00.000Z"
+         *     }
+         */
+        MediaFolder: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            /**
+             * Format: uuid
+             * @description null for a root folder
+             */
+            parentId: string | null;
+            /**
+             * @description 0 for a root folder, 1 for a subfolder
+             * @enum {integer}
+             */
+            depth: 0 | 1;
+            subfolderCount: number;
+            /** @description Active items directly in the folder */
+            mediaCount: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        MediaFolderDeleted: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {boolean} */
+            deleted: true;
+            subfoldersDeleted: number;
+            mediaMovedToRoot: number;
+        };
+        /**
+         * @example {
+         *       "id": "5b6c7d8e-9f0a-4b1c-8d2e-3f4a5b6c7d8e",
+         *       "name": "Product shots",
+         *       "color": "#2f80ed",
+         *       "groupId": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+         *       "mergedIntoId": null,
+         *       "mergedAt": null,
+         *       "mediaCount": 42,
+         *       "createdAt": "2026-11-18T08:00:00.000Z",
+         *       "updatedAt": "2026-11-18T08:00:00.000Z"
+         *     }
+         */
+        MediaLabel: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            color: string | null;
+            /** Format: uuid */
+            groupId: string | null;
+            /**
+             * Format: uuid
+             * @description Set once the label was merged into that one
+             */
+            mergedIntoId: string | null;
+            /** Format: date-time */
+            mergedAt: string | null;
+            /** @description Active items with the label */
+            mediaCount: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        MediaLabelDeleted: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {boolean} */
+            deleted: true;
+            detachedFromMediaCount: number;
+        };
+        MediaLabelUsage: {
+            /** Format: uuid */
+            labelId: string;
+            name: string;
+            /** Format: uuid */
+            groupId: string | null;
+            /** @description Active items with the label */
+            mediaCount: number;
+            /** @description Items in the bin with the label */
+            binnedMediaCount: number;
+            /** Format: date-time */
+            lastAssignedAt: string | null;
+        };
+        MediaLabelBrief: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+        };
+        MediaLabelHealth: {
+            /** @description Labels not merged away */
+            labelCount: number;
+            groupCount: number;
+            ungroupedLabelCount: number;
+            mergedLabelCount: number;
+            /** @description Labels on no active item */
+            unusedLabels: components["schemas"]["MediaLabelBrief"][];
+            /** @description Groups without labels */
+            emptyGroups: components["schemas"]["MediaLabelBrief"][];
+            /** @description Labels whose names differ only in case, spacing or punctuation; candidates for a merge */
+            similarLabels: {
+                /** @description The name reduced to lower-case letters and digits */
+                key: string;
+                labels: components["schemas"]["MediaLabelBrief"][];
+            }[];
+            /** @description Active items */
+            media: {
+                total: number;
+                labeled: number;
+                unlabeled: number;
+            };
+        };
+        /**
+         * @example {
+         *       "id": "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d",
+         *       "name": "Campaigns",
+         *       "position": 0,
+         *       "labelCount": 6,
+         *       "createdAt": "2026-11-18T08:00:00.000Z",
+         *       "updatedAt": "2026-11-18T08:00:00.000Z"
+         *     }
+         */
+        MediaLabelGroup: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            /** @description Order among the groups, from 0 */
+            position: number;
+            labelCount: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        MediaLabelGroupDeleted: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {boolean} */
+            deleted: true;
+            /**
+             * @description What happened to its labels
+             * @enum {string}
+             */
+            labels: "ungroup" | "delete";
+            /** @description How many labels were ungrouped or deleted */
+            labelCount: number;
+        };
+        InitUploadDto: {
+            /** @description Kept for display and downloads; no slashes */
+            filename: string;
+            /**
+             * @description The declared type: image/png, image/jpeg, image/webp, image/gif, video/mp4, video/quicktime or video/webm
+             * @example image/png
+             */
+            contentType: string;
+            /** @description Exact size in bytes: images and GIFs up to 52428800, video up to 536870912 (413 MEDIA_TOO_LARGE beyond) */
+            size: number;
+            /**
+             * Format: uuid
+             * @description Folder for the new item; null or omitted for the root
+             */
+            folderId?: string | null;
+            altText?: string | null;
+        };
+        /** @description Optional; every field may be omitted, or the body left out. */
+        CompleteUploadBodyDto: {
+            /** @description The SHA-256 the client computed; a difference answers 400 CHECKSUM_MISMATCH */
+            checksumSha256?: string;
+            /** @description Replaces the alt text given at the start */
+            altText?: string | null;
+            /**
+             * Format: uuid
+             * @description Replaces the folder given at the start (null for the root)
+             */
+            folderId?: string | null;
+        };
+        CreateFolderDto: {
+            name: string;
+            /**
+             * Format: uuid
+             * @description A root folder; null or omitted for a root folder
+             */
+            parentId?: string | null;
+        };
+        UpdateFolderDto: {
+            name: string;
+        };
+        MoveFolderDto: {
+            /**
+             * Format: uuid
+             * @description A root folder, or null for the root
+             */
+            parentId: string | null;
+        };
+        CreateLabelDto: {
+            name: string;
+            /** @example #2f80ed */
+            color?: string | null;
+            /** Format: uuid */
+            groupId?: string | null;
+        };
+        UpdateLabelDto: {
+            name?: string;
+            /** @description null removes the color */
+            color?: string | null;
+            /**
+             * Format: uuid
+             * @description null ungroups the label
+             */
+            groupId?: string | null;
+        };
+        MergeLabelsDto: {
+            /**
+             * Format: uuid
+             * @description The label that stays
+             */
+            targetLabelId: string;
+        };
+        CreateLabelGroupDto: {
+            name: string;
+        };
+        UpdateLabelGroupDto: {
+            name: string;
+        };
+        ReorderLabelGroupsDto: {
+            /** @description Every label group of the workspace, once each, in the new order */
+            groupIds: string[];
+        };
+        MoveLabelsToGroupDto: {
+            labelIds: string[];
+        };
+        DeleteLabelGroupDto: {
+            /**
+             * @description What happens to the group's labels
+             * @default ungroup
+             * @enum {string}
+             */
+            labels: "ungroup" | "delete";
+        };
+        BulkMediaIdsDto: {
+            ids: string[];
+        };
+        BulkMoveDto: {
+            ids: string[];
+            /**
+             * Format: uuid
+             * @description The target folder, or null for the root
+             */
+            folderId: string | null;
+        };
+        BulkLabelDto: {
+            ids: string[];
+            labelIds: string[];
+        };
+        UpdateMediaDto: {
+            filename?: string;
+            /** @description null removes it */
+            altText?: string | null;
+            isFavorite?: boolean;
+            /**
+             * Format: uuid
+             * @description null moves the item to the root
+             */
+            folderId?: string | null;
+        };
+        AttachLabelsDto: {
+            labelIds: string[];
+        };
+        ReplaceLabelsDto: {
+            /** @description The complete new set; empty removes every label */
+            labelIds: string[];
+        };
+        Publishing: {
+            /** @enum {string} */
+            state: "idle" | "queued" | "publishing" | "awaiting_confirmation" | "retrying" | "failed" | "published";
+            /** @description Attempts made so far (all runs) */
+            attempts: number;
+            lastError: string | null;
+            /** Format: date-time */
+            nextAttemptAt: string | null;
+        };
+        PublishingItem: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            rootId: string;
+            /** Format: uuid */
+            integrationId: string;
+            /** @enum {string} */
+            status: "draft" | "pending_approval" | "rejected" | "scheduled" | "sent" | "failed" | "cancelled";
+            /** Format: date-time */
+            scheduledAt: string | null;
+            /** Format: date-time */
+            sentAt: string | null;
+            permalink: string | null;
+            platformPostId: string | null;
+            error: string | null;
+            caption: string | null;
+            /** @description The caption now on the platform (sent content) */
+            publishedCaption: string | null;
+            publishing: components["schemas"]["Publishing"];
+        };
+        ResolvePublishingResultDto: {
+            /** @enum {string} */
+            outcome: "published" | "failed";
+            /** Format: uri */
+            permalink?: string;
+            platformPostId?: string;
+            error?: string;
+        };
+        UpdatePublishedCaptionDto: {
+            caption: string;
+        };
+        SandboxPost: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            contentId: string | null;
+            platformPostId: string;
+            permalink: string | null;
+            caption: string;
+            idempotencyToken: string;
+            /** @description How many times the post was sent (re-sends with the same token count here, not as new posts) */
+            deliveries: number;
+            captionEdits: number;
+            payload: Record<string, never>;
+            /** Format: date-time */
+            receivedAt: string;
+        };
+        /** @description A tag, pillar or format. */
+        TaxonomyTerm: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            /** @description Lower-case hex color */
+            color: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        CreateTaxonomyTermDto: {
+            /** @description Trimmed; unique in the workspace case-insensitively */
+            name: string;
+            /** @description #rrggbb */
+            color?: string | null;
+        };
+        UpdateTaxonomyTermDto: {
+            name?: string;
+            /** @description #rrggbb, or null to remove the color */
+            color?: string | null;
+        };
+        HashtagGroup: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            /** @description Without the leading '#', deduplicated case-insensitively (first spelling kept), in the order given */
+            hashtags: string[];
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /**
+         * @description Each hashtag is 1 to 100 letters, digits, marks or underscores, optionally after one
+         *     leading '#', which is removed. Duplicates (compared case-insensitively) are dropped.
+         *     Anything else answers 400 (`VALIDATION_FAILED`, or `INVALID_HASHTAG` listing the offenders).
+         */
+        HashtagList: string[];
+        CreateHashtagGroupDto: {
+            /** @description Trimmed; unique in the workspace case-insensitively */
+            name: string;
+            hashtags: components["schemas"]["HashtagList"];
+        };
+        UpdateHashtagGroupDto: {
+            name?: string;
+            hashtags?: components["schemas"]["HashtagList"];
+        };
+        TaxonomyDeletion: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {boolean} */
+            deleted: true;
+        };
     };
     responses: {
         /** @description Malformed JSON, unknown properties, or a value of the wrong type or out of bounds (`VALIDATION_FAILED` lists one entry per field in `details.fields`). */
@@ -488,12 +4217,103 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
+        /** @description The body changed since `expectedBodyVersion` (`POST_BODY_CHANGED`, with `details.currentBodyVersion`), or the content was deleted meanwhile (`CONTENT_DELETED`). */
+        ArticleConflict: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description The connector could not get the list from the platform (`CONNECTOR_ERROR`); retry later. */
+        IntegrationUpstreamError: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description The upload session expired before it was completed (`UPLOAD_SESSION_EXPIRED`); start a new upload. */
+        MediaGone: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description Scheduled for immediate publish (mutation result) */
+        PublishingMutationOk: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    data: components["schemas"]["ContentMutationResult"];
+                    meta: components["schemas"]["NullMeta"];
+                };
+            };
+        };
+        /** @description OK */
+        PublishingItemOk: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    data: components["schemas"]["PublishingItem"];
+                    meta: components["schemas"]["NullMeta"];
+                };
+            };
+        };
+        /** @description Recorded */
+        PublishingItemCreated: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": {
+                    data: components["schemas"]["PublishingItem"];
+                    meta: components["schemas"]["NullMeta"];
+                };
+            };
+        };
+        /** @description The platform refused (`PLATFORM_REFUSED`, 502) or did not answer (`PLATFORM_UNAVAILABLE`, 504). */
+        PlatformError: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
     };
     parameters: {
         /** @description Workspace UUID */
         workspaceId: string;
         /** @description Makes a retry safe; see Idempotency in the introduction. */
         IdempotencyKey: string;
+        /** @description Makes a retry safe; see Idempotency in the introduction. Required on this route. */
+        ArticleIdempotencyKey: string;
+        /** @description The article's content id (the same id the content lifecycle routes take) */
+        articleContentId: string;
+        /** @description Content (edition) id */
+        ContentId: string;
+        /** @description Content (edition) id */
+        ContentIdVersions: string;
+        /** @description Page size */
+        MediaPageLimit: number;
+        /** @description `meta.nextCursor` of the previous page (opaque, signed); omit for the first page */
+        MediaPageCursor: string;
+        /** @description `meta.nextCursor` of the previous page (opaque, signed); omit for the first page */
+        MediaFolderCursor: string;
     };
     requestBodies: never;
     headers: {
@@ -977,6 +4797,4739 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listArticles_v1: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description Zero-based */
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            articles: components["schemas"]["Article"][];
+                            pagination: components["schemas"]["ArticlePagination"];
+                        };
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createArticle_v1: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. Required on this route. */
+                "Idempotency-Key": components["parameters"]["ArticleIdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "integrationId": "6f1c2f34-8a0e-4e43-9d3b-0c6b5d8f2a11",
+                 *       "title": "Why we ship on Fridays",
+                 *       "bodyHtml": "<p>Because we can.</p>"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateArticleRequest"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            article: components["schemas"]["ArticleDetail"];
+                            idempotency: {
+                                key: string;
+                                replayed: boolean;
+                            };
+                        };
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getArticle_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description The article's content id (the same id the content lifecycle routes take) */
+                contentId: components["parameters"]["articleContentId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            article: components["schemas"]["ArticleDetail"];
+                        };
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateArticle_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description The article's content id (the same id the content lifecycle routes take) */
+                contentId: components["parameters"]["articleContentId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "title": "Why we ship on Fridays (revised)",
+                 *       "bodyHtml": "<p>Because we can.</p><p>And we test.</p>",
+                 *       "expectedBodyVersion": "3"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateArticleRequest"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            article: components["schemas"]["ArticleDetail"];
+                        };
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["ArticleConflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createArticlePlatformDraft_v1: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. Required on this route. */
+                "Idempotency-Key": components["parameters"]["ArticleIdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description The article's content id (the same id the content lifecycle routes take) */
+                contentId: components["parameters"]["articleContentId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: {
+                            /** Format: uuid */
+                            contentId: string;
+                            /** @description The platform's id of the draft */
+                            articleId: string;
+                            /** @description Where the draft opens on the platform, when it says */
+                            draftUrl: string | null;
+                        };
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            /** @description The platform did not take the draft (`PLATFORM_DRAFT_FAILED`). */
+            502: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    listCampaigns_v1: {
+        parameters: {
+            query?: {
+                /** @description Case-insensitive match anywhere in the name */
+                search?: string;
+                /** @description Add each campaign's phases (in order) */
+                includePhases?: boolean;
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Campaign"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createCampaign_v1: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Summer launch",
+                 *       "description": "Everything for the July launch",
+                 *       "color": "#ff7a00",
+                 *       "startsOn": "2026-06-01",
+                 *       "endsOn": "2026-07-31",
+                 *       "phases": [
+                 *         {
+                 *           "name": "Teaser",
+                 *           "endsOn": "2026-06-20"
+                 *         },
+                 *         {
+                 *           "name": "Launch week",
+                 *           "startsOn": "2026-06-21",
+                 *           "endsOn": "2026-06-28"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateCampaignDto"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Campaign"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getCampaign_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Campaign UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Campaign"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteCampaign_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Campaign UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CampaignDeletion"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateCampaign_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Campaign UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Summer launch 2026",
+                 *       "endsOn": "2026-08-15"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateCampaignDto"];
+            };
+        };
+        responses: {
+            /** @description Updated */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Campaign"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listCampaignPhases_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Campaign UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CampaignPhase"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    saveCampaignPhases_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Campaign UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "phases": [
+                 *         {
+                 *           "id": "5d0c7c36-43a1-4a4e-8d7b-6b8a1e2f3c40",
+                 *           "name": "Teaser"
+                 *         },
+                 *         {
+                 *           "name": "Launch week",
+                 *           "startsOn": "2026-06-21",
+                 *           "endsOn": "2026-06-28"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["SaveCampaignPhasesDto"];
+            };
+        };
+        responses: {
+            /** @description Saved */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Campaign"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createCampaignPhase_v1: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Campaign UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Follow-up",
+                 *       "color": "#3366ff",
+                 *       "startsOn": "2026-07-01",
+                 *       "endsOn": "2026-07-31"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateCampaignPhaseDto"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CampaignPhase"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description The campaign has 50 phases already (`PHASE_LIMIT_REACHED`), or the Idempotency-Key is in use. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteCampaignPhase_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Campaign UUID */
+                id: string;
+                /** @description Phase UUID (a phase of the campaign in the path) */
+                phaseId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such campaign, or no such phase in this campaign (`NOT_FOUND`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateCampaignPhase_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Campaign UUID */
+                id: string;
+                /** @description Phase UUID (a phase of the campaign in the path) */
+                phaseId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Launch week",
+                 *       "position": 0
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateCampaignPhaseDto"];
+            };
+        };
+        responses: {
+            /** @description Updated */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CampaignPhase"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such campaign, or no such phase in this campaign (`NOT_FOUND`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listCampaignContent_v1: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+                /** @description A phase UUID of this campaign, or `none` for content without a phase */
+                phase?: string;
+                status?: "draft" | "pending_approval" | "rejected" | "scheduled" | "sent" | "failed" | "cancelled";
+                /** @description Platform code of the edition's integration */
+                platform?: string;
+                /** @description Direction of the primary date sort */
+                sortDirection?: "asc" | "desc";
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Campaign UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["CampaignContentItem"][];
+                        meta: components["schemas"]["CampaignContentMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such campaign, or no such phase in this campaign (`NOT_FOUND`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listContentRoots_v1: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ContentRoot"][];
+                        meta: components["schemas"]["ContentPageMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getContentRoot_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description The root id (not an edition's content id) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ContentRoot"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateContentRoot_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description The root id (not an edition's content id) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "title": "Spring collection",
+                 *       "caption": "Our spring collection is here."
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateContentRootDto"];
+            };
+        };
+        responses: {
+            /** @description Updated */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ContentRoot"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listContent_v1: {
+        parameters: {
+            query?: {
+                /** @description One content status; replaces the default status set. */
+                status?: components["schemas"]["ContentStatus"];
+                /** @description One workflow status (see `ContentWorkflowStatus`). */
+                workflowStatus?: components["schemas"]["ContentWorkflowStatus"];
+                /** @description Several workflow statuses, comma-separated (`draft,scheduled`) or repeated; wins over `workflowStatus`. */
+                workflowStatuses?: string[];
+                /** @description Adds `reviewLifecycle` to every item. */
+                includeReviewLifecycle?: boolean;
+                /** @description Only editions of this channel. */
+                integrationId?: string;
+                /** @description `updatedAt` (default), `createdAt`, `scheduledAt` (unscheduled last), `status` or `platform`; ties by id. */
+                sortBy?: "updatedAt" | "createdAt" | "scheduledAt" | "status" | "platform";
+                /** @description `desc` by default; `asc` by default with `since`. */
+                sortDirection?: "asc" | "desc";
+                /**
+                 * @description Only editions changed (or deleted) after this instant; see the description.
+                 * @example 2030-05-01T08:00:00Z
+                 */
+                since?: string;
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: (components["schemas"]["ContentListItem"] | components["schemas"]["ContentTombstone"])[];
+                        meta: components["schemas"]["ContentPageMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createContent_v1: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "intent": "schedule",
+                 *       "scheduledAt": "2030-05-04T09:00:00Z",
+                 *       "caption": "Our spring collection is here.",
+                 *       "title": "Spring collection",
+                 *       "channels": [
+                 *         {
+                 *           "integrationId": "3d1c2a4e-8a4b-4c7e-9f63-2b5f0c1d7e21"
+                 *         },
+                 *         {
+                 *           "integrationId": "9a7f6e5d-4c3b-4a21-8f0e-1d2c3b4a5f60",
+                 *           "caption": "Spring is here. Short version for X."
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreatePublicPostDto"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ContentMutationResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getContentFailedCount_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ContentCount"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getContentPendingApprovalCount_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ContentCount"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    cancelRecurringOccurrence_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description `recurringMetadata.occurrenceId` of a list item */
+                occurrenceId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "seriesVersion": 3
+                 *     }
+                 */
+                "application/json": components["schemas"]["PublicCancelRecurringOccurrenceDto"];
+            };
+        };
+        responses: {
+            /** @description Cancelled */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["RecurringCancelResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    cancelRecurringSeries_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description `recurringMetadata.seriesId` of a list item */
+                seriesId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "seriesVersion": 3,
+                 *       "effectiveOccurrenceId": "5b0e8c1a-7d2f-4e3b-9a6c-0f1e2d3c4b5a"
+                 *     }
+                 */
+                "application/json": components["schemas"]["PublicCancelRecurringSeriesDto"];
+            };
+        };
+        responses: {
+            /** @description Cancelled */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["RecurringCancelResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listContentVersions_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) id */
+                contentId: components["parameters"]["ContentIdVersions"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ContentVersion"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    restoreContentVersion_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) id */
+                contentId: components["parameters"]["ContentIdVersions"];
+                /** @description The version number to restore */
+                version: number;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "expectedCurrentVersion": 4
+                 *     }
+                 */
+                "application/json": components["schemas"]["RestoreContentVersionDto"];
+            };
+        };
+        responses: {
+            /** @description Restored */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ContentRestoreResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getContent_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) id */
+                id: components["parameters"]["ContentId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ContentDetail"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteContent_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) id */
+                id: components["parameters"]["ContentId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateContent_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) id */
+                id: components["parameters"]["ContentId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "caption": "Our spring collection is here. Shop now."
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdatePublicPostDto"];
+            };
+        };
+        responses: {
+            /** @description Updated */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ContentMutationResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    scheduleContent_v1: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) id */
+                id: components["parameters"]["ContentId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "scheduledAt": "2030-05-04T09:00:00Z"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RescheduleContentDto"];
+            };
+        };
+        responses: {
+            /** @description Scheduled */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ContentMutationResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    revertContentToDraft_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) id */
+                id: components["parameters"]["ContentId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "expectedRootPostId": "2f1e0d9c-8b7a-4c6d-9e5f-4a3b2c1d0e9f",
+                 *       "expectedRootEditionIds": [
+                 *         "7c6b5a49-3827-4160-9f5e-4d3c2b1a0f9e",
+                 *         "1a2b3c4d-5e6f-4a8b-9c0d-1e2f3a4b5c6d"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["RevertContentToDraftDto"];
+            };
+        };
+        responses: {
+            /** @description Reverted */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ContentMutationResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    setContentIntendedPublishTime_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) id */
+                id: components["parameters"]["ContentId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "scheduledAt": "2030-05-04T09:00:00Z"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RescheduleContentDto"];
+            };
+        };
+        responses: {
+            /** @description Updated */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ContentIntendedPublishTimeResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateContentMetadata_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) id */
+                id: components["parameters"]["ContentId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "title": "Q2 launch: hero post",
+                 *       "campaignId": "0d9c8b7a-6f5e-4d3c-8b2a-1f0e9d8c7b6a",
+                 *       "tagIds": [
+                 *         "5e4d3c2b-1a0f-4e9d-8c7b-6a5f4e3d2c1b"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateContentMetadataDto"];
+            };
+        };
+        responses: {
+            /** @description Updated */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ContentMetadataResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateContentNotes_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) id */
+                id: components["parameters"]["ContentId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "notes": "<p>Check the <strong>price</strong> with sales before Friday.</p>"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdatePublicPostNotesDto"];
+            };
+        };
+        responses: {
+            /** @description Updated */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ContentNotesResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listIntegrations_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Integration"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createIntegration_v1: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "connector": "sandbox",
+                 *       "platform": "x",
+                 *       "name": "Acme on X",
+                 *       "username": "acme",
+                 *       "settings": {
+                 *         "behavior": "succeed"
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateIntegrationDto"];
+            };
+        };
+        responses: {
+            /** @description Connected */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["IntegrationDetail"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            /**
+             * @description Invalid body (`VALIDATION_FAILED`), `UNKNOWN_PLATFORM`, `INVALID_SETTINGS`,
+             *     `INVALID_WEBHOOK_URL`, `WEBHOOK_URL_PRIVATE_NETWORK` (details.addresses lists each
+             *     refused address with its category), `WEBHOOK_HOST_UNRESOLVABLE`.
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "WEBHOOK_URL_PRIVATE_NETWORK",
+                     *         "message": "The webhook host localhost resolves to a loopback address (127.0.0.1); webhooks may only reach public addresses.",
+                     *         "requestId": "6a1f0c0e-3f0e-4c55-9c6b-1b0d2b4f9a10",
+                     *         "details": {
+                     *           "field": "url",
+                     *           "host": "localhost",
+                     *           "addresses": [
+                     *             {
+                     *               "address": "127.0.0.1",
+                     *               "category": "loopback"
+                     *             }
+                     *           ]
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getIntegration_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["IntegrationDetail"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteIntegration_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["IntegrationDeletion"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Editions are scheduled on this integration (`INTEGRATION_HAS_SCHEDULED_CONTENT`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "INTEGRATION_HAS_SCHEDULED_CONTENT",
+                     *         "message": "1 scheduled edition(s) would publish through this integration; unschedule or delete them first.",
+                     *         "requestId": "6a1f0c0e-3f0e-4c55-9c6b-1b0d2b4f9a10",
+                     *         "details": {
+                     *           "id": "3b7c43f0-5f3c-4a51-a0f2-4f7f8f2f6a11",
+                     *           "count": 1,
+                     *           "contentIds": [
+                     *             "9d2f1a44-1e0b-4a53-9a43-0d6a3e0d5c21"
+                     *           ]
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listIntegrationBoards_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["IntegrationOption"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such integration (`NOT_FOUND`), or its platform has no boards (`NOT_SUPPORTED`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["IntegrationUpstreamError"];
+        };
+    };
+    listIntegrationVideoCategories_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["IntegrationOption"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such integration (`NOT_FOUND`), or its platform has no video categories (`NOT_SUPPORTED`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["IntegrationUpstreamError"];
+        };
+    };
+    initMediaUpload_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "filename": "launch-teaser.mp4",
+                 *       "contentType": "video/mp4",
+                 *       "size": 48213991,
+                 *       "folderId": "8a0b1c2d-3e4f-4a5b-8c6d-7e8f9a0b1c2d",
+                 *       "altText": "Teaser for the spring launch"
+                 *     }
+                 */
+                "application/json": components["schemas"]["InitUploadDto"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaUploadSession"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getMediaUpload_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Upload session UUID */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaUploadSession"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    completeMediaUpload_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Upload session UUID */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "checksumSha256": "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+                 *       "altText": "Teaser for the spring launch"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CompleteUploadBodyDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaItem"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            410: components["responses"]["MediaGone"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    abortMediaUpload_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Upload session UUID */
+                sessionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaUploadSession"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listMediaFolders_v1: {
+        parameters: {
+            query?: {
+                /** @description `root` for the root folders, or a folder UUID for its subfolders; omit for all */
+                parentId?: string;
+                /** @description Page size */
+                limit?: components["parameters"]["MediaPageLimit"];
+                /** @description `meta.nextCursor` of the previous page (opaque, signed); omit for the first page */
+                cursor?: components["parameters"]["MediaFolderCursor"];
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaFolder"][];
+                        meta: components["schemas"]["MediaCursorMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createMediaFolder_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Spring launch",
+                 *       "parentId": null
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateFolderDto"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaFolder"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getMediaFolder_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Folder UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaFolder"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteMediaFolder_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Folder UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaFolderDeleted"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateMediaFolder_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Folder UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Spring launch 2027"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateFolderDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaFolder"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getMediaFolderPath_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Folder UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaFolder"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    moveMediaFolder_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Folder UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "parentId": "8a0b1c2d-3e4f-4a5b-8c6d-7e8f9a0b1c2d"
+                 *     }
+                 */
+                "application/json": components["schemas"]["MoveFolderDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaFolder"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listMediaLabels_v1: {
+        parameters: {
+            query?: {
+                /** @description A label group UUID, or empty for the ungrouped labels */
+                groupId?: string;
+                /** @description Also list labels that were merged into others */
+                includeMerged?: boolean;
+                /** @description Case-insensitive part of the name */
+                search?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaLabel"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createMediaLabel_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Product shots",
+                 *       "color": "#2f80ed",
+                 *       "groupId": null
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateLabelDto"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaLabel"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getMediaLabelUsage_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaLabelUsage"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getMediaLabelHealth_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaLabelHealth"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getMediaLabel_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Label UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaLabel"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteMediaLabel_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Label UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaLabelDeleted"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateMediaLabel_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Label UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Product photos",
+                 *       "color": "#27ae60"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateLabelDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaLabel"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    mergeMediaLabels_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description The source label, merged away */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "targetLabelId": "5b6c7d8e-9f0a-4b1c-8d2e-3f4a5b6c7d8e"
+                 *     }
+                 */
+                "application/json": components["schemas"]["MergeLabelsDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaLabel"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listMediaLabelGroups_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaLabelGroup"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createMediaLabelGroup_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Campaigns"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateLabelGroupDto"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaLabelGroup"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    reorderMediaLabelGroups_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "groupIds": [
+                 *         "3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f",
+                 *         "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["ReorderLabelGroupsDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaLabelGroup"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    ungroupMediaLabels_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "labelIds": [
+                 *         "5b6c7d8e-9f0a-4b1c-8d2e-3f4a5b6c7d8e"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["MoveLabelsToGroupDto"];
+            };
+        };
+        responses: {
+            /** @description Ungrouped */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaLabel"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    moveMediaLabelsToGroup_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Label group UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "labelIds": [
+                 *         "5b6c7d8e-9f0a-4b1c-8d2e-3f4a5b6c7d8e"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["MoveLabelsToGroupDto"];
+            };
+        };
+        responses: {
+            /** @description Moved */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaLabel"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getMediaLabelGroup_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Label group UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaLabelGroup"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteMediaLabelGroup_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Label group UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "labels": "ungroup"
+                 *     }
+                 */
+                "application/json": components["schemas"]["DeleteLabelGroupDto"];
+            };
+        };
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaLabelGroupDeleted"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateMediaLabelGroup_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Label group UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Campaigns 2027"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateLabelGroupDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaLabelGroup"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    bulkDeleteMedia_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "ids": [
+                 *         "0b1c2d3e-4f5a-4b6c-8d7e-9f0a1b2c3d4e",
+                 *         "7e8f9a0b-1c2d-4e3f-8a4b-5c6d7e8f9a0b"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["BulkMediaIdsDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaBulkResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    bulkRestoreMedia_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "ids": [
+                 *         "0b1c2d3e-4f5a-4b6c-8d7e-9f0a1b2c3d4e"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["BulkMediaIdsDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaBulkResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    bulkDeleteMediaForever_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "ids": [
+                 *         "0b1c2d3e-4f5a-4b6c-8d7e-9f0a1b2c3d4e"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["BulkMediaIdsDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaBulkResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    bulkMoveMedia_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "ids": [
+                 *         "0b1c2d3e-4f5a-4b6c-8d7e-9f0a1b2c3d4e"
+                 *       ],
+                 *       "folderId": "8a0b1c2d-3e4f-4a5b-8c6d-7e8f9a0b1c2d"
+                 *     }
+                 */
+                "application/json": components["schemas"]["BulkMoveDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaBulkResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    bulkLabelMedia_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "ids": [
+                 *         "0b1c2d3e-4f5a-4b6c-8d7e-9f0a1b2c3d4e"
+                 *       ],
+                 *       "labelIds": [
+                 *         "5b6c7d8e-9f0a-4b1c-8d2e-3f4a5b6c7d8e"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["BulkLabelDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaBulkResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    bulkUnlabelMedia_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "ids": [
+                 *         "0b1c2d3e-4f5a-4b6c-8d7e-9f0a1b2c3d4e"
+                 *       ],
+                 *       "labelIds": [
+                 *         "5b6c7d8e-9f0a-4b1c-8d2e-3f4a5b6c7d8e"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["BulkLabelDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaBulkResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    emptyMediaBin_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Emptied */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaBinEmptied"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listMedia_v1: {
+        parameters: {
+            query?: {
+                /** @description Items directly in this folder */
+                folderId?: string;
+                /** @description Items in no folder */
+                rootOnly?: boolean;
+                /** @description Comma-separated label UUIDs (up to 50); items with at least one of them */
+                labelIds?: string;
+                /** @description true, items without labels; false, items with at least one */
+                isUnlabeled?: boolean;
+                type?: "image" | "video" | "gif";
+                /** @description Case-insensitive part of the file name or alt text */
+                search?: string;
+                isFavorite?: boolean;
+                /** @description Items used by content (true) or not (false) */
+                isUsed?: boolean;
+                /** @description Items not used by any content (true) or used (false) */
+                isUnused?: boolean;
+                state?: "active" | "deleted" | "all";
+                sortBy?: "createdAt" | "filename" | "fileSize";
+                order?: "asc" | "desc";
+                /** @description Page size */
+                limit?: components["parameters"]["MediaPageLimit"];
+                /** @description `meta.nextCursor` of the previous page (opaque, signed); omit for the first page */
+                cursor?: components["parameters"]["MediaPageCursor"];
+                /** @description How the items came into the library */
+                source?: "client_upload";
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaItem"][];
+                        meta: components["schemas"]["MediaCursorMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getMedia_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Media item UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaItem"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteMedia_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Media item UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Binned */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaItem"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateMedia_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Media item UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "filename": "teaser-final.mp4",
+                 *       "altText": "Spring launch teaser",
+                 *       "isFavorite": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateMediaDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaItem"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listMediaUsageHistory_v1: {
+        parameters: {
+            query?: {
+                /** @description Page size */
+                limit?: components["parameters"]["MediaPageLimit"];
+                /** @description `meta.nextCursor` of the previous page (opaque, signed); omit for the first page */
+                cursor?: components["parameters"]["MediaPageCursor"];
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Media item UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaUsageEvent"][];
+                        meta: components["schemas"]["MediaCursorMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getMediaDownloadUrl_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Media item UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaUrl"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getMediaViewUrl_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Media item UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaUrl"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    restoreMedia_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Media item UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaItem"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteMediaPermanently_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Media item UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaDeleted"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    replaceMediaLabels_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Media item UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "labelIds": [
+                 *         "5b6c7d8e-9f0a-4b1c-8d2e-3f4a5b6c7d8e"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["ReplaceLabelsDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaItem"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    attachMediaLabels_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Media item UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "labelIds": [
+                 *         "5b6c7d8e-9f0a-4b1c-8d2e-3f4a5b6c7d8e"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["AttachLabelsDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaItem"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    detachMediaLabel_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Media item UUID */
+                id: string;
+                /** @description Label UUID */
+                labelId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["MediaItem"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    publishContent_v1: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) id */
+                id: components["parameters"]["ContentId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["PublishingMutationOk"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    retryContent_v1: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) id */
+                id: components["parameters"]["ContentId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["PublishingMutationOk"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    resolvePublishingResult_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) id */
+                id: components["parameters"]["ContentId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "outcome": "published",
+                 *       "permalink": "https://www.linkedin.com/feed/update/123",
+                 *       "platformPostId": "123"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ResolvePublishingResultDto"];
+            };
+        };
+        responses: {
+            201: components["responses"]["PublishingItemCreated"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updatePublishedCaption_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) id */
+                id: components["parameters"]["ContentId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "caption": "Corrected caption"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdatePublishedCaptionDto"];
+            };
+        };
+        responses: {
+            200: components["responses"]["PublishingItemOk"];
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+            502: components["responses"]["PlatformError"];
+            504: components["responses"]["PlatformError"];
+        };
+    };
+    listSandboxPosts_v1: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration UUID (a sandbox integration) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["SandboxPost"][];
+                        meta: {
+                            total: number;
+                            limit: number;
+                            offset: number;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listHashtagGroups_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["HashtagGroup"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createHashtagGroup_v1: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Summer launch",
+                 *       "hashtags": [
+                 *         "#summer",
+                 *         "Launch2026",
+                 *         "summer",
+                 *         "#behindthescenes"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateHashtagGroupDto"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["HashtagGroup"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description Another hashtag group of the workspace has this name, compared case-insensitively (`NAME_TAKEN`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteHashtagGroup_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Hashtag group UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["TaxonomyDeletion"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateHashtagGroup_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Hashtag group UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "hashtags": [
+                 *         "sale",
+                 *         "#summersale"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateHashtagGroupDto"];
+            };
+        };
+        responses: {
+            /** @description Updated */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["HashtagGroup"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Another hashtag group of the workspace has this name, compared case-insensitively (`NAME_TAKEN`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listTags_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["TaxonomyTerm"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createTag_v1: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Launch",
+                 *       "color": "#e4572e"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateTaxonomyTermDto"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["TaxonomyTerm"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description Another tag of the workspace has this name, compared case-insensitively (`NAME_TAKEN`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteTag_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Tag UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["TaxonomyDeletion"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateTag_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Tag UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Product launch",
+                 *       "color": null
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateTaxonomyTermDto"];
+            };
+        };
+        responses: {
+            /** @description Updated */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["TaxonomyTerm"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Another tag of the workspace has this name, compared case-insensitively (`NAME_TAKEN`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listPillars_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["TaxonomyTerm"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createPillar_v1: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Education",
+                 *       "color": "#2e86ab"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateTaxonomyTermDto"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["TaxonomyTerm"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description Another pillar of the workspace has this name, compared case-insensitively (`NAME_TAKEN`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deletePillar_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Pillar UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["TaxonomyDeletion"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updatePillar_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Pillar UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Teaching",
+                 *       "color": null
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateTaxonomyTermDto"];
+            };
+        };
+        responses: {
+            /** @description Updated */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["TaxonomyTerm"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Another pillar of the workspace has this name, compared case-insensitively (`NAME_TAKEN`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listFormats_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["TaxonomyTerm"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createFormat_v1: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Carousel",
+                 *       "color": "#76b041"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateTaxonomyTermDto"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["TaxonomyTerm"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description Another format of the workspace has this name, compared case-insensitively (`NAME_TAKEN`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteFormat_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Format UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["TaxonomyDeletion"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateFormat_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Format UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Short video",
+                 *       "color": null
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateTaxonomyTermDto"];
+            };
+        };
+        responses: {
+            /** @description Updated */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["TaxonomyTerm"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            /** @description Another format of the workspace has this name, compared case-insensitively (`NAME_TAKEN`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
         };
