@@ -22,6 +22,7 @@ import { jsonResult, sql } from '../db/pool.ts';
 import type { Logger } from '../log.ts';
 import { createConnectorRegistry, type ConnectorRegistry } from '../platforms/index.ts';
 import { ConnectorError, type IntegrationRef, type PublishResult, type SandboxStore } from '../platforms/types.ts';
+import { mediaStorage } from '../storage/index.ts';
 import { QUEUES } from './queues.ts';
 
 export interface PublishJobData {
@@ -41,6 +42,33 @@ export async function asWorker<T = any>(pool: DatabasePool, fn: ReturnType<typeo
     await tx.query(sql.unsafe`select set_config('role', 'pressroom_worker', true)`);
     return (await tx.oneFirst(sql.type(jsonResult)`select ${fn} as result`)) as T;
   });
+}
+
+/**
+ * Signed, expiring download URLs of the edition's media, for the platform to
+ * fetch (valid for at least an hour: a platform may fetch after queueing).
+ */
+async function signedMediaUrls(pool: DatabasePool, config: PublishConfig, ids: string[]): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  if (ids.length === 0 || !('STORAGE_DRIVER' in config)) return out;
+  const rows = await asWorker<{ id: string; key: string; filename: string; contentType: string }[]>(
+    pool,
+    sql.fragment`(select coalesce(jsonb_agg(jsonb_build_object('id', id, 'key', storage_key, 'filename', filename, 'contentType', content_type)), '[]')
+                  from app.media_items where id = any (${sql.array([...new Set(ids)], 'uuid')}))`,
+  );
+  const full = config as Config;
+  const expiresAt = new Date(Date.now() + Math.max(full.SIGNED_URL_TTL_SECONDS, 3600) * 1000);
+  const driver = mediaStorage(full).driver;
+  await Promise.all(
+    rows.map(async (m) => {
+      try {
+        out.set(m.id, await driver.objectUrl({ mediaId: m.id, key: m.key, contentType: m.contentType, filename: m.filename, disposition: 'inline', expiresAt }));
+      } catch {
+        // Left to the caller's fallback.
+      }
+    }),
+  );
+  return out;
 }
 
 /** The sandbox platform's memory: app.sandbox_posts, written through SQL. */
@@ -126,7 +154,9 @@ export async function publishOne(
       webhookUrl: g.webhookUrl,
       webhookSecret: g.webhookSecret,
     };
-    const mediaUrl = (id: string) => `urn:pressroom:media:${id}`;
+    const urls = await signedMediaUrls(pool, config, [...e.media.map((m) => m.id), ...e.thread.flatMap((t) => t.mediaIds)]);
+    // Every id resolves (the claim checked the media); the URN is a last resort for bytes that cannot be signed.
+    const mediaUrl = (id: string) => urls.get(id) ?? `urn:pressroom:media:${id}`;
     const types = new Map(e.media.map((m) => [m.id, m.type]));
     try {
       result = await registry.get(g.connector).publish(integration, {

@@ -5,6 +5,7 @@ import { jsonResult, sql } from '../db/pool.ts';
 import { PGBOSS_SCHEMA, QUEUES } from './queues.ts';
 import { registerMediaJobs } from './media.ts';
 import { registerPublishJobs } from './publish.ts';
+import { registerMediaStorage } from '../storage/index.ts';
 import { registerRecurringJobs } from './recurring.ts';
 import type { Logger } from '../log.ts';
 
@@ -29,6 +30,8 @@ export const maintenance = {
  */
 export async function startWorker(opts: { ownerUrl: string; pool: DatabasePool; log: Logger; config: Config }) {
   const { pool, log } = opts;
+  // Signed media URLs for platforms (the secret comes from the database).
+  registerMediaStorage(opts.config, pool);
   const boss = new PgBoss({ connectionString: opts.ownerUrl, schema: PGBOSS_SCHEMA, max: 4, superviseIntervalSeconds: 10 });
   boss.on('error', (e: unknown) => log.error('pg-boss error', { err: String(e) }));
   await boss.start();

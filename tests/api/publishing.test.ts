@@ -4,6 +4,7 @@
 // published, transient until the attempts run out, unknown then resolved),
 // locks while publishing, and the publishing routes (when they are wired
 // into server/routes/index.ts).
+import { png, upload } from './media-fixtures.ts';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PgBoss } from 'pg-boss';
@@ -93,6 +94,8 @@ beforeAll(async () => {
     PUBLISH_CONCURRENCY: 8,
   });
   api = client(server);
+  // Outside a request the worker signs media links for PUBLIC_BASE_URL (the port is known only now).
+  (server.config as { PUBLIC_BASE_URL?: string }).PUBLIC_BASE_URL = server.baseUrl;
   boss = new PgBoss({ connectionString: server.db.ownerUrl, schema: PGBOSS_SCHEMA, max: 4, superviseIntervalSeconds: 5 });
   boss.on('error', () => {});
   await boss.start();
@@ -244,6 +247,25 @@ describe('publishing engine: webhook', () => {
     });
     // Tampered bodies do not verify.
     expect(verifyWebhookSignature(SECRET, { id: got[0].headers['webhook-id'] as string, timestamp: got[0].headers['webhook-timestamp'] as string, signature: got[0].headers['webhook-signature'] as string }, got[0].body + ' ')).toBe(false);
+  });
+
+  it('sends signed download URLs of the media, which serve the uploaded bytes', async () => {
+    const ws = await workspace();
+    const wh = await ws.webhook('/ok');
+    const bytes = png(64, 48, 7);
+    const { media } = await upload(api, ws.token, ws.id, bytes, { filename: 'cover.png' });
+    const res = await api.post(ws.base, { intent: 'publish_now', caption: 'With a picture', channels: [{ integrationId: wh, mediaIds: [media.id] }] }, { token: ws.token });
+    expect(res.status).toBe(201);
+    const id = res.body.data.editions[0].id as string;
+    expect((await settled(ws, id)).status).toBe('sent');
+    const got = received.filter((r) => r.json.contentId === id);
+    expect(got).toHaveLength(1);
+    expect(got[0].json.mediaUrls).toHaveLength(1);
+    const url = got[0].json.mediaUrls[0] as string;
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\//);
+    const fetched = await fetch(url);
+    expect(fetched.status).toBe(200);
+    expect(Buffer.from(await fetched.arrayBuffer()).equals(bytes)).toBe(true);
   });
 
   it('4xx fails for good; 5xx retries until PUBLISH_MAX_ATTEMPTS, then fails; 5xx then 2xx publishes', async () => {
