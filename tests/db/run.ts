@@ -141,6 +141,12 @@ async function ensurePgtap(cluster: Cluster): Promise<boolean> {
 
 const ASSERTION = /^(not )?ok\b\s*(\d+)?/;
 const PLAN = /^1\.\.(\d+)/;
+/** `-- @include NAME` lines become the text of tests/db/support/NAME (shared fixtures). */
+function expandIncludes(text: string): string {
+  return text.replace(/^-- @include (\S+)\s*$/gm, (_line, name: string) =>
+    readFileSync(path.join(import.meta.dirname, 'support', name), 'utf8'));
+}
+
 const DIRECTIVE = /#\s*(TODO|SKIP)\b/i;
 // A TAP line: plan, assertion, diagnostic (pgTAP indents continuation lines of diag with '#').
 const TAP_LINE = /^(?:1\.\.\d+|(?:not )?ok\b|\s*#)/;
@@ -230,7 +236,7 @@ function describeError(e: unknown): string {
 async function runFile(cluster: Cluster, template: string, file: string): Promise<FileResult> {
   const name = path.basename(file);
   const result: FileResult = { file: name, lines: [], passed: 0, failed: 0, planned: null, ran: 0, error: null, problems: [] };
-  const sqlText = readFileSync(file, 'utf8');
+  const sqlText = expandIncludes(readFileSync(file, 'utf8'));
   let db;
   try {
     db = await cloneDatabase(cluster, template, name.replace(/\.test\.sql$/, ''));
