@@ -23,21 +23,18 @@
 // insert at seconds instead of minutes (no status guard, publish job,
 // publishability check or version row per edition). Everything measured
 // afterwards runs with all triggers.
-import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import pg from 'pg';
-import type { DatabasePool } from 'slonik';
-import { loadConfig, type Config } from '../../server/config.ts';
-import { jsonResult, openPool, sql } from '../../server/db/pool.ts';
-import { loadOpenApi, type Operation } from '../../server/http/openapi.ts';
-import { setContext, type HandlerContext, type Principal, type RouteDefinition } from '../../server/http/pipeline.ts';
+import { loadConfig } from '../../server/config.ts';
+import { openPool } from '../../server/db/pool.ts';
+import { loadOpenApi } from '../../server/http/openapi.ts';
 import { routes } from '../../server/routes/index.ts';
-import { sha256 } from '../../server/security.ts';
 import { HttpClient, jsonRequest } from './http.ts';
 import { measureSides, type LoadOptions, type Op, type Side } from './load.ts';
 import { ratiosFor, type Row, type ScenarioReport } from './report.ts';
 import type { Scenario, ScenarioContext } from './scenario.ts';
 import { cloneForBench, startServer } from './stack.ts';
+import { directOp, operation, type DirectRoute } from './direct.ts';
 
 const ROOTS = 50_000;
 const EDITIONS_PER_ROOT = 2;
@@ -55,13 +52,6 @@ const SERVER_ENV = {
   RATE_LIMIT_WRITE: '1000000000',
   RATE_LIMIT_EXPENSIVE: '1000000000',
 };
-
-interface GateResult {
-  principal?: Principal;
-  workspaceId?: string | null;
-  workspaceRole?: string | null;
-  error?: { status: number; code: string; message: string };
-}
 
 interface Fixture {
   apiKey: string;
@@ -199,83 +189,11 @@ export async function createFixture(baseUrl: string, ownerUrl: string, log: (m: 
   }
 }
 
-interface BenchRoute {
-  group: string;
-  operation: Operation;
-  handler: RouteDefinition;
+interface BenchRoute extends DirectRoute {
   method: 'GET' | 'POST';
   /** Concrete path with its query string. */
   path: string;
-  params: Record<string, string>;
-  /** The query string's parameters, as strings (as Express hands them over). */
   query: Record<string, string>;
-  body?: unknown;
-  token: string;
-  /** Checks a result (status, envelope data and meta); throws when wrong. */
-  check(status: number, data: any, meta: any): void;
-}
-
-function operation(operations: Operation[], id: string): Operation {
-  const op = operations.find((o) => o.operationId === id);
-  if (!op) throw new Error(`openapi.yaml has no operation ${id}`);
-  return op;
-}
-
-function limitFor(config: Config, throttle: string): number {
-  return throttle === 'read' ? config.RATE_LIMIT_READ : throttle === 'write' ? config.RATE_LIMIT_WRITE : config.RATE_LIMIT_EXPENSIVE;
-}
-
-/** Query and body as the pipeline's validation leaves them (coerced, defaults filled in). */
-function validated(route: BenchRoute): { query: Record<string, any>; body: unknown } {
-  const query: Record<string, any> = { ...route.query };
-  const body = route.body === undefined ? undefined : structuredClone(route.body);
-  const problems = route.operation.validate({ params: { ...route.params }, query, headers: {}, body });
-  if (problems.length) throw new Error(`${route.group}: the request does not validate: ${JSON.stringify(problems)}`);
-  return { query, body };
-}
-
-/** One direct request: pipeline.ts's SQL for this route, in the same order, on the given pool. */
-function directOp(pool: DatabasePool, route: BenchRoute, config: Config): Op {
-  const op = route.operation;
-  const wsParam = route.params.workspaceId ?? null;
-  const limit = limitFor(config, op.throttle);
-  const input = validated(route);
-  return async () => {
-    const started = performance.now();
-    const requestId = randomUUID();
-    const gate = (await pool.oneFirst(sql.type(jsonResult)`
-        select api.gate(${sql.binary(sha256(route.token))}, ${wsParam}, ${op.throttle},
-                        ${limit}, ${op.minPlan}, ${null}) as result`)) as GateResult;
-    if (gate.error) throw new Error(`direct ${route.group}: gate refused: ${JSON.stringify(gate.error)}`);
-    const principal = gate.principal ?? null;
-    const workspaceId = gate.workspaceId ?? null;
-    const role = gate.workspaceRole ?? null;
-    const result = await pool.transaction(async (tx) => {
-      await setContext(tx, principal, workspaceId, role, requestId);
-      const ctx: HandlerContext = {
-        tx,
-        call: (fragment) => tx.oneFirst(sql.type(jsonResult)`select ${fragment} as result`),
-        idempotencyKey: null,
-        params: { ...route.params },
-        query: { ...input.query },
-        body: input.body === undefined ? undefined : structuredClone(input.body),
-        principal,
-        workspaceId,
-        requestId,
-        config,
-        prepared: undefined,
-      };
-      const r = await route.handler.handle(ctx);
-      return { status: r.status ?? 200, data: r.data ?? null, meta: r.meta ?? null };
-    });
-    route.check(result.status, result.data, result.meta);
-    const durationMs = performance.now() - started;
-    const p = principal;
-    await pool.query(sql.unsafe`
-          select audit.record(${p?.actorKind ?? 'anonymous'}, ${p ? ((p.actorKind === 'api_key' ? p.apiKeyId : p.userId) ?? null) : null},
-            ${p?.apiKeyPrefix ?? null}, ${p?.organizationId ?? null}, ${gate.workspaceId ?? wsParam},
-            ${op.method}, ${op.path}, ${result.status}, ${Number(durationMs.toFixed(3))}, ${null}, ${requestId})`);
-  };
 }
 
 /** An HTTP op sending a JSON body on the client's keep-alive agent; only `expect` is a success (body drained unread). */

@@ -12,19 +12,17 @@
 // `select api.<fn>() as result`); `select audit.record(...)` on the pool.
 // What is left out is everything that is not SQL: HTTP parsing, Express
 // routing, OpenAPI validation, the envelope's JSON, the response.
-import { randomUUID } from 'node:crypto';
 import { createPool, createTypeParserPreset, type DatabasePool } from 'slonik';
-import { loadConfig, type Config } from '../../server/config.ts';
-import { jsonResult, openPool, sql } from '../../server/db/pool.ts';
-import { loadOpenApi, type Operation } from '../../server/http/openapi.ts';
-import { setContext, type HandlerContext, type Principal, type RouteDefinition } from '../../server/http/pipeline.ts';
+import { loadConfig } from '../../server/config.ts';
+import { openPool } from '../../server/db/pool.ts';
+import { loadOpenApi } from '../../server/http/openapi.ts';
 import { routes } from '../../server/routes/index.ts';
-import { sha256 } from '../../server/security.ts';
 import { HttpClient, jsonRequest } from './http.ts';
-import { measureSides, type LoadOptions, type Op, type Side } from './load.ts';
+import { measureSides, type LoadOptions, type Side } from './load.ts';
 import { ratiosFor, type Row, type ScenarioReport } from './report.ts';
 import type { Scenario, ScenarioContext } from './scenario.ts';
 import { cloneForBench, startServer } from './stack.ts';
+import { directOp, operation, type DirectRoute } from './direct.ts';
 
 const WORKSPACES = 5; // the signup's workspace and 4 more
 const EXTRA_KEYS = 4; // besides the main key, each granted one workspace
@@ -35,13 +33,6 @@ const SERVER_ENV = {
   RATE_LIMIT_WRITE: '1000000000',
   RATE_LIMIT_EXPENSIVE: '1000000000',
 };
-
-interface GateResult {
-  principal?: Principal;
-  workspaceId?: string | null;
-  workspaceRole?: string | null;
-  error?: { status: number; code: string; message: string };
-}
 
 interface Fixture {
   sessionToken: string;
@@ -89,75 +80,24 @@ async function createFixture(baseUrl: string): Promise<Fixture> {
   return { sessionToken, apiKey: main.data.key, workspaceIds, apiKeyIds };
 }
 
-interface BenchRoute {
-  group: string;
-  operation: Operation;
-  handler: RouteDefinition;
+interface BenchRoute extends DirectRoute {
   /** Concrete path. */
   path: string;
-  params: Record<string, string>;
-  token: string;
   /** Items the list must hold. */
   expectItems: number;
 }
 
-function operation(operations: Operation[], id: string): Operation {
-  const op = operations.find((o) => o.operationId === id);
-  if (!op) throw new Error(`openapi.yaml has no operation ${id}`);
-  return op;
-}
-
-function limitFor(config: Config, throttle: string): number {
-  return throttle === 'read' ? config.RATE_LIMIT_READ : throttle === 'write' ? config.RATE_LIMIT_WRITE : config.RATE_LIMIT_EXPENSIVE;
-}
-
-/** One direct request: pipeline.ts's SQL for this route, in the same order, on the given pool. */
-function directOp(pool: DatabasePool, route: BenchRoute, config: Config): Op {
-  const op = route.operation;
-  const wsParam = route.params.workspaceId ?? null;
-  const limit = limitFor(config, op.throttle);
-  return async () => {
-    const started = performance.now();
-    const requestId = randomUUID();
-    let status = 500;
-    const gate = (await pool.oneFirst(sql.type(jsonResult)`
-        select api.gate(${sql.binary(sha256(route.token))}, ${wsParam}, ${op.throttle},
-                        ${limit}, ${op.minPlan}, ${null}) as result`)) as GateResult;
-    if (gate.error) throw new Error(`direct ${route.group}: gate refused: ${JSON.stringify(gate.error)}`);
-    const principal = gate.principal ?? null;
-    const workspaceId = gate.workspaceId ?? null;
-    const role = gate.workspaceRole ?? null;
-    const result = await pool.transaction(async (tx) => {
-      await setContext(tx, principal, workspaceId, role, requestId);
-      const ctx: HandlerContext = {
-        tx,
-        call: (fragment) => tx.oneFirst(sql.type(jsonResult)`select ${fragment} as result`),
-        idempotencyKey: null,
-        params: { ...route.params },
-        query: {},
-        body: undefined,
-        principal,
-        workspaceId,
-        requestId,
-        config,
-        prepared: undefined,
-      };
-      const r = await route.handler.handle(ctx);
-      return { status: r.status ?? 200, envelope: { data: r.data ?? null, meta: r.meta ?? null } };
-    });
-    status = result.status;
-    const data = result.envelope.data;
-    if (status !== 200 || !Array.isArray(data) || data.length !== route.expectItems) {
-      throw new Error(`direct ${route.group}: status ${status}, ${Array.isArray(data) ? data.length : typeof data} items (expected ${route.expectItems})`);
+/** A list answer holds exactly the items the fixture made. */
+function expectList(group: string, expectItems: number) {
+  return (status: number, data: unknown) => {
+    if (status !== 200 || !Array.isArray(data) || data.length !== expectItems) {
+      throw new Error(`direct ${group}: status ${status}, ${Array.isArray(data) ? data.length : typeof data} items (expected ${expectItems})`);
     }
-    const durationMs = performance.now() - started;
-    const p = principal;
-    await pool.query(sql.unsafe`
-          select audit.record(${p?.actorKind ?? 'anonymous'}, ${p ? ((p.actorKind === 'api_key' ? p.apiKeyId : p.userId) ?? null) : null},
-            ${p?.apiKeyPrefix ?? null}, ${p?.organizationId ?? null}, ${gate.workspaceId ?? wsParam},
-            ${op.method}, ${op.path}, ${status}, ${Number(durationMs.toFixed(3))}, ${null}, ${requestId})`);
   };
 }
+
+
+/** One direct request: pipeline.ts's SQL for this route, in the same order, on the given pool. */
 
 /**
  * Diagnostic only (BENCH_VARIANTS=1): openPool()'s settings, except that a
@@ -202,6 +142,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioReport> {
       params: {},
       token: fixture.apiKey,
       expectItems: fixture.workspaceIds.length,
+      check: expectList('GET /v1/workspaces (API key)', fixture.workspaceIds.length),
     },
     {
       group: 'GET /v1/workspaces/{ws}/api-keys (session)',
@@ -211,6 +152,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioReport> {
       params: { workspaceId: ws1 },
       token: fixture.sessionToken,
       expectItems: fixture.apiKeyIds.length,
+      check: expectList('GET /v1/workspaces/{ws}/api-keys (session)', fixture.apiKeyIds.length),
     },
   ];
 
