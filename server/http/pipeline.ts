@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Request, Response } from 'express';
-import type { DatabasePool, DatabaseTransactionConnection } from 'slonik';
+import type { DatabasePool, DatabaseTransactionConnection, SerializableValue } from 'slonik';
 import type { Config } from '../config.ts';
 import { jsonResult, sql } from '../db/pool.ts';
 import type { Logger } from '../log.ts';
@@ -93,10 +93,23 @@ function canonicalJson(value: unknown): string {
   if (value && typeof value === 'object') {
     return `{${Object.keys(value)
       .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as any)[k])}`)
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
       .join(',')}}`;
   }
   return JSON.stringify(value ?? null);
+}
+
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A replayed answer that echoes its key (data.idempotency = {key, replayed}) says it is a replay. */
+function markReplayed(body: unknown, key: string): unknown {
+  if (!isObject(body) || !isObject(body.data) || !isObject(body.data.idempotency) || body.data.idempotency.key !== key) return body;
+  return { ...body, data: { ...body.data, idempotency: { ...body.data.idempotency, replayed: true } } };
+}
+
+function errorCodeOf(body: unknown): string | null {
+  return isObject(body) && isObject(body.error) && typeof body.error.code === 'string' ? body.error.code : null;
 }
 
 /** Sets the transaction's role and principal; the first statement of every request transaction. */
@@ -182,14 +195,9 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
         });
         if (begin.state === 'replay') {
           status = begin.status;
-          payload = begin.body;
           headers['Idempotent-Replayed'] = 'true';
-          // Answers that echo their key (data.idempotency = {key, replayed}) say so on a replay.
-          const echo = (payload as any)?.data?.idempotency;
-          if (echo && typeof echo === 'object' && echo.key === key) {
-            payload = { ...(payload as any), data: { ...(payload as any).data, idempotency: { ...echo, replayed: true } } };
-          }
-          errorCode = (begin.body as any)?.error?.code ?? null;
+          payload = markReplayed(begin.body, key);
+          errorCode = errorCodeOf(begin.body);
           return;
         }
         idem = { key, claimed: true };
@@ -213,7 +221,7 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
         const r = await route.handle(ctx);
         const envelope = { data: r.data ?? null, meta: r.meta ?? null };
         if (idem) {
-          await tx.query(sql.unsafe`select api.idempotency_finish(${op.method}, ${routeKey}, ${idem.key}, ${r.status ?? 200}, ${sql.jsonb(envelope as any)})`);
+          await tx.query(sql.unsafe`select api.idempotency_finish(${op.method}, ${routeKey}, ${idem.key}, ${r.status ?? 200}, ${sql.jsonb(envelope as SerializableValue)})`);
           idem.claimed = false;
         }
         return { status: r.status ?? 200, envelope, actor: r.actor };
@@ -240,7 +248,7 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
           .transaction(async (tx) => {
             await setContext(tx, gate.principal ?? null, gate.workspaceId ?? null, gate.workspaceRole ?? null, requestId);
             if (status < 500) {
-              await tx.query(sql.unsafe`select api.idempotency_finish(${op.method}, ${op.path}, ${idem!.key}, ${status}, ${sql.jsonb(payload as any)})`);
+              await tx.query(sql.unsafe`select api.idempotency_finish(${op.method}, ${op.path}, ${idem!.key}, ${status}, ${sql.jsonb(payload as SerializableValue)})`);
             } else {
               await tx.query(sql.unsafe`select api.idempotency_release(${op.method}, ${op.path}, ${idem!.key})`);
             }
