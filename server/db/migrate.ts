@@ -28,9 +28,23 @@ function settings(ownerUrl: string, quiet: boolean) {
   };
 }
 
-/** Applies every committed migration not yet applied (graphile-migrate takes an advisory lock). */
-export async function migrate(ownerUrl: string, opts: { quiet?: boolean } = {}): Promise<void> {
-  await gmMigrate(settings(ownerUrl, opts.quiet ?? false));
+/**
+ * Applies every committed migration not yet applied. graphile-migrate takes
+ * an advisory lock and gives up at once when another process holds it (several
+ * API processes, workers or the CLI starting together): wait and try again,
+ * for up to `waitMs`.
+ */
+export async function migrate(ownerUrl: string, opts: { quiet?: boolean; waitMs?: number } = {}): Promise<void> {
+  const deadline = Date.now() + (opts.waitMs ?? 120_000);
+  for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
+    try {
+      await gmMigrate(settings(ownerUrl, opts.quiet ?? false));
+      return;
+    } catch (e) {
+      if (!(e instanceof Error && e.message === 'Failed to get exclusive lock') || Date.now() > deadline) throw e;
+      await new Promise((r) => setTimeout(r, delay));
+    }
+  }
 }
 
 /** True when every committed migration has been applied. */

@@ -724,7 +724,8 @@ export interface paths {
          * Delete an edition (editor role)
          * @description Removes the edition from lists and cancels its publish job; the root stays (an idea when
          *     it has no editions left). `GET content?since=` reports the deletion as a tombstone.
-         *     409 `PUBLISHING_IN_PROGRESS` while it is being published.
+         *     409 `PUBLISHING_IN_PROGRESS` while it is being published, 409
+         *     `PUBLISHING_AWAITS_CONFIRMATION` while the outcome of its last attempt is unknown.
          */
         delete: operations["deleteContent_v1"];
         options?: never;
@@ -790,7 +791,8 @@ export interface paths {
          *     (the root id) together with `expectedRootEditionIds` (the ids of the root's scheduled
          *     editions, in any order); when they no longer match the answer is 409
          *     `REVERT_SCOPE_STALE` with the current scope in `details`. Sending only one of the two is
-         *     400 `VALIDATION_FAILED`. 409 `PUBLISHING_IN_PROGRESS` while an edition is being published.
+         *     400 `VALIDATION_FAILED`. 409 `PUBLISHING_IN_PROGRESS` while an edition is being published,
+         *     409 `PUBLISHING_AWAITS_CONFIRMATION` while the outcome of its last attempt is unknown.
          */
         post: operations["revertContentToDraft_v1"];
         delete?: never;

@@ -292,20 +292,31 @@ describe('publishing engine: webhook', () => {
     expect(await publishing(id)).toMatchObject({ state: 'awaiting_confirmation', lastError: expect.stringMatching(/did not answer/) });
   });
 
-  it('revert and delete while publishing answer 409 PUBLISHING_IN_PROGRESS', async () => {
+  it('revert and delete are refused while publishing and while the outcome is unknown', async () => {
     const ws = await workspace();
     const wh = await ws.webhook('/slow');
-    // PUBLISH_TIMEOUT_MS is 700 and /slow answers after 1.5 s: the attempt is in flight meanwhile.
+    // PUBLISH_TIMEOUT_MS is 700 and /slow answers after 1.5 s: the attempt is in flight, then
+    // its outcome is unknown. Either way the content is locked.
     const id = await ws.publishNow(wh);
     await waitFor('the attempt to start', () => publishing(id), (p) => p.state === 'publishing');
+    const locked = ['PUBLISHING_IN_PROGRESS', 'PUBLISHING_AWAITS_CONFIRMATION'];
     const rev = await api.post(`${ws.base}/${id}/revert-to-draft`, {}, { token: ws.token });
     expect(rev.status).toBe(409);
-    expect(rev.body.error.code).toBe('PUBLISHING_IN_PROGRESS');
+    expect(locked).toContain(rev.body.error.code);
     const del = await api.delete(`${ws.base}/${id}`, { token: ws.token });
     expect(del.status).toBe(409);
-    expect(del.body.error.code).toBe('PUBLISHING_IN_PROGRESS');
-    await settled(ws, id);
+    expect(locked).toContain(del.body.error.code);
+    expect((await settled(ws, id)).status).toBe('scheduled');
+    expect(await publishing(id)).toMatchObject({ state: 'awaiting_confirmation' });
+    // Awaiting confirmation: still locked, with its own code, until the outcome is recorded.
+    const del2 = await api.delete(`${ws.base}/${id}`, { token: ws.token });
+    expect(del2.status).toBe(409);
+    expect(del2.body.error.code).toBe('PUBLISHING_AWAITS_CONFIRMATION');
+    const resolved = await api.post(`${ws.base}/${id}/resolve-publishing-result`, { outcome: 'failed', error: 'never arrived' }, { token: ws.token });
+    expect(resolved.status).toBe(201);
+    expect((await api.delete(`${ws.base}/${id}`, { token: ws.token })).status).toBe(204);
   });
+
 });
 
 // --- routes (once publishingRoutes is wired) ----------------------------------

@@ -1,5 +1,5 @@
 --! Previous: sha1:32454ef2191e85eee877021592d0c2c7431734a9
---! Hash: sha1:d5f30e1a810fadfb7ad99a232769ab5a9dd8af47
+--! Hash: sha1:63440360acc9d4beb334a3daf3323fa4f6f93441
 --! Message: planning, content, media, publishing, articles
 
 --! split: 10-planning-skeleton.sql
@@ -2255,6 +2255,16 @@ begin
       if v_state = 'active' and new.status not in ('sent', 'failed') then
         perform app.raise(409, 'PUBLISHING_IN_PROGRESS',
           'This content is being published right now; wait for the outcome, then try again.',
+          jsonb_build_object('contentId', old.id));
+      end if;
+      -- The last attempt may have reached the platform: its outcome is
+      -- recorded first (resolve-publishing-result), so nothing is published twice.
+      if new.status not in ('sent', 'failed') and exists (
+           select 1 from app.publishing_states ps
+           where ps.content_item_id = old.id and ps.state = 'awaiting_confirmation'
+             and ps.job_id is not distinct from old.publish_job_id) then
+        perform app.raise(409, 'PUBLISHING_AWAITS_CONFIRMATION',
+          'The outcome of the last publish attempt is unknown; record it with resolve-publishing-result first.',
           jsonb_build_object('contentId', old.id));
       end if;
       update pgboss.job set state = 'cancelled', completed_on = now()
@@ -6468,7 +6478,7 @@ begin
     execute format($p$create policy %I on app.%I for select to pressroom_request
       using (workspace_id = (select app.current_workspace_id())
              and organization_id = (select app.current_organization_id())
-             and workspace_id in (select unnest(app.accessible_workspace_ids()))
+             and (select app.current_workspace_accessible())
              and app.role_rank((select app.current_workspace_role())) >= 1)$p$, t || '_request_select', t);
     execute format('grant select, insert, update, delete on app.%I to pressroom_definer, pressroom_worker', t);
     execute format('grant select on app.%I to pressroom_request', t);
@@ -7127,9 +7137,9 @@ begin
       using (workspace_id = (select app.current_workspace_id()))$p$, t || '_request_delete', t);
     execute format($p$create policy %I on app.%I as restrictive for all to pressroom_request
       using (organization_id = (select app.current_organization_id())
-             and workspace_id in (select unnest(app.accessible_workspace_ids())))
+             and (select app.current_workspace_accessible()))
       with check (organization_id = (select app.current_organization_id())
-                  and workspace_id in (select unnest(app.accessible_workspace_ids())))$p$, t || '_request_scope', t);
+                  and (select app.current_workspace_accessible()))$p$, t || '_request_scope', t);
     -- Viewers read; editors and managers write.
     execute format($p$create policy %I on app.%I as restrictive to pressroom_request
       using (app.role_rank((select app.current_workspace_role())) >= 1)
@@ -7622,7 +7632,7 @@ declare
   v jsonb;
 begin
   if v_ws is null or app.role_rank(app.current_workspace_role()) < 2
-     or not (v_ws = any (app.accessible_workspace_ids())) then
+     or not app.current_workspace_accessible() then
     perform app.raise(403, 'ROLE_REQUIRED', 'This operation needs the editor role in this workspace.',
       jsonb_build_object('requiredRole', 'editor', 'role', app.current_workspace_role()));
   end if;
