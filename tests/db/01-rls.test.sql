@@ -1,7 +1,7 @@
 -- Row-level security is on and forced for every table of the private
 -- schemas, and the request role can never read or write a secret.
 begin;
-select plan(16);
+select plan(17);
 
 -- Every ordinary or partitioned table in app and audit, found in the catalog
 -- (so a table added later is covered without touching this file). The
@@ -66,20 +66,22 @@ select is(
   array(select format('%s.%s %s', t.tbl, t.col, p.priv)
         from (values ('app.users', 'password_hash'), ('app.api_keys', 'key_hash'), ('app.sessions', 'token_hash')) t (tbl, col)
         cross join (values ('SELECT'), ('UPDATE'), ('REFERENCES')) p (priv)
-        where has_column_privilege('pressroom_request', t.tbl, t.col, p.priv)
+        cross join (values ('pressroom_request'), ('pressroom_api')) r (role)
+        where has_column_privilege(r.role, t.tbl, t.col, p.priv)
         order by 1),
   '{}'::text[],
-  'pressroom_request cannot select, update or reference password_hash, key_hash or token_hash');
+  'pressroom_request and pressroom_api cannot select, update or reference password_hash, key_hash or token_hash');
 -- Writing a new key's hash is the one exception: api.create_api_key runs as
--- the caller and stores the hash the server computed. Passwords and session
+-- pressroom_api and stores the hash the server computed. Passwords and session
 -- tokens are written only by security-definer functions.
 select is(
   array(select format('%s.%s', t.tbl, t.col)
         from (values ('app.users', 'password_hash'), ('app.sessions', 'token_hash')) t (tbl, col)
-        where has_column_privilege('pressroom_request', t.tbl, t.col, 'INSERT')
+        cross join (values ('pressroom_request'), ('pressroom_api')) r (role)
+        where has_column_privilege(r.role, t.tbl, t.col, 'INSERT')
         order by 1),
   '{}'::text[],
-  'pressroom_request cannot insert password_hash or token_hash');
+  'pressroom_request and pressroom_api cannot insert password_hash or token_hash');
 select is(
   array(select format('%s.%s %s', t.tbl, t.col, p.priv)
         from (values ('app.users', 'password_hash'), ('app.api_keys', 'key_hash'), ('app.sessions', 'token_hash')) t (tbl, col)
@@ -98,6 +100,11 @@ select set_config('pressroom.actor_kind', 'user', true),
        set_config('pressroom.user_id', '00000000-0000-4000-8000-0000000000a1', true),
        set_config('pressroom.organization_id', '00000000-0000-4000-8000-00000000000a', true);
 set local role pressroom_request;
+select throws_ok('select count(*) from app.users', '42501', null,
+  'the request role reaches no table of app: only api functions');
+reset role;
+-- The api functions run as pressroom_api, under these policies and grants.
+set local role pressroom_api;
 select is((select count(*)::int from app.users), 1, 'the request role sees its own user row');
 select throws_ok('select password_hash from app.users', '42501', null,
   'the request role gets 42501 reading app.users.password_hash');

@@ -82,16 +82,16 @@ select is(
              'list_campaign_phases', 'create_campaign_phase', 'update_campaign_phase', 'delete_campaign_phase',
              'save_campaign_phases', 'list_campaign_content')
           and (has_function_privilege('pressroom_bi', p.oid, 'EXECUTE') or not has_function_privilege('pressroom_request', p.oid, 'EXECUTE')
-               or p.prosecdef)
+               or not p.prosecdef or pg_get_userbyid(p.proowner) <> 'pressroom_api')
         order by 1),
   '{}'::text[],
-  'the catalog''s api functions run as the caller (no security definer), executable by the request role and not by PUBLIC');
+  'the catalog''s api functions run as pressroom_api (under the tenant policies), executable by the request role and not by PUBLIC');
 select is(
   array(select c.relname::text from pg_class c join pg_namespace n on n.oid = c.relnamespace
         where n.nspname = 'app'
           and c.relname in ('integrations', 'tags', 'pillars', 'formats', 'hashtag_groups', 'campaigns', 'campaign_phases')
           and not exists (select 1 from pg_policy p where p.polrelid = c.oid and not p.polpermissive
-                          and p.polname = c.relname || '_request_scope')
+                          and p.polname = c.relname || '_api_scope')
         order by 1),
   '{}'::text[],
   'every catalog table has the restrictive scope policy for the request role');
@@ -166,9 +166,9 @@ select is(pg_temp.write_outcome(pg_temp.q($$insert into app.tags (organization_i
   'viewer: a direct INSERT of a tag -> 42501');
 select is(pg_temp.write_outcome(pg_temp.q($$insert into app.campaigns (organization_id, workspace_id, name) values (%L, %L, 'Direct')$$, 'A', 'A1')), '42501',
   'viewer: a direct INSERT of a campaign -> 42501');
-select is(pg_temp.write_outcome($$update app.campaigns set name = 'Direct'$$), 'rows=0', 'viewer: a direct UPDATE of campaigns touches no row');
+select is(pg_temp.write_outcome($$update app.campaigns set name = 'Direct'$$), '42501', 'viewer: a direct UPDATE of campaigns is refused (42501)');
 select is(pg_temp.write_outcome($$delete from app.campaign_phases$$), 'rows=0', 'viewer: a direct DELETE of phases touches no row');
-select is(pg_temp.write_outcome($$update app.integrations set deleted_at = now()$$), 'rows=0', 'viewer: a direct soft delete of integrations touches no row');
+select is(pg_temp.write_outcome($$update app.integrations set deleted_at = now()$$), '42501', 'viewer: a direct soft delete of integrations is refused (42501)');
 
 ------------------------------------------------------------------------------
 -- Another organization's principal, and forged contexts, see and change nothing.

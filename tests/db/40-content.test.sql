@@ -258,7 +258,7 @@ select is(pg_temp.sqlerr(format($$select api.update_content(%L, '{"caption": "no
 select is(pg_temp.sqlerr(format($$select api.schedule_content(%L, now() + interval '1 day')$$, pg_temp.id('from:draft'))), 'PT403 ROLE_REQUIRED', 'viewer: api.schedule_content -> PT403');
 select is(pg_temp.sqlerr(format($$select api.delete_content(%L)$$, pg_temp.id('from:draft'))), 'PT403 ROLE_REQUIRED', 'viewer: api.delete_content -> PT403');
 select is(pg_temp.write_outcome(format($$update app.content_items set status = 'scheduled', scheduled_at = now() + interval '1 day' where id = %L$$, pg_temp.id('from:draft'))),
-  'rows=0', 'viewer: a direct UPDATE touches no row');
+  '42501', 'viewer: a direct UPDATE is refused (42501)');
 select is(pg_temp.write_outcome(format($$insert into app.content_roots (organization_id, workspace_id, caption) values (%L, %L, 'x')$$, pg_temp.id('A'), pg_temp.id('A1'))),
   '42501', 'viewer: a direct INSERT of a root -> 42501');
 

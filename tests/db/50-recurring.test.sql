@@ -113,7 +113,7 @@ select is(pg_temp.sqlerr(format($$select api.cancel_recurring_occurrence(%L, '{"
 select is(pg_temp.sqlerr(format($$select api.cancel_recurring_series(%L, '{"seriesVersion": 1}')$$, pg_temp.series())),
   'PT403 ROLE_REQUIRED', 'viewer: cancel series -> PT403');
 select is(pg_temp.write_outcome(format($$update app.recurring_series set status = 'cancelled', cancelled_at = now() where id = %L$$, pg_temp.series())),
-  'rows=0', 'viewer: a direct UPDATE of the series touches no row');
+  '42501', 'viewer: a direct UPDATE of the series is refused (42501)');
 select pg_temp.act_as('A.stranger', 'A1');
 select is((select count(*)::int from app.recurring_series), 0, 'stranger: sees no series');
 select is(pg_temp.sqlerr(format($$select api.cancel_recurring_occurrence(%L, '{"seriesVersion": 1}')$$, pg_temp.occ(1))),

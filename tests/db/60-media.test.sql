@@ -226,7 +226,7 @@ select is(pg_temp.sqlerr($$select api.create_media_folder('viewer', null)$$), 'P
 select is(pg_temp.sqlerr(format($$select api.delete_media(%L, 60)$$, pg_temp.id('M.rootsched'))), 'PT403 ROLE_REQUIRED', 'nor bin media');
 select is(pg_temp.write_outcome(format($$insert into app.media_labels (organization_id, workspace_id, name) values (%L, %L, 'sneaky')$$,
   pg_temp.id('A'), pg_temp.id('A1'))), '42501', 'nor write labels past the api (RLS)');
-select is(pg_temp.write_outcome($$update app.media_items set is_favorite = true$$), 'rows=0', 'nor update media rows');
+select is(pg_temp.write_outcome($$update app.media_items set is_favorite = true$$), '42501', 'nor update media rows (42501)');
 select pg_temp.act_as('A.stranger', 'A1');
 select is((select count(*)::int from app.media_items), 0, 'a member of the organization without access to A1 sees none of its media');
 select is(pg_temp.sqlerr($$select api.list_media('{}', null, 50)$$), 'PT403 ROLE_REQUIRED', '... and cannot list it');

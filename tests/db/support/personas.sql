@@ -47,7 +47,7 @@ begin
   end if;
   perform set_config('pressroom.workspace_id', coalesce(v_ws::text, ''), true);
   perform set_config('pressroom.workspace_role', coalesce(v_role, ''), true);
-  set local role pressroom_request;
+  set local role pressroom_api;
 end
 $$;
 
