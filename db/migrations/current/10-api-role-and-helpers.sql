@@ -164,10 +164,16 @@ begin
     -- Definer-owned api functions keep the grants their migration gave them.
     execute format('revoke all on function %s from public', v.fn);
   end loop;
+  -- Functions of app are granted by their migration to the roles that need
+  -- them, never to PUBLIC.
+  for v in select p.oid::regprocedure as fn from pg_proc p where p.pronamespace = 'app'::regnamespace loop
+    execute format('revoke execute on function %s from public', v.fn);
+  end loop;
   return v_count;
 end
 $$;
 comment on function app.harden_api_functions() is
   'Makes every api function not owned by pressroom_definer a security definer function owned by pressroom_api with '
-  'search_path pinned, executable by pressroom_request and pressroom_api only. Every migration that adds api '
-  'functions ends by calling it; tests/db/07-catalog.test.sql fails when one was missed.';
+  'search_path pinned, executable by pressroom_request and pressroom_api only; and takes execute on app functions '
+  'from PUBLIC. Every migration that adds functions ends by calling it; tests/db/07-catalog.test.sql fails when '
+  'one was missed.';

@@ -37,9 +37,10 @@ begin
 end
 $$;
 grant execute on all functions in schema app to pressroom_definer, pressroom_worker;
--- Functions created later by the migrating role are not executable by PUBLIC.
-alter default privileges in schema app revoke execute on functions from public;
-alter default privileges in schema api revoke execute on functions from public;
+-- Functions created later are executable by PUBLIC until revoked (a per-schema
+-- default privilege cannot take back the global one): app.harden_api_functions,
+-- which ends every migration, revokes it, and tests/db/07-catalog.test.sql
+-- checks that no app function is PUBLIC's.
 
 ------------------------------------------------------------------------------
 -- Tables of app
