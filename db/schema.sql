@@ -1902,6 +1902,32 @@ grant select (expires_at) on table app.sessions to pressroom_api;
 grant select, update (revoked_at) on table app.sessions to pressroom_api;
 grant select (created_at) on table app.sessions to pressroom_api;
 
+create table app.settings (
+  key text not null,
+  value jsonb not null,
+  kind text not null,
+  minimum integer,
+  description text not null,
+  updated_at timestamp with time zone default now() not null,
+  constraint settings_check CHECK ((((kind = 'boolean'::text) AND (jsonb_typeof(value) = 'boolean'::text)) OR ((kind = 'integer'::text) AND (jsonb_typeof(value) = 'number'::text) AND ((value)::text ~ '^\d+$'::text) AND ((value)::numeric >= (COALESCE(minimum, 0))::numeric)) OR ((kind = 'plan'::text) AND ((value #>> '{}'::text[]) = ANY (ARRAY['trial'::text, 'basic'::text, 'standard'::text, 'premium'::text]))))),
+  constraint settings_key_check CHECK ((key ~ '^[a-z][a-z0-9_]*$'::text)),
+  constraint settings_kind_check CHECK ((kind = ANY (ARRAY['boolean'::text, 'integer'::text, 'plan'::text]))),
+  constraint settings_pkey PRIMARY KEY (key)
+);
+comment on table app.settings is 'The configuration the rules read (app.setting). Written by the server at start through api.apply_settings from its environment (README.md, "Configuration"); readable by the roles that run rules, by BI through nothing.';
+alter table app.settings enable row level security;
+alter table app.settings force row level security;
+create policy settings_definer on app.settings as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy settings_read on app.settings as permissive for select to pressroom_api, pressroom_worker
+  using (true);
+grant select on table app.settings to pressroom_api;
+grant select on table app.settings to pressroom_definer;
+grant select on table app.settings to pressroom_worker;
+grant update (value) on table app.settings to pressroom_definer;
+grant update (updated_at) on table app.settings to pressroom_definer;
+
 create table app.tags (
   id uuid default gen_random_uuid() not null,
   organization_id uuid not null,
@@ -3377,6 +3403,32 @@ grant execute on function app.create_recurring_series(app.content_roots,jsonb) t
 grant execute on function app.create_recurring_series(app.content_roots,jsonb) to pressroom_worker;
 revoke all on function app.create_recurring_series(app.content_roots,jsonb) from public;
 
+CREATE OR REPLACE FUNCTION app.create_session_with_ttl(p_user_id uuid, p_verified_hash text, p_token_hash bytea, p_ttl_seconds integer)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_user app.users;
+  v_session app.sessions;
+begin
+  select * into v_user from app.users where id = p_user_id and status = 'active'
+    and password_hash = p_verified_hash;
+  if v_user.id is null then
+    perform app.raise(401, 'INVALID_CREDENTIALS', 'The email or password is wrong.');
+  end if;
+  insert into app.sessions (user_id, organization_id, token_hash, expires_at)
+  values (v_user.id, v_user.organization_id, p_token_hash, now() + make_interval(secs => p_ttl_seconds))
+  returning * into v_session;
+  return jsonb_build_object('token', null, 'expiresAt', v_session.expires_at,
+    'user', app.user_json(v_user));
+end
+$function$;
+alter function app.create_session_with_ttl(uuid,text,bytea,integer) owner to pressroom_definer;
+comment on function app.create_session_with_ttl(uuid,text,bytea,integer) is 'Sign-in''s session creation with the lifetime given; called by api.create_session.';
+revoke all on function app.create_session_with_ttl(uuid,text,bytea,integer) from public;
+
 CREATE OR REPLACE FUNCTION app.current_actor_kind()
  RETURNS text
  LANGUAGE sql
@@ -3502,6 +3554,115 @@ grant execute on function app.field_problem(text,text,text) to pressroom_api;
 grant execute on function app.field_problem(text,text,text) to pressroom_definer;
 grant execute on function app.field_problem(text,text,text) to pressroom_worker;
 revoke all on function app.field_problem(text,text,text) from public;
+
+CREATE OR REPLACE FUNCTION app.gate_with_limit(p_token_hash bytea, p_workspace_id uuid, p_class text, p_limit integer, p_min_plan text DEFAULT 'basic'::text, p_bucket text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_principal jsonb;
+  v_user app.users;
+  v_key app.api_keys;
+  v_org app.organizations;
+  v_session_id uuid;
+  v_role text;
+  v_rate jsonb;
+begin
+  if p_token_hash is null then
+    if p_bucket is null then
+      return jsonb_build_object('error', jsonb_build_object('status', 401, 'code', 'UNAUTHENTICATED',
+        'message', 'Send a bearer credential: Authorization: Bearer <API key or session token>.'));
+    end if;
+    -- Anonymous routes (sign-up, sign-in) are limited per client bucket.
+    v_rate := app.rate_limit_hit(p_bucket, p_class, p_limit);
+    if not (v_rate ->> 'allowed')::boolean then
+      return jsonb_build_object('rate', v_rate, 'error', jsonb_build_object('status', 429, 'code', 'RATE_LIMITED',
+        'message', 'Too many requests; retry after the time in Retry-After.'));
+    end if;
+    return jsonb_build_object('rate', v_rate);
+  end if;
+
+  select s.id into v_session_id
+  from app.sessions s
+  where s.token_hash = p_token_hash and s.revoked_at is null and s.expires_at > now();
+  if v_session_id is not null then
+    select u.* into v_user from app.users u join app.sessions s on s.user_id = u.id
+    where s.id = v_session_id and u.status = 'active';
+  end if;
+
+  if v_user.id is not null then
+    v_principal := jsonb_build_object('actorKind', 'user', 'userId', v_user.id,
+      'sessionId', v_session_id, 'organizationId', v_user.organization_id, 'orgRole', v_user.org_role);
+  else
+    select * into v_key from app.api_keys where key_hash = p_token_hash;
+    if v_key.id is null then
+      return jsonb_build_object('error', jsonb_build_object('status', 401, 'code', 'UNAUTHENTICATED',
+        'message', 'The bearer credential is not a valid API key or session token.'));
+    end if;
+    v_principal := jsonb_build_object('actorKind', 'api_key', 'apiKeyId', v_key.id,
+      'apiKeyPrefix', v_key.key_prefix, 'organizationId', v_key.organization_id,
+      'userId', v_key.created_by);
+    if v_key.revoked_at is not null then
+      return jsonb_build_object('principal', v_principal, 'error', jsonb_build_object('status', 401,
+        'code', 'KEY_REVOKED', 'message', 'This API key was revoked.'));
+    end if;
+    if v_key.expires_at is not null and v_key.expires_at <= now() then
+      return jsonb_build_object('principal', v_principal, 'error', jsonb_build_object('status', 401,
+        'code', 'KEY_EXPIRED', 'message', format('This API key expired at %s.', v_key.expires_at)));
+    end if;
+    if v_key.last_used_at is null or v_key.last_used_at < now() - interval '5 seconds' then
+      update app.api_keys set last_used_at = now() where id = v_key.id;
+    end if;
+  end if;
+
+  select * into v_org from app.organizations where id = (v_principal ->> 'organizationId')::uuid;
+  v_principal := v_principal || jsonb_build_object('plan', v_org.plan);
+  if v_org.plan = 'trial' and v_org.trial_ends_at <= now() then
+    return jsonb_build_object('principal', v_principal, 'error', jsonb_build_object('status', 401,
+      'code', 'PLAN_REQUIRED',
+      'message', format('The free trial of this organization ended at %s; an owner must choose a paid plan.', v_org.trial_ends_at),
+      'details', jsonb_build_object('plan', v_org.plan, 'trialEndedAt', v_org.trial_ends_at)));
+  end if;
+  if app.plan_rank(v_org.plan) < app.plan_rank(p_min_plan) then
+    return jsonb_build_object('principal', v_principal, 'error', jsonb_build_object('status', 401,
+      'code', 'PLAN_REQUIRED',
+      'message', format('This route needs the %s plan or higher; this organization is on %s.', p_min_plan, v_org.plan),
+      'details', jsonb_build_object('plan', v_org.plan, 'requiredPlan', p_min_plan)));
+  end if;
+
+  if p_workspace_id is not null then
+    if v_principal ->> 'actorKind' = 'api_key' then
+      select r.role into v_role from app.api_key_workspace_roles(v_key.id) r where r.workspace_id = p_workspace_id;
+    else
+      select r.role into v_role from app.user_workspace_roles(v_user.id) r where r.workspace_id = p_workspace_id;
+    end if;
+    if v_role is null then
+      return jsonb_build_object('principal', v_principal, 'error', jsonb_build_object('status', 403,
+        'code', 'WORKSPACE_FORBIDDEN',
+        'message', 'The credential has no access to this workspace.',
+        'details', jsonb_build_object('workspaceId', p_workspace_id)));
+    end if;
+  end if;
+
+  v_rate := app.rate_limit_hit(coalesce(p_workspace_id::text, 'principal:' || coalesce(v_key.id, v_user.id)::text),
+                               p_class, p_limit);
+  if not (v_rate ->> 'allowed')::boolean then
+    return jsonb_build_object('principal', v_principal, 'workspaceId', p_workspace_id, 'workspaceRole', v_role,
+      'rate', v_rate, 'error', jsonb_build_object('status', 429, 'code', 'RATE_LIMITED',
+        'message', format('The %s limit of %s requests per minute for this workspace is used up; retry after %s s.',
+                          p_class, p_limit, v_rate ->> 'reset'),
+        'details', jsonb_build_object('class', p_class, 'limit', p_limit, 'retryAfter', (v_rate ->> 'reset')::int)));
+  end if;
+
+  return jsonb_build_object('principal', v_principal, 'workspaceId', p_workspace_id,
+    'workspaceRole', v_role, 'rate', v_rate);
+end
+$function$;
+alter function app.gate_with_limit(bytea,uuid,text,integer,text,text) owner to pressroom_definer;
+comment on function app.gate_with_limit(bytea,uuid,text,integer,text,text) is 'The gate''s body (authentication, workspace grant, plan, rate limit) with the limit given; called by api.gate.';
+revoke all on function app.gate_with_limit(bytea,uuid,text,integer,text,text) from public;
 
 CREATE OR REPLACE FUNCTION app.grant_api_columns(p_table regclass, p_privileges text[], p_except text[] DEFAULT '{}'::text[])
  RETURNS void
@@ -4729,6 +4890,30 @@ revoke all on function app.principal_workspace_roles() from public;
 CREATE OR REPLACE FUNCTION app.publish_claim(p_content_id uuid, p_job_id uuid, p_resendable text[])
  RETURNS jsonb
  LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_claim jsonb := app.publish_claim_attempt(p_content_id, p_job_id, p_resendable);
+  v_integration jsonb := v_claim #> '{edition,integration}';
+begin
+  if v_claim ->> 'action' = 'send'
+     and ((v_integration ->> 'deleted')::boolean or v_integration ->> 'status' = 'disconnected') then
+    -- Nothing to send to: a permanent failure, recorded at once.
+    perform app.publish_record((v_claim ->> 'attemptId')::uuid, 'failed', 'The channel was disconnected or deleted.',
+      null, null);
+    return jsonb_build_object('action', 'skip', 'reason', 'channel_unavailable');
+  end if;
+  return v_claim;
+end
+$function$;
+comment on function app.publish_claim(uuid,uuid,text[]) is 'The engine''s claim of a due edition (app.publish_claim_attempt); an edition whose channel is disconnected or deleted fails permanently here instead of being sent.';
+grant execute on function app.publish_claim(uuid,uuid,text[]) to pressroom_definer;
+grant execute on function app.publish_claim(uuid,uuid,text[]) to pressroom_worker;
+revoke all on function app.publish_claim(uuid,uuid,text[]) from public;
+
+CREATE OR REPLACE FUNCTION app.publish_claim_attempt(p_content_id uuid, p_job_id uuid, p_resendable text[])
+ RETURNS jsonb
+ LANGUAGE plpgsql
 AS $function$
 declare
   v app.content_items;
@@ -4791,9 +4976,10 @@ begin
     'token', a.idempotency_token, 'resend', false, 'edition', app.publish_edition_json(v.id));
 end
 $function$;
-grant execute on function app.publish_claim(uuid,uuid,text[]) to pressroom_definer;
-grant execute on function app.publish_claim(uuid,uuid,text[]) to pressroom_worker;
-revoke all on function app.publish_claim(uuid,uuid,text[]) from public;
+comment on function app.publish_claim_attempt(uuid,uuid,text[]) is 'Claims a due edition for a publish job and commits the attempt before the platform is called; called by app.publish_claim.';
+grant execute on function app.publish_claim_attempt(uuid,uuid,text[]) to pressroom_definer;
+grant execute on function app.publish_claim_attempt(uuid,uuid,text[]) to pressroom_worker;
+revoke all on function app.publish_claim_attempt(uuid,uuid,text[]) from public;
 
 CREATE OR REPLACE FUNCTION app.publish_edition_json(p_item_id uuid)
  RETURNS jsonb
@@ -4825,7 +5011,21 @@ grant execute on function app.publish_edition_json(uuid) to pressroom_definer;
 grant execute on function app.publish_edition_json(uuid) to pressroom_worker;
 revoke all on function app.publish_edition_json(uuid) from public;
 
-CREATE OR REPLACE FUNCTION app.publish_record(p_attempt_id uuid, p_outcome text, p_error text, p_platform_post_id text, p_permalink text, p_max_attempts integer, p_retry_base_ms integer)
+CREATE OR REPLACE FUNCTION app.publish_record(p_attempt_id uuid, p_outcome text, p_error text, p_platform_post_id text, p_permalink text)
+ RETURNS jsonb
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+  select app.publish_record_with_policy(p_attempt_id, p_outcome, p_error, p_platform_post_id, p_permalink,
+    app.setting_int('publish_max_attempts'), app.setting_int('publish_retry_base_ms'))
+$function$;
+alter function app.publish_record(uuid,text,text,text,text) owner to pressroom_definer;
+comment on function app.publish_record(uuid,text,text,text,text) is 'The engine records what the platform answered for a claimed attempt (published, failed, transient, unknown): statuses, retries with exponential backoff (publish_max_attempts, publish_retry_base_ms), awaiting confirmation.';
+grant execute on function app.publish_record(uuid,text,text,text,text) to pressroom_worker;
+revoke all on function app.publish_record(uuid,text,text,text,text) from public;
+
+CREATE OR REPLACE FUNCTION app.publish_record_with_policy(p_attempt_id uuid, p_outcome text, p_error text, p_platform_post_id text, p_permalink text, p_max_attempts integer, p_retry_base_ms integer)
  RETURNS jsonb
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -4883,9 +5083,10 @@ begin
   end if;
 end
 $function$;
-alter function app.publish_record(uuid,text,text,text,text,integer,integer) owner to pressroom_definer;
-grant execute on function app.publish_record(uuid,text,text,text,text,integer,integer) to pressroom_worker;
-revoke all on function app.publish_record(uuid,text,text,text,text,integer,integer) from public;
+alter function app.publish_record_with_policy(uuid,text,text,text,text,integer,integer) owner to pressroom_definer;
+comment on function app.publish_record_with_policy(uuid,text,text,text,text,integer,integer) is 'Records a publish attempt''s outcome with the retry policy given; called by app.publish_record.';
+grant execute on function app.publish_record_with_policy(uuid,text,text,text,text,integer,integer) to pressroom_worker;
+revoke all on function app.publish_record_with_policy(uuid,text,text,text,text,integer,integer) from public;
 
 CREATE OR REPLACE FUNCTION app.published_caption_secret(p_id uuid)
  RETURNS text
@@ -5505,6 +5706,39 @@ grant execute on function app.series_occurrence_times(app.recurring_series,integ
 grant execute on function app.series_occurrence_times(app.recurring_series,integer,integer) to pressroom_worker;
 revoke all on function app.series_occurrence_times(app.recurring_series,integer,integer) from public;
 
+CREATE OR REPLACE FUNCTION app.setting(p_key text)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+ SET search_path TO 'pg_catalog'
+AS $function$ select value from app.settings where key = p_key $function$;
+comment on function app.setting(text) is 'The value in force of a setting (app.settings), or null for an unknown key.';
+grant execute on function app.setting(text) to pressroom_api;
+grant execute on function app.setting(text) to pressroom_definer;
+grant execute on function app.setting(text) to pressroom_worker;
+revoke all on function app.setting(text) from public;
+
+CREATE OR REPLACE FUNCTION app.setting_int(p_key text)
+ RETURNS integer
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO 'pg_catalog'
+AS $function$
+declare
+  v jsonb := app.setting(p_key);
+begin
+  if v is null or jsonb_typeof(v) <> 'number' then
+    raise exception 'app.setting_int: % is not an integer setting', p_key;
+  end if;
+  return v::text::int;
+end
+$function$;
+comment on function app.setting_int(text) is 'An integer setting; raises for an unknown key.';
+grant execute on function app.setting_int(text) to pressroom_api;
+grant execute on function app.setting_int(text) to pressroom_definer;
+grant execute on function app.setting_int(text) to pressroom_worker;
+revoke all on function app.setting_int(text) from public;
+
 CREATE OR REPLACE FUNCTION app.settings_problems(p_platform text, p_settings jsonb, p_prefix text, p_require boolean)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -5561,6 +5795,53 @@ grant execute on function app.settings_problems(text,jsonb,text,boolean) to pres
 grant execute on function app.settings_problems(text,jsonb,text,boolean) to pressroom_definer;
 grant execute on function app.settings_problems(text,jsonb,text,boolean) to pressroom_worker;
 revoke all on function app.settings_problems(text,jsonb,text,boolean) from public;
+
+CREATE OR REPLACE FUNCTION app.signup_with_policy(p_email text, p_password_hash text, p_organization_name text, p_workspace_name text, p_session_token_hash bytea, p_session_ttl_seconds integer, p_allow_signup boolean, p_plan text, p_trial_days integer DEFAULT 3)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_org app.organizations;
+  v_user app.users;
+  v_ws app.workspaces;
+  v_session app.sessions;
+begin
+  -- One sign-up at a time decides whether the install is still empty.
+  perform pg_advisory_xact_lock(hashtext('pressroom.signup'));
+  if not p_allow_signup and exists (select 1 from app.organizations) then
+    perform app.raise(403, 'SIGNUP_CLOSED',
+      'Sign-up is closed on this server; ask an administrator for an account (ALLOW_SIGNUP=true opens it).');
+  end if;
+  if exists (select 1 from app.users where lower(email) = lower(p_email)) then
+    perform app.raise(409, 'EMAIL_TAKEN', 'An account with this email already exists.',
+      jsonb_build_object('field', 'email'));
+  end if;
+  insert into app.organizations (name, plan, trial_ends_at)
+  values (p_organization_name, p_plan,
+          case when p_plan = 'trial' then now() + make_interval(days => p_trial_days) end)
+  returning * into v_org;
+  insert into app.users (organization_id, email, password_hash, org_role, status)
+  values (v_org.id, p_email, p_password_hash, 'owner', 'active')
+  returning * into v_user;
+  insert into app.workspaces (organization_id, name) values (v_org.id, p_workspace_name)
+  returning * into v_ws;
+  insert into app.workspace_members (workspace_id, user_id, organization_id, role)
+  values (v_ws.id, v_user.id, v_org.id, 'manager');
+  insert into app.sessions (user_id, organization_id, token_hash, expires_at)
+  values (v_user.id, v_org.id, p_session_token_hash, now() + make_interval(secs => p_session_ttl_seconds))
+  returning * into v_session;
+  return jsonb_build_object(
+    'user', app.user_json(v_user),
+    'organization', app.organization_json(v_org),
+    'workspace', app.workspace_json(v_ws, 'manager'),
+    'session', jsonb_build_object('token', null, 'expiresAt', v_session.expires_at));
+end
+$function$;
+alter function app.signup_with_policy(text,text,text,text,bytea,integer,boolean,text,integer) owner to pressroom_definer;
+comment on function app.signup_with_policy(text,text,text,text,bytea,integer,boolean,text,integer) is 'Sign-up''s body with the policy given; called by api.signup with the settings in force.';
+revoke all on function app.signup_with_policy(text,text,text,text,bytea,integer,boolean,text,integer) from public;
 
 CREATE OR REPLACE FUNCTION app.snapshot_effective(p jsonb)
  RETURNS jsonb
@@ -6762,6 +7043,46 @@ alter function api.add_member(text,text) owner to pressroom_api;
 grant execute on function api.add_member(text,text) to pressroom_request;
 revoke all on function api.add_member(text,text) from public;
 
+CREATE OR REPLACE FUNCTION api.apply_settings(p_settings jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_key text;
+  v_value jsonb;
+  v_problems jsonb := '[]';
+  v_row app.settings;
+begin
+  if jsonb_typeof(p_settings) is distinct from 'object' then
+    perform app.raise(400, 'VALIDATION_FAILED', 'Settings are a JSON object.');
+  end if;
+  for v_key, v_value in select * from jsonb_each(p_settings) loop
+    select * into v_row from app.settings where key = v_key;
+    if v_row.key is null then
+      v_problems := v_problems || jsonb_build_array(app.field_problem(v_key, 'unknown_setting', 'is not a setting'));
+    elsif not (v_row.kind = 'boolean' and jsonb_typeof(v_value) = 'boolean'
+            or v_row.kind = 'integer' and jsonb_typeof(v_value) = 'number' and v_value::text ~ '^\d+$'
+               and v_value::numeric >= coalesce(v_row.minimum, 0)
+            or v_row.kind = 'plan' and v_value #>> '{}' in ('trial', 'basic', 'standard', 'premium')) then
+      v_problems := v_problems || jsonb_build_array(app.field_problem(v_key, 'invalid', format('must be a %s%s', v_row.kind,
+        case when v_row.minimum is not null then format(' of at least %s', v_row.minimum) else '' end)));
+    end if;
+  end loop;
+  if jsonb_array_length(v_problems) > 0 then
+    perform app.raise_field_problems(v_problems);
+  end if;
+  update app.settings s set value = p_settings -> s.key, updated_at = now()
+  where p_settings ? s.key and s.value is distinct from p_settings -> s.key;
+  return (select jsonb_object_agg(key, value order by key) from app.settings);
+end
+$function$;
+alter function api.apply_settings(jsonb) owner to pressroom_definer;
+comment on function api.apply_settings(jsonb) is 'Called by the server at start (as pressroom_app) with its configuration: writes the given settings after checking every key and value (400 VALIDATION_FAILED otherwise); returns every setting in force.';
+grant execute on function api.apply_settings(jsonb) to pressroom_app;
+revoke all on function api.apply_settings(jsonb) from public;
+
 CREATE OR REPLACE FUNCTION api.attach_media_labels(p_id uuid, p_label_ids uuid[])
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -7533,31 +7854,18 @@ grant execute on function api.create_media_label_group(text) to pressroom_reques
 grant execute on function api.create_media_label_group(text) to pressroom_worker;
 revoke all on function api.create_media_label_group(text) from public;
 
-CREATE OR REPLACE FUNCTION api.create_session(p_user_id uuid, p_verified_hash text, p_token_hash bytea, p_ttl_seconds integer)
+CREATE OR REPLACE FUNCTION api.create_session(p_user_id uuid, p_verified_hash text, p_token_hash bytea)
  RETURNS jsonb
- LANGUAGE plpgsql
+ LANGUAGE sql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
-declare
-  v_user app.users;
-  v_session app.sessions;
-begin
-  select * into v_user from app.users where id = p_user_id and status = 'active'
-    and password_hash = p_verified_hash;
-  if v_user.id is null then
-    perform app.raise(401, 'INVALID_CREDENTIALS', 'The email or password is wrong.');
-  end if;
-  insert into app.sessions (user_id, organization_id, token_hash, expires_at)
-  values (v_user.id, v_user.organization_id, p_token_hash, now() + make_interval(secs => p_ttl_seconds))
-  returning * into v_session;
-  return jsonb_build_object('token', null, 'expiresAt', v_session.expires_at,
-    'user', app.user_json(v_user));
-end
+  select app.create_session_with_ttl(p_user_id, p_verified_hash, p_token_hash, app.setting_int('session_ttl_seconds'))
 $function$;
-alter function api.create_session(uuid,text,bytea,integer) owner to pressroom_definer;
-grant execute on function api.create_session(uuid,text,bytea,integer) to pressroom_request;
-revoke all on function api.create_session(uuid,text,bytea,integer) from public;
+alter function api.create_session(uuid,text,bytea) owner to pressroom_definer;
+comment on function api.create_session(uuid,text,bytea) is 'Serves POST /v1/auth/login (login_v1) once the server verified the password against the hash it read: opens a session of the lifetime in force (session_ttl_seconds).';
+grant execute on function api.create_session(uuid,text,bytea) to pressroom_request;
+revoke all on function api.create_session(uuid,text,bytea) from public;
 
 CREATE OR REPLACE FUNCTION api.create_taxonomy_term(p_kind text, p_name text, p_color text)
  RETURNS jsonb
@@ -7974,115 +8282,25 @@ alter function api.end_current_session() owner to pressroom_api;
 grant execute on function api.end_current_session() to pressroom_request;
 revoke all on function api.end_current_session() from public;
 
-CREATE OR REPLACE FUNCTION api.gate(p_token_hash bytea, p_workspace_id uuid, p_class text, p_limit integer, p_min_plan text DEFAULT 'basic'::text, p_bucket text DEFAULT NULL::text)
+CREATE OR REPLACE FUNCTION api.gate(p_token_hash bytea, p_workspace_id uuid, p_class text, p_min_plan text DEFAULT 'basic'::text, p_bucket text DEFAULT NULL::text)
  RETURNS jsonb
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
-declare
-  v_principal jsonb;
-  v_user app.users;
-  v_key app.api_keys;
-  v_org app.organizations;
-  v_session_id uuid;
-  v_role text;
-  v_rate jsonb;
 begin
-  if p_token_hash is null then
-    if p_bucket is null then
-      return jsonb_build_object('error', jsonb_build_object('status', 401, 'code', 'UNAUTHENTICATED',
-        'message', 'Send a bearer credential: Authorization: Bearer <API key or session token>.'));
-    end if;
-    -- Anonymous routes (sign-up, sign-in) are limited per client bucket.
-    v_rate := app.rate_limit_hit(p_bucket, p_class, p_limit);
-    if not (v_rate ->> 'allowed')::boolean then
-      return jsonb_build_object('rate', v_rate, 'error', jsonb_build_object('status', 429, 'code', 'RATE_LIMITED',
-        'message', 'Too many requests; retry after the time in Retry-After.'));
-    end if;
-    return jsonb_build_object('rate', v_rate);
+  if p_class not in ('read', 'write', 'expensive') then
+    raise exception 'api.gate: unknown throttle class %', p_class;
   end if;
-
-  select s.id into v_session_id
-  from app.sessions s
-  where s.token_hash = p_token_hash and s.revoked_at is null and s.expires_at > now();
-  if v_session_id is not null then
-    select u.* into v_user from app.users u join app.sessions s on s.user_id = u.id
-    where s.id = v_session_id and u.status = 'active';
-  end if;
-
-  if v_user.id is not null then
-    v_principal := jsonb_build_object('actorKind', 'user', 'userId', v_user.id,
-      'sessionId', v_session_id, 'organizationId', v_user.organization_id, 'orgRole', v_user.org_role);
-  else
-    select * into v_key from app.api_keys where key_hash = p_token_hash;
-    if v_key.id is null then
-      return jsonb_build_object('error', jsonb_build_object('status', 401, 'code', 'UNAUTHENTICATED',
-        'message', 'The bearer credential is not a valid API key or session token.'));
-    end if;
-    v_principal := jsonb_build_object('actorKind', 'api_key', 'apiKeyId', v_key.id,
-      'apiKeyPrefix', v_key.key_prefix, 'organizationId', v_key.organization_id,
-      'userId', v_key.created_by);
-    if v_key.revoked_at is not null then
-      return jsonb_build_object('principal', v_principal, 'error', jsonb_build_object('status', 401,
-        'code', 'KEY_REVOKED', 'message', 'This API key was revoked.'));
-    end if;
-    if v_key.expires_at is not null and v_key.expires_at <= now() then
-      return jsonb_build_object('principal', v_principal, 'error', jsonb_build_object('status', 401,
-        'code', 'KEY_EXPIRED', 'message', format('This API key expired at %s.', v_key.expires_at)));
-    end if;
-    if v_key.last_used_at is null or v_key.last_used_at < now() - interval '5 seconds' then
-      update app.api_keys set last_used_at = now() where id = v_key.id;
-    end if;
-  end if;
-
-  select * into v_org from app.organizations where id = (v_principal ->> 'organizationId')::uuid;
-  v_principal := v_principal || jsonb_build_object('plan', v_org.plan);
-  if v_org.plan = 'trial' and v_org.trial_ends_at <= now() then
-    return jsonb_build_object('principal', v_principal, 'error', jsonb_build_object('status', 401,
-      'code', 'PLAN_REQUIRED',
-      'message', format('The free trial of this organization ended at %s; an owner must choose a paid plan.', v_org.trial_ends_at),
-      'details', jsonb_build_object('plan', v_org.plan, 'trialEndedAt', v_org.trial_ends_at)));
-  end if;
-  if app.plan_rank(v_org.plan) < app.plan_rank(p_min_plan) then
-    return jsonb_build_object('principal', v_principal, 'error', jsonb_build_object('status', 401,
-      'code', 'PLAN_REQUIRED',
-      'message', format('This route needs the %s plan or higher; this organization is on %s.', p_min_plan, v_org.plan),
-      'details', jsonb_build_object('plan', v_org.plan, 'requiredPlan', p_min_plan)));
-  end if;
-
-  if p_workspace_id is not null then
-    if v_principal ->> 'actorKind' = 'api_key' then
-      select r.role into v_role from app.api_key_workspace_roles(v_key.id) r where r.workspace_id = p_workspace_id;
-    else
-      select r.role into v_role from app.user_workspace_roles(v_user.id) r where r.workspace_id = p_workspace_id;
-    end if;
-    if v_role is null then
-      return jsonb_build_object('principal', v_principal, 'error', jsonb_build_object('status', 403,
-        'code', 'WORKSPACE_FORBIDDEN',
-        'message', 'The credential has no access to this workspace.',
-        'details', jsonb_build_object('workspaceId', p_workspace_id)));
-    end if;
-  end if;
-
-  v_rate := app.rate_limit_hit(coalesce(p_workspace_id::text, 'principal:' || coalesce(v_key.id, v_user.id)::text),
-                               p_class, p_limit);
-  if not (v_rate ->> 'allowed')::boolean then
-    return jsonb_build_object('principal', v_principal, 'workspaceId', p_workspace_id, 'workspaceRole', v_role,
-      'rate', v_rate, 'error', jsonb_build_object('status', 429, 'code', 'RATE_LIMITED',
-        'message', format('The %s limit of %s requests per minute for this workspace is used up; retry after %s s.',
-                          p_class, p_limit, v_rate ->> 'reset'),
-        'details', jsonb_build_object('class', p_class, 'limit', p_limit, 'retryAfter', (v_rate ->> 'reset')::int)));
-  end if;
-
-  return jsonb_build_object('principal', v_principal, 'workspaceId', p_workspace_id,
-    'workspaceRole', v_role, 'rate', v_rate);
+  return app.gate_with_limit(p_token_hash, p_workspace_id, p_class, app.setting_int('rate_limit_' || p_class),
+                             p_min_plan, p_bucket);
 end
 $function$;
-alter function api.gate(bytea,uuid,text,integer,text,text) owner to pressroom_definer;
-grant execute on function api.gate(bytea,uuid,text,integer,text,text) to pressroom_app;
-grant execute on function api.gate(bytea,uuid,text,integer,text,text) to pressroom_request;
-revoke all on function api.gate(bytea,uuid,text,integer,text,text) from public;
+alter function api.gate(bytea,uuid,text,text,text) owner to pressroom_definer;
+comment on function api.gate(bytea,uuid,text,text,text) is 'Runs first for every /v1 and /v2 call (server/http/pipeline.ts), as pressroom_app: authenticates the bearer token (session or API key), checks the workspace grant and the plan, and counts the rate limit of the operation''s class with the limit in force (app.settings rate_limit_<class>). Returns the principal, the workspace role and the rate state, or the error to answer (401 UNAUTHENTICATED, PLAN_REQUIRED; 403 WORKSPACE_FORBIDDEN; 429 RATE_LIMITED).';
+grant execute on function api.gate(bytea,uuid,text,text,text) to pressroom_app;
+grant execute on function api.gate(bytea,uuid,text,text,text) to pressroom_request;
+revoke all on function api.gate(bytea,uuid,text,text,text) from public;
 
 CREATE OR REPLACE FUNCTION api.get_article(p_id uuid)
  RETURNS jsonb
@@ -9804,52 +10022,20 @@ alter function api.set_content_intended_publish_time(uuid,timestamp with time zo
 grant execute on function api.set_content_intended_publish_time(uuid,timestamp with time zone) to pressroom_request;
 revoke all on function api.set_content_intended_publish_time(uuid,timestamp with time zone) from public;
 
-CREATE OR REPLACE FUNCTION api.signup(p_email text, p_password_hash text, p_organization_name text, p_workspace_name text, p_session_token_hash bytea, p_session_ttl_seconds integer, p_allow_signup boolean, p_plan text, p_trial_days integer DEFAULT 3)
+CREATE OR REPLACE FUNCTION api.signup(p_email text, p_password_hash text, p_organization_name text, p_workspace_name text, p_session_token_hash bytea)
  RETURNS jsonb
- LANGUAGE plpgsql
+ LANGUAGE sql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
-declare
-  v_org app.organizations;
-  v_user app.users;
-  v_ws app.workspaces;
-  v_session app.sessions;
-begin
-  -- One sign-up at a time decides whether the install is still empty.
-  perform pg_advisory_xact_lock(hashtext('pressroom.signup'));
-  if not p_allow_signup and exists (select 1 from app.organizations) then
-    perform app.raise(403, 'SIGNUP_CLOSED',
-      'Sign-up is closed on this server; ask an administrator for an account (ALLOW_SIGNUP=true opens it).');
-  end if;
-  if exists (select 1 from app.users where lower(email) = lower(p_email)) then
-    perform app.raise(409, 'EMAIL_TAKEN', 'An account with this email already exists.',
-      jsonb_build_object('field', 'email'));
-  end if;
-  insert into app.organizations (name, plan, trial_ends_at)
-  values (p_organization_name, p_plan,
-          case when p_plan = 'trial' then now() + make_interval(days => p_trial_days) end)
-  returning * into v_org;
-  insert into app.users (organization_id, email, password_hash, org_role, status)
-  values (v_org.id, p_email, p_password_hash, 'owner', 'active')
-  returning * into v_user;
-  insert into app.workspaces (organization_id, name) values (v_org.id, p_workspace_name)
-  returning * into v_ws;
-  insert into app.workspace_members (workspace_id, user_id, organization_id, role)
-  values (v_ws.id, v_user.id, v_org.id, 'manager');
-  insert into app.sessions (user_id, organization_id, token_hash, expires_at)
-  values (v_user.id, v_org.id, p_session_token_hash, now() + make_interval(secs => p_session_ttl_seconds))
-  returning * into v_session;
-  return jsonb_build_object(
-    'user', app.user_json(v_user),
-    'organization', app.organization_json(v_org),
-    'workspace', app.workspace_json(v_ws, 'manager'),
-    'session', jsonb_build_object('token', null, 'expiresAt', v_session.expires_at));
-end
+  select app.signup_with_policy(p_email, p_password_hash, p_organization_name, p_workspace_name, p_session_token_hash,
+    app.setting_int('session_ttl_seconds'), (app.setting('allow_signup'))::text::boolean,
+    app.setting('default_plan') #>> '{}', app.setting_int('trial_days'))
 $function$;
-alter function api.signup(text,text,text,text,bytea,integer,boolean,text,integer) owner to pressroom_definer;
-grant execute on function api.signup(text,text,text,text,bytea,integer,boolean,text,integer) to pressroom_request;
-revoke all on function api.signup(text,text,text,text,bytea,integer,boolean,text,integer) from public;
+alter function api.signup(text,text,text,text,bytea) owner to pressroom_definer;
+comment on function api.signup(text,text,text,text,bytea) is 'Serves POST /v1/auth/signup (signup_v1): creates an organization with the plan in force (default_plan, trial_days), its owner, a first workspace and a session. After the first organization, refused with 403 SIGNUP_CLOSED unless allow_signup is on.';
+grant execute on function api.signup(text,text,text,text,bytea) to pressroom_request;
+revoke all on function api.signup(text,text,text,text,bytea) from public;
 
 CREATE OR REPLACE FUNCTION api.storage_media_object(p_id uuid)
  RETURNS jsonb

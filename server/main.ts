@@ -3,6 +3,7 @@ import { createApp } from './app.ts';
 import { loadConfig } from './config.ts';
 import { openDatabase } from './db/open.ts';
 import { openPool } from './db/pool.ts';
+import { applySettings } from './db/settings.ts';
 import { startWorker } from './jobs/worker.ts';
 import { createLogger } from './log.ts';
 
@@ -11,6 +12,7 @@ export async function main() {
   const log = createLogger(config.LOG_LEVEL, { service: 'pressroom' });
   const db = await openDatabase(config, log);
   const pool = await openPool(db.appUrl, config.DB_POOL_SIZE);
+  await applySettings(pool, config);
   const worker = config.RUN_WORKER ? await startWorker({ ownerUrl: db.ownerUrl, pool, log, config }) : null;
   let server: ReturnType<typeof createServer> | null = null;
   if (config.RUN_API) {

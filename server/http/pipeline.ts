@@ -84,10 +84,6 @@ function bearer(req: Request): string | null {
   return m ? m[1] : '';
 }
 
-function limitFor(config: Config, throttle: string): number {
-  return throttle === 'read' ? config.RATE_LIMIT_READ : throttle === 'write' ? config.RATE_LIMIT_WRITE : config.RATE_LIMIT_EXPENSIVE;
-}
-
 function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (value && typeof value === 'object') {
@@ -154,7 +150,7 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
       const bucket = op.anonymous ? `ip:${req.ip}` : null;
       gate = (await pool.oneFirst(sql.type(jsonResult)`
         select api.gate(${token ? sql.binary(sha256(token)) : null}, ${wsParam}, ${op.throttle},
-                        ${limitFor(config, op.throttle)}, ${op.minPlan}, ${bucket}) as result`)) as GateResult;
+                        ${op.minPlan}, ${bucket}) as result`)) as GateResult;
       if (gate.rate) {
         headers['X-RateLimit-Limit'] = String(gate.rate.limit);
         headers['X-RateLimit-Remaining'] = String(gate.rate.remaining);

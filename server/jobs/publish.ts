@@ -141,53 +141,49 @@ export async function publishOne(
   const e = claim.edition;
   const g = e.integration;
   let result: PublishResult;
-  if (g.deleted || g.status === 'disconnected') {
-    result = { state: 'failed', permanent: true, error: 'The channel was disconnected or deleted.' };
-  } else {
-    const integration: IntegrationRef = {
-      id: g.id,
-      connector: g.connector,
-      platform: g.platform,
-      name: g.name,
-      username: g.username,
-      settings: g.settings ?? {},
-      webhookUrl: g.webhookUrl,
-      webhookSecret: g.webhookSecret,
-    };
-    const urls = await signedMediaUrls(pool, config, [...e.media.map((m) => m.id), ...e.thread.flatMap((t) => t.mediaIds)]);
-    // Every id resolves (the claim checked the media); the URN is a last resort for bytes that cannot be signed.
-    const mediaUrl = (id: string) => urls.get(id) ?? `urn:pressroom:media:${id}`;
-    const types = new Map(e.media.map((m) => [m.id, m.type]));
-    try {
-      result = await registry.get(g.connector).publish(integration, {
-        id: e.id,
-        rootId: e.rootId,
-        attempt: claim.runAttempt,
-        caption: e.caption,
-        title: e.title,
-        settings: e.settings ?? {},
-        media: e.media.map((m) => ({ id: m.id, type: m.type, url: mediaUrl(m.id), contentType: m.contentType ?? undefined, altText: m.altText })),
-        thread: e.thread.map((t) => ({
-          caption: t.caption,
-          media: t.mediaIds.map((id) => ({ id, type: types.get(id) ?? 'image', url: mediaUrl(id), altText: null })),
-        })),
-        scheduledAt: e.scheduledAt,
-        idempotencyToken: claim.token,
-      });
-    } catch (err) {
-      // A connector that cannot do the call at all (missing secret, unsupported): permanent.
-      result =
-        err instanceof ConnectorError
-          ? { state: 'failed', permanent: true, error: err.message }
-          : { state: 'failed', permanent: false, error: `The connector failed: ${err instanceof Error ? err.message : String(err)}` };
-    }
+  // A channel that is disconnected or deleted was failed by app.publish_claim.
+  const integration: IntegrationRef = {
+    id: g.id,
+    connector: g.connector,
+    platform: g.platform,
+    name: g.name,
+    username: g.username,
+    settings: g.settings ?? {},
+    webhookUrl: g.webhookUrl,
+    webhookSecret: g.webhookSecret,
+  };
+  const urls = await signedMediaUrls(pool, config, [...e.media.map((m) => m.id), ...e.thread.flatMap((t) => t.mediaIds)]);
+  // Every id resolves (the claim checked the media); the URN is a last resort for bytes that cannot be signed.
+  const mediaUrl = (id: string) => urls.get(id) ?? `urn:pressroom:media:${id}`;
+  const types = new Map(e.media.map((m) => [m.id, m.type]));
+  try {
+    result = await registry.get(g.connector).publish(integration, {
+      id: e.id,
+      rootId: e.rootId,
+      attempt: claim.runAttempt,
+      caption: e.caption,
+      title: e.title,
+      settings: e.settings ?? {},
+      media: e.media.map((m) => ({ id: m.id, type: m.type, url: mediaUrl(m.id), contentType: m.contentType ?? undefined, altText: m.altText })),
+      thread: e.thread.map((t) => ({
+        caption: t.caption,
+        media: t.mediaIds.map((id) => ({ id, type: types.get(id) ?? 'image', url: mediaUrl(id), altText: null })),
+      })),
+      scheduledAt: e.scheduledAt,
+      idempotencyToken: claim.token,
+    });
+  } catch (err) {
+    // A connector that cannot do the call at all (missing secret, unsupported): permanent.
+    result =
+      err instanceof ConnectorError
+        ? { state: 'failed', permanent: true, error: err.message }
+        : { state: 'failed', permanent: false, error: `The connector failed: ${err instanceof Error ? err.message : String(err)}` };
   }
   const outcome = result.state === 'published' ? 'published' : result.state === 'unknown' ? 'unknown' : result.permanent ? 'failed' : 'transient';
   const recorded = await asWorker(
     pool,
     sql.fragment`app.publish_record(${claim.attemptId}::uuid, ${outcome}, ${result.state === 'published' ? null : result.error},
-      ${result.state === 'published' ? result.platformPostId : null}, ${result.state === 'published' ? result.permalink : null},
-      ${config.PUBLISH_MAX_ATTEMPTS}::int, ${config.PUBLISH_RETRY_BASE_MS}::int)`,
+      ${result.state === 'published' ? result.platformPostId : null}, ${result.state === 'published' ? result.permalink : null})`,
   );
   log?.info('publish attempt', { job: QUEUES.publish, contentId: e.id, attempt: claim.attempt, resend: claim.resend, outcome, ...recorded });
   return { outcome, ...recorded };

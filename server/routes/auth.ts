@@ -16,8 +16,7 @@ export const authRoutes: Record<string, RouteDefinition> = {
     handle: async ({ call, body, prepared, config }) => {
       const b = body as components['schemas']['SignupRequest'];
       const data = await call(sql.fragment`api.signup(${b.email}, ${prepared.passwordHash}, ${b.organizationName},
-        ${b.workspaceName}, ${sql.binary(prepared.tokenHash)}, ${config.SESSION_TTL_SECONDS}, ${config.ALLOW_SIGNUP},
-        ${config.DEFAULT_PLAN}, ${config.TRIAL_DAYS})`);
+        ${b.workspaceName}, ${sql.binary(prepared.tokenHash)})`);
       data.session.token = prepared.token;
       return { status: 201, data, actor: { userId: data.user.id, organizationId: data.organization.id } };
     },
@@ -32,7 +31,7 @@ export const authRoutes: Record<string, RouteDefinition> = {
       if (!found || !ok) throw new ApiError(401, 'INVALID_CREDENTIALS', 'The email or password is wrong.');
       const token = newSessionToken();
       const data = await call(sql.fragment`api.create_session(${found.user_id}, ${found.password_hash},
-        ${sql.binary(sha256(token))}, ${config.SESSION_TTL_SECONDS})`);
+        ${sql.binary(sha256(token))})`);
       data.token = token;
       return { status: 201, data, actor: { userId: data.user.id, organizationId: data.user.organizationId } };
     },

@@ -190,7 +190,7 @@ select set_eq('select * from pg_temp.b_fingerprint()', 'select * from b_before',
 select pg_temp.act_as_owner();
 create function pg_temp.gate(p_secret text, p_workspace text) returns jsonb
 language sql as $$
-  select api.gate(pg_temp.token(p_secret), pg_temp.id(p_workspace), 'read', 1000, 'basic', null)
+  select api.gate(pg_temp.token(p_secret), pg_temp.id(p_workspace), 'read', 'basic', null)
 $$;
 create function pg_temp.gate_code(p_secret text, p_workspace text) returns text
 language sql as $$ select coalesce(pg_temp.gate(p_secret, p_workspace) -> 'error' ->> 'code', 'none') $$;

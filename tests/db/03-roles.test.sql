@@ -106,7 +106,7 @@ select is(pg_temp.key_role('key:A1.manager', 'A1'), 'manager', 'manager key by t
 select is(pg_temp.key_role('key:A1.viewer', 'A1'), 'viewer', 'viewer key by a manager: viewer in A1');
 select is(pg_temp.key_role('key:A1.capped', 'A1'), 'editor', 'manager key created by an editor: only editor in A1');
 select is(pg_temp.key_role('key:A1', 'A2'), 'none', 'a key has no role in a workspace it was not granted');
-select is(api.gate(pg_temp.token('key:A1.capped'), pg_temp.id('A1'), 'read', 100, 'basic', null) ->> 'workspaceRole', 'editor',
+select is(api.gate(pg_temp.token('key:A1.capped'), pg_temp.id('A1'), 'read', 'basic', null) ->> 'workspaceRole', 'editor',
   'api.gate grants the capped key editor, not manager');
 select pg_temp.act_as('key:A1.capped', 'A1');
 select is(pg_temp.sqlerr($$select api.add_member('newcomer@example.test', 'viewer')$$), 'PT403 ROLE_REQUIRED',
@@ -182,7 +182,7 @@ select is(
   (select row(k.created_by, k.organization_id, k.key_hash = pg_temp.token('key:new'))::text from app.api_keys k where k.key_prefix = 'pr_new'),
   row(pg_temp.id('A.manager'), pg_temp.id('A'), true)::text,
   'the new key belongs to its creator and organization and stores the hash given');
-select is(api.gate(pg_temp.token('key:new'), pg_temp.id('A1'), 'read', 100, 'basic', null) ->> 'workspaceRole', 'editor',
+select is(api.gate(pg_temp.token('key:new'), pg_temp.id('A1'), 'read', 'basic', null) ->> 'workspaceRole', 'editor',
   'the new key works at once, as editor of A1');
 
 select pg_temp.act_as('A.manager', 'A1');
@@ -197,7 +197,7 @@ select is(api.revoke_api_key(pg_temp.id('key:A1')), jsonb_build_object('id', pg_
 select is(pg_temp.sqlerr(pg_temp.q($$select api.revoke_api_key(%L)$$, 'key:A1')), 'PT404 NOT_FOUND',
   'revoking it a second time -> PT404');
 select pg_temp.act_as_owner();
-select is(api.gate(pg_temp.token('key:A1'), pg_temp.id('A1'), 'read', 100, 'basic', null) -> 'error' ->> 'code', 'KEY_REVOKED',
+select is(api.gate(pg_temp.token('key:A1'), pg_temp.id('A1'), 'read', 'basic', null) -> 'error' ->> 'code', 'KEY_REVOKED',
   'the revoked key stops working at once');
 select pg_temp.act_as('A.owner', 'A1');
 select is(pg_temp.sqlerr(pg_temp.q($$update app.api_keys set revoked_at = null where id = %L$$, 'key:A1.revoked')),

@@ -8,6 +8,9 @@ select plan(42);
 -- Organizations A and B with their personas, workspaces and keys, and the
 -- helpers pg_temp.id, pg_temp.token, pg_temp.act_as, ...:
 -- @include personas.sql
+-- The retry policy in force (app.settings): 3 attempts, 1 s doubled.
+update app.settings set value = '3' where key = 'publish_max_attempts';
+update app.settings set value = '1000' where key = 'publish_retry_base_ms';
 
 -- ---------------------------------------------------------------------------
 -- Content fixture: channels (integrations) and media of A1 and B1, and
@@ -57,7 +60,7 @@ language plpgsql as $$
 declare v jsonb;
 begin
   perform pg_temp.as_worker();
-  v := app.publish_record(p_attempt, p_outcome, p_error, p_post, case when p_post is not null then 'https://p.example/' || p_post end, 3, 1000);
+  v := app.publish_record(p_attempt, p_outcome, p_error, p_post, case when p_post is not null then 'https://p.example/' || p_post end);
   perform pg_temp.act_as_owner();
   return v;
 end

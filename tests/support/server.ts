@@ -8,6 +8,7 @@ import { inject } from 'vitest';
 import { createApp } from '../../server/app.ts';
 import { loadConfig, type Config } from '../../server/config.ts';
 import { openPool } from '../../server/db/pool.ts';
+import { applySettings } from '../../server/db/settings.ts';
 import { loadOpenApi } from '../../server/http/openapi.ts';
 import { createLogger } from '../../server/log.ts';
 import { cloneDatabase, type Cluster, type TestDatabase } from './db.ts';
@@ -44,6 +45,7 @@ export async function startTestServer(label: string, overrides: Partial<Config> 
     overrides,
   );
   const pool = await openPool(db.appUrl, 5);
+  await applySettings(pool, config);
   const app = createApp({ pool, config, log: createLogger('silent'), openapi });
   const server: Server = createServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -141,6 +141,8 @@ insert into app.api_key_workspaces (api_key_id, workspace_id, organization_id)
 select pg_temp.id(k), pg_temp.id(ws), pg_temp.id(left(ws, 1))
 from (values ('key:A1', 'A1'), ('key:A12', 'A1'), ('key:A12', 'A2'), ('key:A1.revoked', 'A1'),
              ('key:A1.expired', 'A1'), ('key:B1', 'B1')) g (k, ws);
+-- Rate limits are out of the way unless a test sets them (app.settings).
+update app.settings set value = '100000' where key like 'rate\_limit\_%';
 -- One idempotency record in each organization.
 insert into app.idempotency_keys (workspace_id, principal_id, method, route, key, request_hash) values
   (pg_temp.id('A1'), pg_temp.id('A.editor'), 'POST', '/v1/fixture', 'fixture-a', pg_temp.token('body-a')),
