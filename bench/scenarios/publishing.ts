@@ -23,10 +23,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
-import { latencyStats, type LoadResult } from './load.ts';
-import type { Row, ScenarioReport } from './report.ts';
-import type { Scenario, ScenarioContext } from './scenario.ts';
-import { cloneForBench, nodeBinary } from './stack.ts';
+import { latencyStats, type LoadResult } from '../lib/load.ts';
+import type { Row, ScenarioReport } from '../lib/report.ts';
+import type { Scenario, ScenarioContext } from '../lib/scenario.ts';
+import { cloneForBench, nodeBinary } from '../lib/stack.ts';
 
 const EDITIONS = Math.max(1, Number(process.env.BENCH_PUBLISH_EDITIONS ?? 10_000));
 const CONCURRENCY = Math.max(1, Number(process.env.BENCH_PUBLISH_CONCURRENCY ?? 8));
