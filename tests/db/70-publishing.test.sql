@@ -1,4 +1,5 @@
--- Publishing engine in the database (70-publishing.sql): the claim records
+-- Publishing engine in the database (app.publish_claim, app.publish_record
+-- and the api.* publishing functions in db/schema.sql): the claim records
 -- the attempt before the platform is called and is refused twice, outcomes
 -- move statuses, transient failures put the job back with backoff, unknown
 -- outcomes await confirmation, locks while a job runs, and the personas of
