@@ -6,16 +6,16 @@
 // Knobs: bench/README.md.
 import { BenchAbort } from './lib/load.ts';
 import { Cleanup } from './lib/cleanup.ts';
-import { content } from './lib/content.ts';
-import { foundation } from './lib/foundation.ts';
+import { content } from './scenarios/content.ts';
+import { foundation } from './scenarios/foundation.ts';
 import { media } from './scenarios/media.ts';
-import { publishing } from './lib/publishing.ts';
+import { publishing } from './scenarios/publishing.ts';
 import { readKnobs } from './lib/knobs.ts';
 import { formatReport, machineFacts, noteNoise, writeReport } from './lib/report.ts';
 import type { Scenario } from './lib/scenario.ts';
 import { openCluster } from './lib/stack.ts';
 
-/** The registry: add a scenario here (bench/lib/<name>.ts exporting a Scenario). */
+/** The registry: add a scenario here (bench/scenarios/<name>.ts exporting a Scenario). */
 const scenarios: Scenario[] = [foundation, content, media, publishing];
 
 function usage(): string {

@@ -37,10 +37,6 @@ export function operation(operations: Operation[], id: string): Operation {
   return op;
 }
 
-function limitFor(config: Config, throttle: string): number {
-  return throttle === 'read' ? config.RATE_LIMIT_READ : throttle === 'write' ? config.RATE_LIMIT_WRITE : config.RATE_LIMIT_EXPENSIVE;
-}
-
 /** Query and body as the pipeline's validation leaves them (coerced, defaults filled in). */
 function validated(route: DirectRoute): { query: Record<string, any>; body: unknown } {
   const query: Record<string, any> = { ...(route.query ?? {}) };
@@ -54,14 +50,13 @@ function validated(route: DirectRoute): { query: Record<string, any>; body: unkn
 export function directOp(pool: DatabasePool, route: DirectRoute, config: Config): Op {
   const op = route.operation;
   const wsParam = route.params.workspaceId ?? null;
-  const limit = limitFor(config, op.throttle);
   const input = validated(route);
   return async () => {
     const started = performance.now();
     const requestId = randomUUID();
     const gate = (await pool.oneFirst(sql.type(jsonResult)`
         select api.gate(${sql.binary(sha256(route.token))}, ${wsParam}, ${op.throttle},
-                        ${limit}, ${op.minPlan}, ${null}) as result`)) as GateResult;
+                        ${op.minPlan}, ${null}) as result`)) as GateResult;
     if (gate.error) throw new Error(`direct ${route.group}: gate refused: ${JSON.stringify(gate.error)}`);
     const principal = gate.principal ?? null;
     const workspaceId = gate.workspaceId ?? null;

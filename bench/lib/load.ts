@@ -132,6 +132,10 @@ async function runWindow(ops: Op[], warmupMs: number, durationMs: number, opts: 
     const msg = firstError instanceof Error ? firstError.message : String(firstError);
     throw new BenchAbort(`${errors} request(s) failed; the first: ${msg}`);
   }
+  // Every loop stops once it sees the window's end, which can come a moment
+  // before endTimer fires (its deadline was set after t0): the window is over
+  // then, so its snapshot is taken now, as a late timer would have.
+  if (startSnap && !endSnap && performance.now() >= measureFrom + durationMs) endSnap = snapshot(w);
   if (!startSnap || !endSnap) throw new BenchAbort('the measurement window did not complete');
   const cpu = cpuDelta(startSnap as CpuSnapshot, endSnap as CpuSnapshot);
   const seconds = durationMs / 1000;

@@ -1,7 +1,8 @@
 // Article bodies: the HTML allowlist (sanitize-html), the character count as
 // publishing counts it, and the structural problems of a body. The database
 // re-checks what it can (media ids, kinds, sizes, image count, the stored
-// count's bound: db/migrations/current/80-articles.sql).
+// count's bound: app.article_media_problems, trigger articles_20_guard and
+// the checks of app.articles in db/schema.sql).
 import sanitizeHtml from 'sanitize-html';
 
 export const ARTICLE_MAX_TEXT_CHARS = 100_000;
@@ -15,7 +16,7 @@ export interface FieldProblem {
   message: string;
 }
 
-/** The spec's allowlist, exactly: p, h1-h3, strong, em, s, a (href), blockquote, ul, ol, li, hr, br, img. */
+/** The allowlist of openapi.yaml (tag Articles, "Body HTML"), exactly: p, h1-h3, strong, em, s, a (href), blockquote, ul, ol, li, hr, br, img. */
 const OPTIONS: sanitizeHtml.IOptions = {
   allowedTags: ['p', 'h1', 'h2', 'h3', 'strong', 'em', 's', 'a', 'blockquote', 'ul', 'ol', 'li', 'hr', 'br', 'img'],
   // img: only data-media-id; the service fills in src when it answers.

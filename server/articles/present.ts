@@ -1,5 +1,5 @@
-// Turns the article JSON of the database (db/migrations/current/80-articles.sql,
-// app.article_json) into the API's: every media reference (cover, images, the
+// Turns the article JSON of the database (app.article_json in db/schema.sql)
+// into the API's: every media reference (cover, images, the
 // body's <img>) gets a signed, expiring view URL from the storage driver
 // (server/storage: driver.objectUrl, disposition inline, SIGNED_URL_TTL_SECONDS),
 // and the storage facts the database handed over are dropped.

@@ -1,4 +1,4 @@
-// The publish worker (issue 5): runs each scheduled edition's pg-boss job
+// The publish worker: runs each scheduled edition's pg-boss job
 // (queue content.publish, written by the content trigger) through the
 // integration's connector, exactly once:
 //

@@ -1,4 +1,4 @@
-// One interface for every connector (DESIGN.md section 6). A connector is
+// One interface for every connector (docs/architecture.md, "Connectors"). A connector is
 // stateless and serves every integration of its kind: each call names the
 // integration it acts for. Connectors that need no outside network ship
 // now (sandbox, webhook); connectors for real platforms (OAuth) come later

@@ -5,10 +5,10 @@ import { ApiError } from '../http/errors.ts';
 import type { HandlerContext, RouteDefinition } from '../http/pipeline.ts';
 import { ConnectorError, connectorsFor, type IntegrationRef } from '../platforms/index.ts';
 
-// Articles (spec "Article", "Articles"): each handler sanitizes the body (the
-// HTML allowlist, server/articles/html.ts), calls one SQL function
-// (db/migrations/current/80-articles.sql, which holds the rules), and signs
-// the media URLs of the answer.
+// Articles (openapi.yaml: tag Articles, schema Article): each handler
+// sanitizes the body (the HTML allowlist, server/articles/html.ts), calls one
+// SQL function (api.create_article, api.update_article, ... in db/schema.sql,
+// which hold the rules), and signs the media URLs of the answer.
 
 const json = (value: unknown) => sql.jsonb((value ?? {}) as Parameters<typeof sql.jsonb>[0]);
 

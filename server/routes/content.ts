@@ -2,7 +2,7 @@ import { sql } from '../db/pool.ts';
 import type { RouteDefinition } from '../http/pipeline.ts';
 
 // Content editions, versions and recurring series: each handler calls one
-// SQL function (db/migrations/current/40-content.sql, 50-recurring.sql),
+// SQL function (api.create_content, api.list_content, ... in db/schema.sql),
 // which enforces roles, statuses, platform rules and the publish job.
 const json = (value: unknown) => sql.jsonb((value ?? {}) as Parameters<typeof sql.jsonb>[0]);
 

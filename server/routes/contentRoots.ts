@@ -2,7 +2,7 @@ import { sql } from '../db/pool.ts';
 import type { RouteDefinition } from '../http/pipeline.ts';
 
 // The board: content roots (ideas) with their editions. SQL in
-// db/migrations/current/40-content.sql.
+// db/schema.sql (api.list_content_roots, api.get_content_root, ...).
 export const contentRootsRoutes: Record<string, RouteDefinition> = {
   listContentRoots_v1: {
     handle: async ({ call, query }) => {

@@ -1,5 +1,5 @@
 // Media library: uploads, items, bin, bulk actions, folders, labels and
-// label groups. The rules live in SQL (db/migrations/current/60-media.sql);
+// label groups. The rules live in SQL (the api.*media* functions of db/schema.sql);
 // what happens here is what SQL cannot do: talk to storage (signed URLs,
 // verifying the uploaded bytes) and sign the list cursors.
 import { sql } from '../db/pool.ts';
@@ -9,7 +9,7 @@ import { decodeCursor, encodeCursor, type CursorScope } from '../storage/cursor.
 import { mediaStorage } from '../storage/index.ts';
 import type { MediaType } from '../storage/inspect.ts';
 
-/** The spec's limits (app.media_max_bytes in SQL enforces them too). */
+/** The limits of openapi.yaml (app.media_max_bytes in SQL enforces them too). */
 export const MEDIA_MAX_BYTES: Record<MediaType, number> = { image: 52_428_800, gif: 52_428_800, video: 536_870_912 };
 const SUPPORTED = ['image/png', 'image/jpeg', 'image/webp', 'image/gif', 'video/mp4', 'video/quicktime', 'video/webm'];
 

@@ -4,9 +4,11 @@ import type { RouteDefinition } from '../http/pipeline.ts';
 import { createConnectorRegistry } from '../platforms/index.ts';
 import { ConnectorError, type IntegrationRef } from '../platforms/types.ts';
 
-// Publishing routes (issue 5): each calls one SQL function of
-// db/migrations/current/70-publishing.sql; the published-caption route also
-// calls the channel's connector between its check and its record.
+// Publishing routes: each calls one SQL function of db/schema.sql
+// (api.publish_content, api.retry_content, api.resolve_publishing_result,
+// api.list_sandbox_posts); the published-caption route also calls the
+// channel's connector between its check (api.published_caption_target) and
+// its record (api.record_published_caption).
 const json = (value: unknown) => sql.jsonb((value ?? {}) as Parameters<typeof sql.jsonb>[0]);
 
 export const publishingRoutes: Record<string, RouteDefinition> = {

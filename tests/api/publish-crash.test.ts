@@ -1,4 +1,4 @@
-// Crash test of the publishing engine (issue 5, "Tests and figures"): a few
+// Crash test of the publishing engine (README.md, "Publishing"): a few
 // hundred editions due at the same moment across a sandbox and a webhook
 // integration; the worker runs in a child process, is SIGKILLed in the middle
 // of publishing and started again. Afterwards the sandbox platform

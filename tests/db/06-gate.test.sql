@@ -83,7 +83,7 @@ select is(pg_temp.code(api.gate(null, null, 'expensive', 'basic', 'ip:203.0.113.
 ------------------------------------------------------------------------------
 select is(pg_temp.code(pg_temp.g('session:C.owner', 'C1')), 'PLAN_REQUIRED', 'a trial that ended -> PLAN_REQUIRED');
 select is(pg_temp.code(pg_temp.g('session:C.owner', null)), 'PLAN_REQUIRED', 'a trial that ended -> PLAN_REQUIRED without a workspace too');
-select is((pg_temp.g('session:C.owner', 'C1') -> 'error' ->> 'status')::int, 401, 'PLAN_REQUIRED is a 401 (the spec''s status for plan refusals)');
+select is((pg_temp.g('session:C.owner', 'C1') -> 'error' ->> 'status')::int, 401, 'PLAN_REQUIRED is a 401 (openapi.yaml''s status for plan refusals)');
 select is(pg_temp.code(pg_temp.g('session:T.owner', 'T1', 'read', 'premium')), 'none', 'a running trial has full access');
 select is(pg_temp.code(pg_temp.g('session:A.owner', 'A1', 'read', 'standard')), 'PLAN_REQUIRED', 'p_min_plan standard on a basic org -> PLAN_REQUIRED');
 select is(pg_temp.g('session:A.owner', 'A1', 'read', 'standard') -> 'error' -> 'details',

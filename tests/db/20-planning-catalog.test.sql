@@ -4,7 +4,8 @@
 -- principal of another workspace (or a forged context) sees and changes
 -- nothing; names are unique per workspace case-insensitively; a phase stays
 -- in its campaign, a campaign in its workspace; a deleted integration takes
--- no content. (db/migrations/current/20-integrations-taxonomy-campaigns.sql)
+-- no content. (The tables, policies and api.* functions of integrations,
+-- taxonomy and campaigns in db/schema.sql.)
 begin;
 select plan(106);
 

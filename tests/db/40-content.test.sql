@@ -9,18 +9,12 @@ select plan(116);
 -- helpers pg_temp.id, pg_temp.token, pg_temp.act_as, ...:
 -- @include personas.sql
 
+-- Channels (integrations) of A1 and B1 and media of A1:
+-- @include content.sql
+
 -- ---------------------------------------------------------------------------
--- Content fixture: channels (integrations) and media of A1 and B1, and
--- helpers for content rows and publish jobs.
+-- Helpers for content rows and publish jobs.
 -- ---------------------------------------------------------------------------
-insert into app.integrations (id, organization_id, workspace_id, connector, platform, name)
-select pg_temp.id(label), pg_temp.id(org), pg_temp.id(ws), 'sandbox', platform, label
-from (values ('ig:A1.x', 'A', 'A1', 'x'), ('ig:A1.li', 'A', 'A1', 'linkedin'), ('ig:A1.insta', 'A', 'A1', 'instagram'),
-             ('ig:A1.pin', 'A', 'A1', 'pinterest'), ('ig:B1.x', 'B', 'B1', 'x')) i (label, org, ws, platform);
-insert into app.media_items (id, organization_id, workspace_id, type, filename, content_type, file_size, storage_key)
-select pg_temp.id(label), pg_temp.id('A'), pg_temp.id('A1'), type, label, ct, size, label
-from (values ('media:A1.img', 'image', 'image/png', 1000), ('media:A1.video', 'video', 'video/mp4', 5000),
-             ('media:A1.huge', 'image', 'image/png', 20000000)) m (label, type, ct, size);
 
 -- A root and one edition in any status, written with triggers off (the
 -- starting point of a transition probe), in A1 on the given channel.

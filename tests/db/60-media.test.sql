@@ -6,7 +6,7 @@
 -- (merged labels take no items, no cross-workspace links), the purge job,
 -- and isolation: editors write, viewers read, strangers, other
 -- organizations, revoked keys and forged contexts see and change nothing.
--- (db/migrations/current/60-media.sql)
+-- (The media tables, triggers and api.*media* functions in db/schema.sql.)
 begin;
 select plan(95);
 

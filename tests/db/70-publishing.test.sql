@@ -1,4 +1,5 @@
--- Publishing engine in the database (70-publishing.sql): the claim records
+-- Publishing engine in the database (app.publish_claim, app.publish_record
+-- and the api.* publishing functions in db/schema.sql): the claim records
 -- the attempt before the platform is called and is refused twice, outcomes
 -- move statuses, transient failures put the job back with backoff, unknown
 -- outcomes await confirmation, locks while a job runs, and the personas of
@@ -12,18 +13,8 @@ select plan(42);
 update app.settings set value = '3' where key = 'publish_max_attempts';
 update app.settings set value = '1000' where key = 'publish_retry_base_ms';
 
--- ---------------------------------------------------------------------------
--- Content fixture: channels (integrations) and media of A1 and B1, and
--- helpers for content rows and publish jobs.
--- ---------------------------------------------------------------------------
-insert into app.integrations (id, organization_id, workspace_id, connector, platform, name)
-select pg_temp.id(label), pg_temp.id(org), pg_temp.id(ws), 'sandbox', platform, label
-from (values ('ig:A1.x', 'A', 'A1', 'x'), ('ig:A1.li', 'A', 'A1', 'linkedin'), ('ig:A1.insta', 'A', 'A1', 'instagram'),
-             ('ig:A1.pin', 'A', 'A1', 'pinterest'), ('ig:B1.x', 'B', 'B1', 'x')) i (label, org, ws, platform);
-insert into app.media_items (id, organization_id, workspace_id, type, filename, content_type, file_size, storage_key)
-select pg_temp.id(label), pg_temp.id('A'), pg_temp.id('A1'), type, label, ct, size, label
-from (values ('media:A1.img', 'image', 'image/png', 1000), ('media:A1.video', 'video', 'video/mp4', 5000),
-             ('media:A1.huge', 'image', 'image/png', 20000000)) m (label, type, ct, size);
+-- Channels (integrations) of A1 and B1 and media of A1:
+-- @include content.sql
 
 
 -- A scheduled edition due now with its live job (written as the owner, triggers on).

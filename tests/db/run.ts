@@ -141,7 +141,10 @@ async function ensurePgtap(cluster: Cluster): Promise<boolean> {
 
 const ASSERTION = /^(not )?ok\b\s*(\d+)?/;
 const PLAN = /^1\.\.(\d+)/;
-/** `-- @include NAME` lines become the text of tests/db/support/NAME (shared fixtures). */
+/**
+ * `-- @include NAME` lines become the text of tests/db/support/NAME (shared
+ * fixtures: personas.sql, content.sql); a missing file fails that test file.
+ */
 function expandIncludes(text: string): string {
   return text.replace(/^-- @include (\S+)\s*$/gm, (_line, name: string) =>
     readFileSync(path.join(import.meta.dirname, 'support', name), 'utf8'));
@@ -236,7 +239,13 @@ function describeError(e: unknown): string {
 async function runFile(cluster: Cluster, template: string, file: string): Promise<FileResult> {
   const name = path.basename(file);
   const result: FileResult = { file: name, lines: [], passed: 0, failed: 0, planned: null, ran: 0, error: null, problems: [] };
-  const sqlText = expandIncludes(readFileSync(file, 'utf8'));
+  let sqlText: string;
+  try {
+    sqlText = expandIncludes(readFileSync(file, 'utf8'));
+  } catch (e) {
+    result.error = `cannot read the file or one of its -- @include files: ${(e as Error).message}`;
+    return result;
+  }
   let db;
   try {
     db = await cloneDatabase(cluster, template, name.replace(/\.test\.sql$/, ''));

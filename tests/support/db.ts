@@ -1,5 +1,5 @@
 // Test databases: one PostgreSQL cluster per run (TEST_DATABASE_URL, or an
-// embedded PostgreSQL 18 under .data/test-pg), one migrated template per
+// embedded PostgreSQL 18 under .data/test), one migrated template per
 // migration set, and a fresh clone of it per test file.
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';

@@ -17,17 +17,17 @@ import { loadConfig } from '../../server/config.ts';
 import { openPool } from '../../server/db/pool.ts';
 import { loadOpenApi } from '../../server/http/openapi.ts';
 import { routes } from '../../server/routes/index.ts';
-import { HttpClient, jsonRequest } from './http.ts';
-import { measureSides, type LoadOptions, type Side } from './load.ts';
-import { ratiosFor, type Row, type ScenarioReport } from './report.ts';
-import type { Scenario, ScenarioContext } from './scenario.ts';
-import { cloneForBench, startServer } from './stack.ts';
-import { directOp, operation, type DirectRoute } from './direct.ts';
+import { HttpClient, jsonRequest } from '../lib/http.ts';
+import { measureSides, type LoadOptions, type Side } from '../lib/load.ts';
+import { ratiosFor, type Row, type ScenarioReport } from '../lib/report.ts';
+import type { Scenario, ScenarioContext } from '../lib/scenario.ts';
+import { cloneForBench, startServer } from '../lib/stack.ts';
+import { directOp, operation, type DirectRoute } from '../lib/direct.ts';
 
 const WORKSPACES = 5; // the signup's workspace and 4 more
 const EXTRA_KEYS = 4; // besides the main key, each granted one workspace
 
-/** The server's limits, high enough never to refuse; the direct side passes the same to api.gate. */
+/** The server's limits, high enough never to refuse; the server writes them to app.settings, which api.gate reads on both sides. */
 const SERVER_ENV = {
   RATE_LIMIT_READ: '1000000000',
   RATE_LIMIT_WRITE: '1000000000',

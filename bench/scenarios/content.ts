@@ -29,12 +29,12 @@ import { loadConfig } from '../../server/config.ts';
 import { openPool } from '../../server/db/pool.ts';
 import { loadOpenApi } from '../../server/http/openapi.ts';
 import { routes } from '../../server/routes/index.ts';
-import { HttpClient, jsonRequest } from './http.ts';
-import { measureSides, type LoadOptions, type Op, type Side } from './load.ts';
-import { ratiosFor, type Row, type ScenarioReport } from './report.ts';
-import type { Scenario, ScenarioContext } from './scenario.ts';
-import { cloneForBench, startServer } from './stack.ts';
-import { directOp, operation, type DirectRoute } from './direct.ts';
+import { HttpClient, jsonRequest } from '../lib/http.ts';
+import { measureSides, type LoadOptions, type Op, type Side } from '../lib/load.ts';
+import { ratiosFor, type Row, type ScenarioReport } from '../lib/report.ts';
+import type { Scenario, ScenarioContext } from '../lib/scenario.ts';
+import { cloneForBench, startServer } from '../lib/stack.ts';
+import { directOp, operation, type DirectRoute } from '../lib/direct.ts';
 
 const ROOTS = 50_000;
 const EDITIONS_PER_ROOT = 2;

@@ -13,7 +13,7 @@
 // (default 10,000) roots with one scheduled edition each, inserted by the
 // superuser with `session_replication_role = replica` (no triggers, seconds
 // instead of minutes), and for each edition the pg-boss job exactly as the
-// content trigger (40-content.sql, content_items_30_publish_job) writes it,
+// content trigger (content_items_30_publish_job in db/schema.sql) writes it,
 // with the queue's settings. The due time is set a few seconds after the
 // workers are ready. Each worker runs PUBLISH_CONCURRENCY (default 8) jobs
 // at a time, pg-boss polling every 0.5 s.
@@ -23,10 +23,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
-import { latencyStats, type LoadResult } from './load.ts';
-import type { Row, ScenarioReport } from './report.ts';
-import type { Scenario, ScenarioContext } from './scenario.ts';
-import { cloneForBench, nodeBinary } from './stack.ts';
+import { latencyStats, type LoadResult } from '../lib/load.ts';
+import type { Row, ScenarioReport } from '../lib/report.ts';
+import type { Scenario, ScenarioContext } from '../lib/scenario.ts';
+import { cloneForBench, nodeBinary } from '../lib/stack.ts';
 
 const EDITIONS = Math.max(1, Number(process.env.BENCH_PUBLISH_EDITIONS ?? 10_000));
 const CONCURRENCY = Math.max(1, Number(process.env.BENCH_PUBLISH_CONCURRENCY ?? 8));
