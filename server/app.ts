@@ -101,7 +101,7 @@ export function createApp(deps: AppDeps) {
       bodyParserError(err, config.BODY_LIMIT_BYTES) ??
       toApiError(err) ??
       new ApiError(500, 'INTERNAL', 'Something went wrong on our side; quote the request id to support.');
-    if (e.status >= 500) log.error('unhandled error', { requestId: res.locals.requestId, err: String(err?.stack ?? err) });
+    if (e.status >= 500) log.error('unhandled error', { requestId: res.locals.requestId, err });
     res.status(e.status).json(errorBody(res.locals.requestId, e));
   });
   return app;

@@ -52,7 +52,7 @@ export async function main() {
       log.info('stopped');
       process.exit(0);
     } catch (e) {
-      log.error('shutdown failed', { err: String(e) });
+      log.error('shutdown failed', { err: e });
       process.exit(1);
     }
   };
@@ -62,7 +62,8 @@ export async function main() {
 
 if (import.meta.main) {
   main().catch((e) => {
-    process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: 'failed to start', err: String(e?.stack ?? e) })}\n`);
+    // The config may be what failed: log at error level whatever LOG_LEVEL says, with the error's stack and causes.
+    createLogger('error', { service: 'pressroom' }).error('failed to start', { err: e });
     process.exit(1);
   });
 }

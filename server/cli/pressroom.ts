@@ -578,11 +578,11 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv = process.env):
     return { exitCode: 0, stdout: JSON.stringify(result, null, 2) + '\n' };
   } catch (e) {
     const failure = toCliError(e);
-    if (failure.code === 'INTERNAL') log.error('command failed', { command: parsed.name, err: String((e as Error)?.stack ?? e) });
+    if (failure.code === 'INTERNAL') log.error('command failed', { command: parsed.name, err: e });
     return errorOutcome(failure);
   } finally {
     await client?.end().catch(() => {});
-    await db?.close().catch((e) => log.error('stopping embedded PostgreSQL failed', { err: String(e) }));
+    await db?.close().catch((e) => log.error('stopping embedded PostgreSQL failed', { err: e }));
   }
 }
 

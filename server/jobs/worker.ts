@@ -33,7 +33,7 @@ export async function startWorker(opts: { ownerUrl: string; pool: DatabasePool; 
   // Signed media URLs for platforms (the secret comes from the database).
   registerMediaStorage(opts.config, pool);
   const boss = new PgBoss({ connectionString: opts.ownerUrl, schema: PGBOSS_SCHEMA, max: 4, superviseIntervalSeconds: 10 });
-  boss.on('error', (e: unknown) => log.error('pg-boss error', { err: String(e) }));
+  boss.on('error', (e: unknown) => log.error('pg-boss error', { err: e }));
   await boss.start();
   await boss.schedule(QUEUES.purge, '*/5 * * * *');
   await boss.schedule(QUEUES.auditPartitions, '17 3 * * *');

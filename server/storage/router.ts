@@ -142,7 +142,7 @@ async function receiveUpload(disk: DiskDriver, pool: DatabasePool, log: Logger, 
       return refuseUpload(req, res, new ApiError(413, 'UPLOAD_TOO_LARGE',
         `This upload was declared as ${declared} bytes; more were sent.`, { declaredSize: declared }));
     }
-    if (!res.headersSent && !req.destroyed) log.warn('upload failed', { sessionId, err: String(e) });
+    if (!res.headersSent && !req.destroyed) log.warn('upload failed', { sessionId, err: e });
     if (!res.headersSent) res.destroy();
     return;
   }
@@ -219,7 +219,7 @@ export function createStorageRouter(deps: { pool: DatabasePool; config: Config; 
     const run = () => requestOrigin.run(`${req.protocol}://${req.get('host') ?? `${config.HOST}:${config.PORT}`}`, next);
     if (config.SIGNED_URL_SECRET || !MEDIA_ROUTE.test(req.path)) return run();
     storage.secrets.secret().then(run, (e) => {
-      log.error('could not load the signing secret', { requestId: (_res as Response).locals.requestId, err: String(e) });
+      log.error('could not load the signing secret', { requestId: (_res as Response).locals.requestId, err: e });
       run();
     });
   });
@@ -227,7 +227,7 @@ export function createStorageRouter(deps: { pool: DatabasePool; config: Config; 
   const disk = storage.disk;
   const wrap = (fn: (req: Request, res: Response) => Promise<unknown>) => (req: Request, res: Response) => {
     fn(req, res).catch((e) => {
-      log.error('storage request failed', { requestId: res.locals.requestId, err: String((e as Error)?.stack ?? e) });
+      log.error('storage request failed', { requestId: res.locals.requestId, err: e });
       if (!res.headersSent) send(res, new ApiError(500, 'INTERNAL', 'Something went wrong on our side; quote the request id to support.'));
       else res.destroy();
     });

@@ -1,62 +1,118 @@
-// The S3 driver: SigV4 against AWS's published examples, then the whole
-// upload flow against a small fake S3 server on 127.0.0.1 that checks every
-// presigned request (signature, expiry, signed Content-Type and
-// Content-Length) the way S3 does.
+// The S3 driver (AWS SDK client and presigner): the fake S3's signature
+// check against AWS's published examples, the SDK's presigned URLs and the
+// default credential chain, then the whole upload flow against a small fake
+// S3 server on 127.0.0.1 that checks every request (signature, expiry,
+// signed Content-Type and Content-Length, payload hash) the way S3 does.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../server/config.ts';
 import { runMediaPurge, runUploadSessionExpiry } from '../../server/jobs/media.ts';
 import { createLogger } from '../../server/log.ts';
-import { presignUrl, signHeaders, verifyPresigned, type SigV4Credentials } from '../../server/storage/sigv4.ts';
+import { S3Driver } from '../../server/storage/s3.ts';
 import { client, signup } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+import { verifyRequest, type Credentials } from '../support/sigv4-check.ts';
 import { fetchBytes, mp4, png, sha256, startUpload, upload } from './media-fixtures.ts';
 
 // https://docs.aws.amazon.com/AmazonS3/latest/API/sig-v4-header-based-auth.html and
 // https://docs.aws.amazon.com/AmazonS3/latest/API/sigv4-query-string-auth.html
-const AWS: SigV4Credentials = { accessKeyId: 'AKIAIOSFODNN7EXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY', region: 'us-east-1' };
+const AWS: Credentials = { accessKeyId: 'AKIAIOSFODNN7EXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY', region: 'us-east-1' };
 const MAY_24_2013 = new Date(Date.UTC(2013, 4, 24));
+const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 
-describe('SigV4 against the examples AWS publishes', () => {
-  it('presigned GET of examplebucket/test.txt, 86400 s', () => {
-    const { url } = presignUrl(AWS, { method: 'GET', url: new URL('https://examplebucket.s3.amazonaws.com/test.txt'), expiresInSeconds: 86400, now: MAY_24_2013 });
-    expect(url).toBe('https://examplebucket.s3.amazonaws.com/test.txt?X-Amz-Algorithm=AWS4-HMAC-SHA256' +
+describe("the fake S3's signature check against the examples AWS publishes", () => {
+  it('presigned GET of examplebucket/test.txt, 86400 s: accepted; altered, refused; a day later, expired', () => {
+    const url = 'https://examplebucket.s3.amazonaws.com/test.txt?X-Amz-Algorithm=AWS4-HMAC-SHA256' +
       '&X-Amz-Credential=AKIAIOSFODNN7EXAMPLE%2F20130524%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=20130524T000000Z' +
       '&X-Amz-Expires=86400&X-Amz-SignedHeaders=host' +
-      '&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404');
+      '&X-Amz-Signature=aeeed9bbccd4d02ee5c0109b86d86835f995330da4c265957d157751f604d404';
+    const req = (u: string) => ({ method: 'GET', url: new URL(u), headers: { host: 'examplebucket.s3.amazonaws.com' } });
+    expect(verifyRequest(AWS, req(url), MAY_24_2013)).toEqual({ ok: true, form: 'query' });
+    expect(verifyRequest(AWS, req(url.replace('test.txt', 'test.txu')), MAY_24_2013)).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
+    expect(verifyRequest(AWS, { ...req(url), method: 'PUT' }, MAY_24_2013)).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
+    expect(verifyRequest(AWS, req(url), new Date(MAY_24_2013.getTime() + 86_401_000))).toMatchObject({ ok: false, message: 'Request has expired' });
   });
 
   it.each([
-    ['GET Object with a Range', 'GET', 'https://examplebucket.s3.amazonaws.com/test.txt', { range: 'bytes=0-9' }, undefined,
+    ['GET Object with a Range', 'GET', 'https://examplebucket.s3.amazonaws.com/test.txt', { range: 'bytes=0-9' }, EMPTY_SHA256,
       'host;range;x-amz-content-sha256;x-amz-date', 'f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41'],
     ['PUT Object', 'PUT', 'https://examplebucket.s3.amazonaws.com/test%24file.text',
       { date: 'Fri, 24 May 2013 00:00:00 GMT', 'x-amz-storage-class': 'REDUCED_REDUNDANCY' },
       '44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072',
       'date;host;x-amz-content-sha256;x-amz-date;x-amz-storage-class', '98ad721746da40c64f1a55b78f14c238d841ea1380cd77a1b5971af0ece108bd'],
-    ['GET Bucket Lifecycle', 'GET', 'https://examplebucket.s3.amazonaws.com/?lifecycle', {}, undefined,
+    ['GET Bucket Lifecycle', 'GET', 'https://examplebucket.s3.amazonaws.com/?lifecycle', {}, EMPTY_SHA256,
       'host;x-amz-content-sha256;x-amz-date', 'fea454ca298b7da1c68078a5d1bdbfbbe0d65c699e0f91ac7a200a0136783543'],
-    ['GET Bucket (List Objects)', 'GET', 'https://examplebucket.s3.amazonaws.com/?max-keys=2&prefix=J', {}, undefined,
+    ['GET Bucket (List Objects)', 'GET', 'https://examplebucket.s3.amazonaws.com/?max-keys=2&prefix=J', {}, EMPTY_SHA256,
       'host;x-amz-content-sha256;x-amz-date', '34b48302e7b5fa45bde8084f4b7868a86f0a534bc59db6670ed5711ef69dc6f7'],
-  ] as const)('Authorization header: %s', (_name, method, url, headers, payloadHash, signed, signature) => {
-    const h = signHeaders(AWS, { method, url: new URL(url), headers: { ...headers }, payloadHash, now: MAY_24_2013 });
-    expect(h.authorization).toBe(`AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request,SignedHeaders=${signed},Signature=${signature}`);
-    expect(h['x-amz-date']).toBe('20130524T000000Z');
+  ] as const)('Authorization header: %s', (_name, method, url, extra, payloadHash, signed, signature) => {
+    const headers: Record<string, string> = {
+      host: 'examplebucket.s3.amazonaws.com', 'x-amz-date': '20130524T000000Z', 'x-amz-content-sha256': payloadHash, ...extra,
+      authorization: `AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws4_request,SignedHeaders=${signed},Signature=${signature}`,
+    };
+    const body = method === 'PUT' ? Buffer.from('Welcome to Amazon S3.') : Buffer.alloc(0);
+    expect(verifyRequest(AWS, { method, url: new URL(url), headers, body }, MAY_24_2013)).toEqual({ ok: true, form: 'header' });
+    expect(verifyRequest(AWS, { method, url: new URL(url), headers: { ...headers, 'x-amz-date': '20130524T000001Z' }, body }, MAY_24_2013))
+      .toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
+    if (method === 'PUT') {
+      expect(verifyRequest(AWS, { method, url: new URL(url), headers, body: Buffer.from('Welcome to Amazon S4.') }, MAY_24_2013))
+        .toMatchObject({ ok: false, code: 'XAmzContentSHA256Mismatch' });
+    }
   });
 
   it('the payload hash of "Welcome to Amazon S3." is the one AWS shows', () => {
     expect(sha256(Buffer.from('Welcome to Amazon S3.'))).toBe('44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072');
   });
+});
 
-  it('a presigned URL verifies, and fails once altered or expired', () => {
+describe("the SDK's presigned URLs and credentials", () => {
+  const KEY = 'uploads/0a1b2c3d-0000-4000-8000-000000000001/0a1b2c3d-0000-4000-8000-000000000002';
+  const config = (env: Record<string, string>) => loadConfig({ STORAGE_DRIVER: 's3', S3_ENDPOINT: 'http://127.0.0.1:9000', S3_BUCKET: 'bucket',
+    S3_REGION: 'eu-central-1', S3_FORCE_PATH_STYLE: 'true', ...env });
+  const saved = { ...process.env };
+  afterEach(() => {
+    for (const k of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN']) {
+      if (saved[k] === undefined) delete process.env[k];
+      else process.env[k] = saved[k];
+    }
+  });
+
+  it('a presigned PUT signs host, Content-Type and Content-Length; it verifies, and fails once altered or expired', async () => {
+    const creds = { accessKeyId: 'PRESSROOMTESTKEY', secretAccessKey: 'pressroom-test-secret-key-0123456789', region: 'eu-central-1' };
+    const driver = new S3Driver(config({ S3_ACCESS_KEY_ID: creds.accessKeyId, S3_SECRET_ACCESS_KEY: creds.secretAccessKey }));
     const now = new Date();
-    const { url } = presignUrl(AWS, { method: 'PUT', url: new URL('http://127.0.0.1:9000/bucket/uploads/a%20b'), expiresInSeconds: 60,
-      headers: { 'content-type': 'image/png', 'content-length': '10' }, now });
-    const req = (u: string, headers: Record<string, string>) => ({ method: 'PUT', url: new URL(u), headers });
+    const target = await driver.uploadTarget({ sessionId: 's', key: KEY, contentType: 'image/png', size: 10, expiresAt: new Date(now.getTime() + 60_000) });
+    const u = new URL(target.url);
+    expect(u.pathname).toBe(`/bucket/${KEY}`);
+    expect(u.searchParams.get('X-Amz-SignedHeaders')).toBe('content-length;content-type;host');
+    expect(u.searchParams.get('X-Amz-Expires')).toMatch(/^(59|60)$/);
+    expect([...u.searchParams.keys()].filter((k) => /checksum/i.test(k))).toEqual([]);
+    const req = (url: string, headers: Record<string, string>) => ({ method: 'PUT', url: new URL(url), headers });
     const good = { host: '127.0.0.1:9000', 'content-type': 'image/png', 'content-length': '10' };
-    expect(verifyPresigned(AWS, req(url, good), now)).toEqual({ ok: true });
-    expect(verifyPresigned(AWS, req(url, { ...good, 'content-length': '11' }), now)).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
-    expect(verifyPresigned(AWS, req(url.replace('uploads', 'upload5'), good), now)).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
-    expect(verifyPresigned(AWS, req(url, good), new Date(now.getTime() + 61_000))).toMatchObject({ ok: false, message: 'Request has expired' });
+    expect(verifyRequest(creds, req(target.url, good), now)).toEqual({ ok: true, form: 'query' });
+    expect(verifyRequest(creds, req(target.url, { ...good, 'content-length': '11' }), now)).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
+    expect(verifyRequest(creds, req(target.url, { ...good, 'content-type': 'image/gif' }), now)).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
+    expect(verifyRequest(creds, req(target.url.replace('uploads', 'upload5'), good), now)).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
+    expect(verifyRequest(creds, req(target.url, good), new Date(now.getTime() + 61_000))).toMatchObject({ ok: false, message: 'Request has expired' });
+    expect(verifyRequest({ ...creds, secretAccessKey: 'another-secret' }, req(target.url, good), now)).toMatchObject({ ok: false, code: 'SignatureDoesNotMatch' });
+  });
+
+  it('without S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY, the default chain provides the credentials (here: the environment)', async () => {
+    process.env.AWS_ACCESS_KEY_ID = 'ASIAFROMTHEENVIRONMENT';
+    process.env.AWS_SECRET_ACCESS_KEY = 'secret-from-the-environment';
+    process.env.AWS_SESSION_TOKEN = 'session-token-from-the-environment';
+    const driver = new S3Driver(config({}));
+    const url = new URL(await driver.objectUrl({ mediaId: 'm', key: KEY.replace('uploads', 'media'), contentType: 'image/png', filename: 'a.png',
+      disposition: 'inline', expiresAt: new Date(Date.now() + 60_000) }));
+    expect(url.searchParams.get('X-Amz-Credential')).toMatch(/^ASIAFROMTHEENVIRONMENT\/\d{8}\/eu-central-1\/s3\/aws4_request$/);
+    expect(url.searchParams.get('X-Amz-Security-Token')).toBe('session-token-from-the-environment');
+    const check = verifyRequest({ accessKeyId: 'ASIAFROMTHEENVIRONMENT', secretAccessKey: 'secret-from-the-environment', region: 'eu-central-1' },
+      { method: 'GET', url, headers: { host: '127.0.0.1:9000' } });
+    expect(check).toEqual({ ok: true, form: 'query' });
+  });
+
+  it('one key variable without the other is a configuration error', () => {
+    expect(() => new S3Driver(config({ S3_ACCESS_KEY_ID: 'only-the-id' }))).toThrow(/both S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY, or neither/);
   });
 });
 
@@ -64,7 +120,7 @@ describe('SigV4 against the examples AWS publishes', () => {
 // A fake S3 (path-style, one bucket): PUT, PUT with x-amz-copy-source, GET
 // (with response-content-* overrides), HEAD, DELETE; every request presigned.
 // ---------------------------------------------------------------------------
-const CREDS: SigV4Credentials = { accessKeyId: 'PRESSROOMTESTKEY', secretAccessKey: 'pressroom-test-secret-key-0123456789', region: 'eu-central-1' };
+const CREDS: Credentials = { accessKeyId: 'PRESSROOMTESTKEY', secretAccessKey: 'pressroom-test-secret-key-0123456789', region: 'eu-central-1' };
 const BUCKET = 'pressroom-media';
 
 interface FakeS3 {
@@ -87,16 +143,17 @@ async function startFakeS3(): Promise<FakeS3> {
     for await (const c of req) chunks.push(c as Buffer);
     const body = Buffer.concat(chunks);
     const url = new URL(req.url!, `http://${req.headers.host}`);
-    const check = verifyPresigned(CREDS, { method: req.method!, url, headers: req.headers });
+    const check = verifyRequest(CREDS, { method: req.method!, url, headers: req.headers, body });
     const [, bucket, ...rest] = url.pathname.split('/');
     const key = rest.map(decodeURIComponent).join('/');
-    log.push(`${req.method} ${key} ${check.ok ? 'ok' : check.code}`);
+    log.push(`${req.method} ${key} ${check.ok ? `${check.form} ok` : check.code}`);
     if (!check.ok) return xmlError(res, 403, check.code, check.message);
     if (bucket !== BUCKET) return xmlError(res, 404, 'NoSuchBucket', 'no such bucket');
     if (req.method === 'PUT') {
       const source = req.headers['x-amz-copy-source'];
       if (typeof source === 'string') {
-        const from = decodeURIComponent(source).replace(`/${BUCKET}/`, '');
+        // "bucket/key" or "/bucket/key", URL-encoded (AWS accepts both).
+        const from = decodeURIComponent(source).replace(/^\//, '').replace(`${BUCKET}/`, '');
         const o = objects.get(from);
         if (!o) return xmlError(res, 404, 'NoSuchKey', 'The specified key does not exist.');
         objects.set(key, { body: Buffer.from(o.body), contentType: o.contentType });
@@ -189,6 +246,9 @@ describe('the S3 driver against a fake S3', () => {
       fileSize: bytes.length, checksumSha256: sha256(bytes), filename: 'Clip één.mp4' });
     // Moved to the item's own key; nothing left at the upload key.
     expect([...s3.objects.keys()]).toEqual([`media/${o.workspaceId}/${s.sessionId}`]);
+    // The client's PUT was presigned; the API's copy, read and delete were signed in the Authorization header.
+    expect(s3.log).toEqual(expect.arrayContaining([`PUT uploads/${o.workspaceId}/${s.sessionId} query ok`, `PUT media/${o.workspaceId}/${s.sessionId} header ok`,
+      `DELETE uploads/${o.workspaceId}/${s.sessionId} header ok`, `GET media/${o.workspaceId}/${s.sessionId} header ok`]));
 
     const view = await api.get(`/v1/workspaces/${o.workspaceId}/media/${s.sessionId}/view-url`, { token: o.token });
     expect(view.body.data.url.startsWith(`${s3.url}/${BUCKET}/media/`)).toBe(true);
