@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
@@ -56,40 +56,13 @@ function formatErrors(prefix: string, errors: ErrorObject[] | null | undefined):
   return out;
 }
 
-export const OPENAPI_PARTS_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../openapi/parts');
-
 /**
- * Work in progress of an area may live in openapi/parts/<area>.yaml (with
- * `paths` and `components`) until it is folded into openapi.yaml by
- * `node scripts/fold-openapi.ts`; both are read as one document.
+ * Reads the bundled contract, openapi.yaml: `npm run bundle` writes it from the
+ * split tree under openapi/ (see openapi/README.md), and `npm test` fails when
+ * it is stale.
  */
-function mergeParts(doc: any, dir: string) {
-  let files: string[] = [];
-  try {
-    files = readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort();
-  } catch {
-    return doc;
-  }
-  for (const f of files) {
-    const part = parse(readFileSync(path.join(dir, f), 'utf8')) ?? {};
-    for (const [p, item] of Object.entries<any>(part.paths ?? {})) {
-      if (doc.paths[p]) throw new Error(`openapi/parts/${f}: path ${p} is already defined`);
-      doc.paths[p] = item;
-    }
-    for (const [section, entries] of Object.entries<any>(part.components ?? {})) {
-      doc.components[section] ??= {};
-      for (const [name, value] of Object.entries(entries ?? {})) {
-        if (doc.components[section][name]) throw new Error(`openapi/parts/${f}: components.${section}.${name} is already defined`);
-        doc.components[section][name] = value;
-      }
-    }
-    for (const tag of part.tags ?? []) doc.tags = [...(doc.tags ?? []), tag];
-  }
-  return doc;
-}
-
-export function loadOpenApi(file = OPENAPI_PATH, partsDir = OPENAPI_PARTS_DIR) {
-  const doc = mergeParts(parse(readFileSync(file, 'utf8')), partsDir);
+export function loadOpenApi(file = OPENAPI_PATH) {
+  const doc = parse(readFileSync(file, 'utf8'));
   // Bodies and responses: exact types. Parameters arrive as strings: coerce.
   const strict = new Ajv({ allErrors: true, strict: false, validateSchema: false, coerceTypes: false, useDefaults: true });
   const coercing = new Ajv({ allErrors: true, strict: false, validateSchema: false, coerceTypes: 'array', useDefaults: true });
