@@ -1,21 +1,17 @@
 import { createRequire } from 'node:module';
 import express, { type NextFunction, type Request, type Response } from 'express';
-import type { DatabasePool } from 'slonik';
-import type { Config } from './config.ts';
 import { sql } from './db/pool.ts';
-import { ApiError, bodyParserError, toApiError } from './http/errors.ts';
+import type { AppDeps } from './deps.ts';
+import { ApiError, errorBody } from './errors.ts';
+import { bodyParserError, toApiError } from './http/errors.ts';
 import { loadOpenApi, type OpenApi } from './http/openapi.ts';
-import { errorBody, pipeline, requestIdOf } from './http/pipeline.ts';
-import type { Logger } from './log.ts';
+import { pipeline, requestIdOf } from './http/pipeline.ts';
 import { routes } from './routes/index.ts';
 import { createStorageRouter } from './storage/router.ts';
 
 const require = createRequire(import.meta.url);
 
-export interface AppDeps {
-  pool: DatabasePool;
-  config: Config;
-  log: Logger;
+export interface AppOptions {
   openapi?: OpenApi;
   /** Whether this process has applied every migration (set by main). */
   isMigrated?: () => boolean;
@@ -27,10 +23,13 @@ const REDOC_PAGE = `<!doctype html>
 <body><redoc spec-url="/docs/openapi.json"></redoc>
 <script src="/docs/redoc.standalone.js"></script></body></html>`;
 
-/** Builds the Express app; no listening and no globals, so tests build it too. */
-export function createApp(deps: AppDeps) {
+/**
+ * Builds the Express app from the process's dependencies (server/deps.ts,
+ * createAppDeps); no listening and no globals, so tests build it too.
+ */
+export function createApp(deps: AppDeps, options: AppOptions = {}) {
   const { pool, config, log } = deps;
-  const openapi = deps.openapi ?? loadOpenApi();
+  const openapi = options.openapi ?? loadOpenApi();
   const app = express();
   app.disable('x-powered-by');
   // API answers are not cached by validators; hashing every body costs CPU.
@@ -51,7 +50,7 @@ export function createApp(deps: AppDeps) {
   app.get('/readyz', async (_req, res) => {
     try {
       await pool.query(sql.unsafe`select 1`);
-      const migrated = deps.isMigrated ? deps.isMigrated() : true;
+      const migrated = options.isMigrated ? options.isMigrated() : true;
       if (!migrated) throw new Error('not migrated');
       res.json({ data: { status: 'ready', database: 'ok', migrated: true }, meta: null });
     } catch (e) {
@@ -70,7 +69,7 @@ export function createApp(deps: AppDeps) {
   });
 
   // Signed upload, view and download URLs of the disk storage driver.
-  app.use(createStorageRouter({ pool, config, log }));
+  app.use(createStorageRouter(deps));
 
   const json = express.json({ limit: config.BODY_LIMIT_BYTES, strict: false, type: ['application/json', 'application/*+json'] });
   const router = express.Router();
@@ -78,7 +77,7 @@ export function createApp(deps: AppDeps) {
   for (const op of openapi.operations) {
     const route = routes[op.operationId];
     if (!route) throw new Error(`No handler for operation ${op.operationId} (${op.method} ${op.path})`);
-    (router as any)[op.method.toLowerCase()](op.expressPath, pipeline(op, route, { pool, config, log, json }));
+    (router as any)[op.method.toLowerCase()](op.expressPath, pipeline(op, route, { ...deps, json }));
     allowed.set(op.expressPath, [...(allowed.get(op.expressPath) ?? []), op.method]);
   }
   for (const id of Object.keys(routes)) {

@@ -4,6 +4,7 @@ import { loadConfig } from './config.ts';
 import { openDatabase } from './db/open.ts';
 import { openPool } from './db/pool.ts';
 import { applySettings } from './db/settings.ts';
+import { createAppDeps } from './deps.ts';
 import { startWorker } from './jobs/worker.ts';
 import { createLogger } from './log.ts';
 
@@ -13,10 +14,12 @@ export async function main() {
   const db = await openDatabase(config, log);
   const pool = await openPool(db.appUrl, config.DB_POOL_SIZE);
   await applySettings(pool, config);
-  const worker = config.RUN_WORKER ? await startWorker({ ownerUrl: db.ownerUrl, pool, log, config }) : null;
+  // Everything the API and the worker share, built once and passed explicitly.
+  const deps = createAppDeps({ pool, config, log });
+  const worker = config.RUN_WORKER ? await startWorker(deps, { ownerUrl: db.ownerUrl }) : null;
   let server: ReturnType<typeof createServer> | null = null;
   if (config.RUN_API) {
-    const app = createApp({ pool, config, log, isMigrated: () => true });
+    const app = createApp(deps, { isMigrated: () => true });
     server = createServer(app);
     // Uploads of large videos may take longer than Node's default 300 s.
     server.requestTimeout = 0;

@@ -8,6 +8,8 @@ import type { Config } from '../../server/config.ts';
 import { jsonResult, sql } from '../../server/db/pool.ts';
 import type { Operation } from '../../server/http/openapi.ts';
 import { setContext, type HandlerContext, type Principal, type RouteDefinition } from '../../server/http/pipeline.ts';
+import { connectorRegistryFor } from '../../server/platforms/index.ts';
+import { createMediaStorage } from '../../server/storage/index.ts';
 import { sha256 } from '../../server/security.ts';
 import type { Op } from './load.ts';
 
@@ -51,6 +53,10 @@ export function directOp(pool: DatabasePool, route: DirectRoute, config: Config)
   const op = route.operation;
   const wsParam = route.params.workspaceId ?? null;
   const input = validated(route);
+  const handle = route.handler.handle;
+  if (!handle) throw new Error(`${route.group}: a phased route (several transactions) has no single direct transaction to measure`);
+  const storage = createMediaStorage(config, pool);
+  const connectors = connectorRegistryFor(config);
   return async () => {
     const started = performance.now();
     const requestId = randomUUID();
@@ -75,8 +81,10 @@ export function directOp(pool: DatabasePool, route: DirectRoute, config: Config)
         requestId,
         config,
         prepared: undefined,
+        storage,
+        connectors,
       };
-      const r = await route.handler.handle(ctx);
+      const r = await handle(ctx);
       return { status: r.status ?? 200, data: r.data ?? null, meta: r.meta ?? null };
     });
     route.check(result.status, result.data, result.meta);

@@ -38,13 +38,14 @@ import { loadConfig } from ${JSON.stringify(pathToFileURL(path.join(root, 'serve
 import { openPool } from ${JSON.stringify(pathToFileURL(path.join(root, 'server/db/pool.ts')).href)};
 import { createLogger } from ${JSON.stringify(pathToFileURL(path.join(root, 'server/log.ts')).href)};
 import { registerPublishJobs } from ${JSON.stringify(pathToFileURL(path.join(root, 'server/jobs/publish.ts')).href)};
+import { createAppDeps } from ${JSON.stringify(pathToFileURL(path.join(root, 'server/deps.ts')).href)};
 const [ownerUrl, appUrl, concurrency] = process.argv.slice(2);
 const config = loadConfig({ LOG_LEVEL: 'silent' }, { PUBLISH_CONCURRENCY: Number(concurrency) });
 const pool = await openPool(appUrl, Number(concurrency) + 2);
 const boss = new PgBoss({ connectionString: ownerUrl, schema: 'pgboss', max: 4, superviseIntervalSeconds: 15 });
 boss.on('error', () => {});
 await boss.start();
-await registerPublishJobs(boss, pool, createLogger('silent'), config, { pollingIntervalSeconds: 0.5 });
+await registerPublishJobs(boss, createAppDeps({ pool, config, log: createLogger('silent') }), { pollingIntervalSeconds: 0.5 });
 process.stdout.write('ready\\n');
 `;
 

@@ -3,9 +3,8 @@
 // body's <img>) gets a signed, expiring view URL from the storage driver
 // (server/storage: driver.objectUrl, disposition inline, SIGNED_URL_TTL_SECONDS),
 // and the storage facts the database handed over are dropped.
-import type { Config } from '../config.ts';
 import type { MediaRef } from '../platforms/types.ts';
-import { mediaStorage, publicBaseUrl } from '../storage/index.ts';
+import type { MediaStorage } from '../storage/index.ts';
 import { fillImageSources } from './html.ts';
 
 interface DbMedia {
@@ -24,8 +23,8 @@ export interface ResolvedMedia {
   contentType: string;
 }
 
-async function signer(config: Config, workspaceId: string) {
-  const driver = mediaStorage(config).driver;
+async function signer(storage: MediaStorage, workspaceId: string) {
+  const { driver, config } = storage;
   const expiresAt = new Date((Math.floor(Date.now() / 1000) + config.SIGNED_URL_TTL_SECONDS) * 1000);
   const cache = new Map<string, Promise<string>>();
   return (m: DbMedia): Promise<string> => {
@@ -42,7 +41,7 @@ async function signer(config: Config, workspaceId: string) {
         })
         // An item whose bytes cannot be signed (a storage key not of ours): the
         // stable API route that issues its view URL.
-        .catch(() => `${publicBaseUrl(config)}/v1/workspaces/${workspaceId}/media/${m.mediaId}/view-url`);
+        .catch(() => `${storage.baseUrl()}/v1/workspaces/${workspaceId}/media/${m.mediaId}/view-url`);
       cache.set(m.mediaId, p);
     }
     return p;
@@ -54,8 +53,8 @@ async function resolveOne(sign: (m: DbMedia) => Promise<string>, m: DbMedia): Pr
 }
 
 /** The article as the API shows it (list item or detail). */
-export async function presentArticle(config: Config, workspaceId: string, article: any): Promise<any> {
-  const sign = await signer(config, workspaceId);
+export async function presentArticle(storage: MediaStorage, workspaceId: string, article: any): Promise<any> {
+  const sign = await signer(storage, workspaceId);
   const out = { ...article };
   if (article.cover) {
     const c = await resolveOne(sign, article.cover);
@@ -71,8 +70,8 @@ export async function presentArticle(config: Config, workspaceId: string, articl
 }
 
 /** Cover and images of a detail article as connector media references. */
-export async function articleMediaRefs(config: Config, workspaceId: string, article: any): Promise<{ cover: MediaRef | null; images: MediaRef[] }> {
-  const sign = await signer(config, workspaceId);
+export async function articleMediaRefs(storage: MediaStorage, workspaceId: string, article: any): Promise<{ cover: MediaRef | null; images: MediaRef[] }> {
+  const sign = await signer(storage, workspaceId);
   const toRef = async (m: DbMedia): Promise<MediaRef> => {
     const r = await resolveOne(sign, m);
     return { id: r.mediaId, type: 'image', url: r.url, contentType: r.contentType, altText: r.altText };

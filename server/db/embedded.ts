@@ -2,6 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
+/** The database openDatabase (server/db/open.ts) creates in the embedded cluster. */
+export const EMBEDDED_DATABASE = 'pressroom';
+
 export interface EmbeddedDatabase {
   ownerUrl(database?: string): string;
   stop(): Promise<void>;

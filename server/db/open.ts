@@ -3,7 +3,7 @@ import pg from 'pg';
 import type { Config } from '../config.ts';
 import { installQueues } from '../jobs/queues.ts';
 import { createLogger } from '../log.ts';
-import { secretFile, startEmbedded, type EmbeddedDatabase } from './embedded.ts';
+import { EMBEDDED_DATABASE, secretFile, startEmbedded, type EmbeddedDatabase } from './embedded.ts';
 import { migrate } from './migrate.ts';
 
 export interface Database {
@@ -42,7 +42,7 @@ export async function openDatabase(config: Config, log = createLogger(config.LOG
   let ownerUrl = config.DATABASE_URL;
   if (!ownerUrl) {
     log.info('starting embedded PostgreSQL', { dataDir: path.resolve(config.DATA_DIR), port: config.EMBEDDED_PG_PORT });
-    embedded = await startEmbedded({ dataDir: config.DATA_DIR, port: config.EMBEDDED_PG_PORT, database: 'pressroom', log: (m) => log.debug(m, { component: 'postgres' }) });
+    embedded = await startEmbedded({ dataDir: config.DATA_DIR, port: config.EMBEDDED_PG_PORT, database: EMBEDDED_DATABASE, log: (m) => log.debug(m, { component: 'postgres' }) });
     ownerUrl = embedded.ownerUrl();
   }
   await migrate(ownerUrl, { quiet: config.LOG_LEVEL === 'silent' });

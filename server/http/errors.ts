@@ -2,19 +2,9 @@
 // machine code in DETAIL and JSON details in HINT (db/ERRORS.md); built-in
 // SQLSTATEs map by class. Anything unknown is a 500 with no internals shown.
 
-export class ApiError extends Error {
-  readonly status: number;
-  readonly code: string;
-  readonly details: Record<string, unknown> | null;
-  readonly headers: Record<string, string>;
-  constructor(status: number, code: string, message: string, details: Record<string, unknown> | null = null, headers: Record<string, string> = {}) {
-    super(message);
-    this.status = status;
-    this.code = code;
-    this.details = details;
-    this.headers = headers;
-  }
-}
+import { ApiError } from '../errors.ts';
+
+export { ApiError };
 
 interface PgErrorLike {
   code?: string;

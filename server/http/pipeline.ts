@@ -1,12 +1,17 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Request, Response } from 'express';
-import type { DatabasePool, DatabaseTransactionConnection, SerializableValue } from 'slonik';
+import type { DatabaseTransactionConnection, SerializableValue } from 'slonik';
 import type { Config } from '../config.ts';
 import { jsonResult, sql } from '../db/pool.ts';
-import type { Logger } from '../log.ts';
+import type { AppDeps } from '../deps.ts';
+import type { ConnectorRegistry } from '../platforms/index.ts';
 import { sha256 } from '../security.ts';
-import { ApiError, bodyParserError, toApiError } from './errors.ts';
+import type { MediaStorage } from '../storage/index.ts';
+import { ApiError, errorBody } from '../errors.ts';
+import { bodyParserError, toApiError } from './errors.ts';
 import type { Operation } from './openapi.ts';
+
+export { errorBody };
 
 export interface Principal {
   actorKind: 'user' | 'api_key';
@@ -49,20 +54,71 @@ export interface HandlerContext<P = unknown> {
   prepared: P;
   /** The Idempotency-Key of this request, on operations that declare the header; else null. */
   idempotencyKey: string | null;
+  /** Media storage, with links for the origin this request reached the API at. */
+  storage: MediaStorage;
+  /** The connectors (one per kind, shared with the publish worker). */
+  connectors: ConnectorRegistry;
 }
 
-export interface RouteDefinition<P = any> {
-  /** Work done before the transaction opens (CPU-heavy steps such as a KDF). */
-  prepare?: (input: { body: any; params: Record<string, any>; config: Config }) => Promise<P>;
+/** What the slow step of a phased route sees: the request, and no transaction. */
+export interface WorkContext<P = unknown> extends Omit<HandlerContext<P>, 'tx' | 'call'> {
+  /**
+   * Runs `fn` in a new short transaction with this request's context (role,
+   * principal, workspace and request id set with set_config(..., true), as
+   * for the request transaction), e.g. a platform's memory written through
+   * an api function.
+   */
+  transaction<T>(fn: (ctx: HandlerContext<P>) => Promise<T>): Promise<T>;
+}
+
+/** Work done before the transaction opens (CPU-heavy steps such as a KDF). */
+type Prepare<P> = (input: { body: any; params: Record<string, any>; config: Config }) => Promise<P>;
+
+/** A route whose handler runs in the one request transaction. */
+export interface TransactionalRoute<P = any> {
+  prepare?: Prepare<P>;
   handle: (ctx: HandlerContext<P>) => Promise<HandlerResult>;
+  phases?: never;
 }
 
-export interface PipelineDeps {
+/**
+ * A route with slow work (disk or network) that must not hold a transaction,
+ * a row lock or a pooled connection while it runs, as the publish worker
+ * does it (server/jobs/publish.ts): claim in one short transaction, work
+ * outside any transaction, record in another.
+ *
+ *   begin    short transaction: the checks, and a claim another request sees
+ *            (it answers 409 while the claim is live); or an answer at once
+ *            when there is nothing to do
+ *   work     no transaction: the slow step (ctx.transaction for short ones)
+ *   finish   short transaction: records the outcome and gives the claim up;
+ *            an Idempotency-Key answer commits with it
+ *   abandon  short transaction, after work or finish failed: gives the claim
+ *            up, so a retry can claim again; then the failure is answered
+ *
+ * A request that finds the work claimed by another (begin fails with
+ * `whileClaimed.code`) waits, holding no transaction and no connection, and
+ * begins again, so it sees the other's outcome (the item made, the draft
+ * sent) as it did when it waited on a row lock; after `whileClaimed.maxMs`
+ * it answers that failure (409).
+ */
+export interface PhasedRoute<P = any, C = any, W = any> {
+  prepare?: Prepare<P>;
+  handle?: never;
+  whileClaimed?: { code: string; maxMs: (config: Config) => number };
+  phases: {
+    begin(ctx: HandlerContext<P>): Promise<{ answer: HandlerResult } | { claim: C }>;
+    work(ctx: WorkContext<P>, claim: C): Promise<W>;
+    finish(ctx: HandlerContext<P>, claim: C, work: W): Promise<HandlerResult>;
+    abandon(ctx: HandlerContext<P>, claim: C, error: unknown): Promise<void>;
+  };
+}
+
+export type RouteDefinition<P = any> = TransactionalRoute<P> | PhasedRoute<P>;
+
+export interface PipelineDeps extends AppDeps {
   /** express.json(), run after the gate so unauthenticated bodies are never parsed. */
   json: (req: Request, res: Response, next: (err?: unknown) => void) => void;
-  pool: DatabasePool;
-  config: Config;
-  log: Logger;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -73,9 +129,6 @@ export function requestIdOf(req: Request): string {
   return sent && REQUEST_ID.test(sent) ? sent : randomUUID();
 }
 
-export function errorBody(requestId: string, e: ApiError) {
-  return { error: { code: e.code, message: e.message, requestId, details: e.details } };
-}
 
 function bearer(req: Request): string | null {
   const h = req.get('authorization');
@@ -199,29 +252,75 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
         idem = { key, claimed: true };
       }
 
-      const result = await pool.transaction(async (tx) => {
-        await setContext(tx, principal, workspaceId, role, requestId);
-        const ctx: HandlerContext = {
-          tx,
-          call: (fragment) => tx.oneFirst(sql.type(jsonResult)`select ${fragment} as result`),
-          params,
-          query,
-          body,
-          principal,
-          workspaceId,
-          requestId,
-          config,
-          prepared,
-          idempotencyKey: idem?.key ?? null,
-        };
-        const r = await route.handle(ctx);
+      const origin = `${req.protocol}://${req.get('host') ?? `${config.HOST}:${config.PORT}`}`;
+      const base: Omit<HandlerContext, 'tx' | 'call'> = {
+        params,
+        query,
+        body,
+        principal,
+        workspaceId,
+        requestId,
+        config,
+        prepared,
+        idempotencyKey: idem?.key ?? null,
+        storage: deps.storage.at(origin),
+        connectors: deps.connectors,
+      };
+      // One short transaction with the request's context.
+      const inTransaction = <T>(fn: (ctx: HandlerContext) => Promise<T>): Promise<T> =>
+        pool.transaction(async (tx) => {
+          await setContext(tx, principal, workspaceId, role, requestId);
+          return fn({ ...base, tx, call: (fragment) => tx.oneFirst(sql.type(jsonResult)`select ${fragment} as result`) });
+        });
+      // The answer, and the Idempotency-Key's record of it in the same transaction.
+      const answer = async (ctx: HandlerContext, r: HandlerResult) => {
         const envelope = { data: r.data ?? null, meta: r.meta ?? null };
         if (idem) {
-          await tx.query(sql.unsafe`select api.idempotency_finish(${op.method}, ${routeKey}, ${idem.key}, ${r.status ?? 200}, ${sql.jsonb(envelope as SerializableValue)})`);
+          await ctx.tx.query(sql.unsafe`select api.idempotency_finish(${op.method}, ${routeKey}, ${idem.key}, ${r.status ?? 200}, ${sql.jsonb(envelope as SerializableValue)})`);
           idem.claimed = false;
         }
         return { status: r.status ?? 200, envelope, actor: r.actor };
-      });
+      };
+
+      let result: Awaited<ReturnType<typeof answer>>;
+      if (route.phases) {
+        const phases = route.phases;
+        const begin = () =>
+          inTransaction(async (ctx) => {
+            const b = await phases.begin(ctx);
+            return 'answer' in b ? { done: true as const, answered: await answer(ctx, b.answer) } : { done: false as const, claim: b.claim };
+          });
+        const waitUntil = route.whileClaimed ? Date.now() + route.whileClaimed.maxMs(config) : 0;
+        let begun: Awaited<ReturnType<typeof begin>>;
+        for (let pause = 50; ; pause = Math.min(pause * 2, 500)) {
+          try {
+            begun = await begin();
+            break;
+          } catch (e) {
+            const claimed = route.whileClaimed && toApiError(e)?.code === route.whileClaimed.code;
+            if (!claimed || Date.now() + pause > waitUntil) throw e;
+            await new Promise((r) => setTimeout(r, pause));
+          }
+        }
+        if (begun.done) {
+          result = begun.answered;
+        } else {
+          try {
+            const work = await phases.work({ ...base, transaction: inTransaction }, begun.claim);
+            result = await inTransaction(async (ctx) => answer(ctx, await phases.finish(ctx, begun.claim, work)));
+          } catch (error) {
+            // The claim is given up before the failure is answered; should that
+            // fail too, the claim lapses at its expiry.
+            await inTransaction((ctx) => phases.abandon(ctx, begun.claim, error)).catch((e) =>
+              log.error('could not give up the claim of a failed request', { err: String(e), route: op.path }),
+            );
+            throw error;
+          }
+        }
+      } else {
+        const handle = route.handle;
+        result = await inTransaction(async (ctx) => answer(ctx, await handle(ctx)));
+      }
       actor = result.actor;
       status = result.status;
       payload = status === 204 ? undefined : result.envelope;

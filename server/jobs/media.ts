@@ -12,32 +12,20 @@
 // and drainGarbage deletes the bytes, then the queue entries. A key a live
 // item or pending upload still uses is never deleted.
 import type { PgBoss } from 'pg-boss';
-import type { DatabasePool } from 'slonik';
-import { loadConfig, type Config } from '../config.ts';
-import { jsonResult, sql } from '../db/pool.ts';
-import type { Logger } from '../log.ts';
-import { mediaStorage } from '../storage/index.ts';
+import { sql } from '../db/pool.ts';
+import { asWorker } from '../db/worker.ts';
+import type { AppDeps } from '../deps.ts';
 import { QUEUES } from './queues.ts';
 
 const BATCH = 200;
 const MAX_BATCHES = 50;
 
-async function asWorker(pool: DatabasePool, fn: ReturnType<typeof sql.fragment>) {
-  return pool.transaction(async (tx) => {
-    await tx.query(sql.unsafe`select set_config('role', 'pressroom_worker', true)`);
-    return tx.oneFirst(sql.type(jsonResult)`select ${fn} as result`);
-  });
-}
-
-export interface MediaJobDeps {
-  pool: DatabasePool;
-  log: Logger;
-  config: Config;
-}
+/** The pool (as pressroom_worker), the log, and the storage whose bytes the jobs delete. */
+export type MediaJobDeps = Pick<AppDeps, 'pool' | 'log' | 'storage'>;
 
 /** Deletes the bytes of queued storage keys, then their queue entries. */
-export async function drainGarbage({ pool, log, config }: MediaJobDeps): Promise<{ deleted: number; kept: number; failed: number }> {
-  const driver = mediaStorage(config).driver;
+export async function drainGarbage({ pool, log, storage }: MediaJobDeps): Promise<{ deleted: number; kept: number; failed: number }> {
+  const driver = storage.driver;
   let deleted = 0;
   let kept = 0;
   let failed = 0;
@@ -88,12 +76,9 @@ export async function runUploadSessionExpiry(deps: MediaJobDeps) {
   return { ...sessions, bytes };
 }
 
-/**
- * Schedules and works both media queues (called by startWorker). The
- * storage configuration comes from the environment, as the server's does.
- */
-export async function registerMediaJobs(boss: PgBoss, pool: DatabasePool, log: Logger, config: Config = loadConfig()) {
-  const full: MediaJobDeps = { pool, log, config };
+/** Schedules and works both media queues (called by startWorker). */
+export async function registerMediaJobs(boss: PgBoss, deps: MediaJobDeps) {
+  const full: MediaJobDeps = deps;
   await boss.schedule(QUEUES.mediaPurge, '* * * * *');
   await boss.schedule(QUEUES.uploadSessionExpiry, '*/5 * * * *');
   await boss.work(QUEUES.mediaPurge, async () => {

@@ -16,13 +16,12 @@
 // next claim either re-sends with the same token (connectors that accept
 // one) or marks the outcome unknown. Everything runs as pressroom_worker.
 import type { Job, PgBoss } from 'pg-boss';
-import type { DatabasePool } from 'slonik';
 import type { Config } from '../config.ts';
-import { jsonResult, sql } from '../db/pool.ts';
-import type { Logger } from '../log.ts';
-import { createConnectorRegistry, type ConnectorRegistry } from '../platforms/index.ts';
+import { sql } from '../db/pool.ts';
+import { asWorker } from '../db/worker.ts';
+import type { AppDeps } from '../deps.ts';
+import { workerSandboxStore } from '../platforms/stores.ts';
 import { ConnectorError, type IntegrationRef, type PublishResult, type SandboxStore } from '../platforms/types.ts';
-import { mediaStorage } from '../storage/index.ts';
 import { QUEUES } from './queues.ts';
 
 export interface PublishJobData {
@@ -33,32 +32,28 @@ export interface PublishJobData {
 
 type PublishConfig = Pick<
   Config,
-  'PUBLISH_TIMEOUT_MS' | 'PUBLISH_MAX_ATTEMPTS' | 'PUBLISH_RETRY_BASE_MS' | 'JOB_HEARTBEAT_SECONDS' | 'PUBLISH_CONCURRENCY' | 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'
+  'PUBLISH_TIMEOUT_MS' | 'PUBLISH_MAX_ATTEMPTS' | 'PUBLISH_RETRY_BASE_MS' | 'JOB_HEARTBEAT_SECONDS' | 'PUBLISH_CONCURRENCY' | 'SIGNED_URL_TTL_SECONDS'
 >;
 
-/** Runs one statement as pressroom_worker in its own transaction; returns its JSON result. */
-export async function asWorker<T = any>(pool: DatabasePool, fn: ReturnType<typeof sql.fragment>): Promise<T> {
-  return pool.transaction(async (tx) => {
-    await tx.query(sql.unsafe`select set_config('role', 'pressroom_worker', true)`);
-    return (await tx.oneFirst(sql.type(jsonResult)`select ${fn} as result`)) as T;
-  });
+/** What the publish worker uses: the pool (as pressroom_worker), the connectors, the storage that signs media URLs. */
+export interface PublishDeps extends Pick<AppDeps, 'pool' | 'log' | 'connectors' | 'storage'> {
+  config: PublishConfig;
 }
 
 /**
  * Signed, expiring download URLs of the edition's media, for the platform to
  * fetch (valid for at least an hour: a platform may fetch after queueing).
  */
-async function signedMediaUrls(pool: DatabasePool, config: PublishConfig, ids: string[]): Promise<Map<string, string>> {
+async function signedMediaUrls(deps: PublishDeps, ids: string[]): Promise<Map<string, string>> {
   const out = new Map<string, string>();
-  if (ids.length === 0 || !('STORAGE_DRIVER' in config)) return out;
+  if (ids.length === 0) return out;
   const rows = await asWorker<{ id: string; key: string; filename: string; contentType: string }[]>(
-    pool,
+    deps.pool,
     sql.fragment`(select coalesce(jsonb_agg(jsonb_build_object('id', id, 'key', storage_key, 'filename', filename, 'contentType', content_type)), '[]')
                   from app.media_items where id = any (${sql.array([...new Set(ids)], 'uuid')}))`,
   );
-  const full = config as Config;
-  const expiresAt = new Date(Date.now() + Math.max(full.SIGNED_URL_TTL_SECONDS, 3600) * 1000);
-  const driver = mediaStorage(full).driver;
+  const expiresAt = new Date(Date.now() + Math.max(deps.config.SIGNED_URL_TTL_SECONDS, 3600) * 1000);
+  const driver = deps.storage.driver;
   await Promise.all(
     rows.map(async (m) => {
       try {
@@ -69,27 +64,6 @@ async function signedMediaUrls(pool: DatabasePool, config: PublishConfig, ids: s
     }),
   );
   return out;
-}
-
-/** The sandbox platform's memory: app.sandbox_posts, written through SQL. */
-export function sqlSandboxStore(pool: DatabasePool): SandboxStore {
-  return {
-    receive: (p) =>
-      asWorker(
-        pool,
-        sql.fragment`app.sandbox_receive_post(${p.integrationId}::uuid, ${p.token}, ${p.contentId}::uuid, ${p.platformPostId}, ${p.permalink}, ${p.caption}, ${sql.jsonb(p.payload as any)})`,
-      ),
-    editCaption: async (p) =>
-      (await asWorker(pool, sql.fragment`to_jsonb(app.sandbox_edit_caption(${p.integrationId}::uuid, ${p.platformPostId}, ${p.caption}))`)) === true,
-  };
-}
-
-export function publishingRegistry(pool: DatabasePool, config: PublishConfig): ConnectorRegistry {
-  return createConnectorRegistry({
-    timeoutMs: config.PUBLISH_TIMEOUT_MS,
-    allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
-    sandboxStore: sqlSandboxStore(pool),
-  });
 }
 
 interface Claim {
@@ -126,12 +100,12 @@ interface Claim {
 
 /** Publishes one job's edition; returns what happened (for logs and tests). */
 export async function publishOne(
-  pool: DatabasePool,
-  registry: ConnectorRegistry,
-  config: PublishConfig,
+  deps: PublishDeps,
+  sandboxStore: SandboxStore,
   job: { id: string; data: PublishJobData },
-  log?: Logger,
 ): Promise<Record<string, unknown>> {
+  const { pool, config, log } = deps;
+  const registry = deps.connectors;
   const resendable = registry.names().filter((n) => registry.get(n).acceptsIdempotencyToken);
   const claim = await asWorker<Claim>(
     pool,
@@ -152,26 +126,30 @@ export async function publishOne(
     webhookUrl: g.webhookUrl,
     webhookSecret: g.webhookSecret,
   };
-  const urls = await signedMediaUrls(pool, config, [...e.media.map((m) => m.id), ...e.thread.flatMap((t) => t.mediaIds)]);
+  const urls = await signedMediaUrls(deps, [...e.media.map((m) => m.id), ...e.thread.flatMap((t) => t.mediaIds)]);
   // Every id resolves (the claim checked the media); the URN is a last resort for bytes that cannot be signed.
   const mediaUrl = (id: string) => urls.get(id) ?? `urn:pressroom:media:${id}`;
   const types = new Map(e.media.map((m) => [m.id, m.type]));
   try {
-    result = await registry.get(g.connector).publish(integration, {
-      id: e.id,
-      rootId: e.rootId,
-      attempt: claim.runAttempt,
-      caption: e.caption,
-      title: e.title,
-      settings: e.settings ?? {},
-      media: e.media.map((m) => ({ id: m.id, type: m.type, url: mediaUrl(m.id), contentType: m.contentType ?? undefined, altText: m.altText })),
-      thread: e.thread.map((t) => ({
-        caption: t.caption,
-        media: t.mediaIds.map((id) => ({ id, type: types.get(id) ?? 'image', url: mediaUrl(id), altText: null })),
-      })),
-      scheduledAt: e.scheduledAt,
-      idempotencyToken: claim.token,
-    });
+    result = await registry.get(g.connector).publish(
+      integration,
+      {
+        id: e.id,
+        rootId: e.rootId,
+        attempt: claim.runAttempt,
+        caption: e.caption,
+        title: e.title,
+        settings: e.settings ?? {},
+        media: e.media.map((m) => ({ id: m.id, type: m.type, url: mediaUrl(m.id), contentType: m.contentType ?? undefined, altText: m.altText })),
+        thread: e.thread.map((t) => ({
+          caption: t.caption,
+          media: t.mediaIds.map((id) => ({ id, type: types.get(id) ?? 'image', url: mediaUrl(id), altText: null })),
+        })),
+        scheduledAt: e.scheduledAt,
+        idempotencyToken: claim.token,
+      },
+      { sandboxStore },
+    );
   } catch (err) {
     // A connector that cannot do the call at all (missing secret, unsupported): permanent.
     result =
@@ -185,7 +163,7 @@ export async function publishOne(
     sql.fragment`app.publish_record(${claim.attemptId}::uuid, ${outcome}, ${result.state === 'published' ? null : result.error},
       ${result.state === 'published' ? result.platformPostId : null}, ${result.state === 'published' ? result.permalink : null})`,
   );
-  log?.info('publish attempt', { job: QUEUES.publish, contentId: e.id, attempt: claim.attempt, resend: claim.resend, outcome, ...recorded });
+  log.info('publish attempt', { job: QUEUES.publish, contentId: e.id, attempt: claim.attempt, resend: claim.resend, outcome, ...recorded });
   return { outcome, ...recorded };
 }
 
@@ -196,20 +174,15 @@ export async function publishOne(
  * at least every ~15 s: superviseIntervalSeconds on the PgBoss instance), and
  * a retry limit that covers such returns.
  */
-export async function registerPublishJobs(
-  boss: PgBoss,
-  pool: DatabasePool,
-  log: Logger,
-  config: PublishConfig,
-  opts: { registry?: ConnectorRegistry; pollingIntervalSeconds?: number } = {},
-) {
+export async function registerPublishJobs(boss: PgBoss, deps: PublishDeps, opts: { pollingIntervalSeconds?: number } = {}) {
+  const { config } = deps;
   await boss.updateQueue(QUEUES.publish, {
     heartbeatSeconds: config.JOB_HEARTBEAT_SECONDS,
     retryLimit: 1000,
     retryDelay: 0,
     retryBackoff: false,
   });
-  const registry = opts.registry ?? publishingRegistry(pool, config);
+  const sandboxStore = workerSandboxStore(deps.pool);
   // PUBLISH_CONCURRENCY editions at a time: a few fetch loops, each taking a
   // batch and publishing its editions side by side. A full batch fetches the
   // next one at once (burstWhenBatchFull); otherwise pg-boss polls.
@@ -223,6 +196,6 @@ export async function registerPublishJobs(
       burstWhenBatchFull: batchSize > 1,
       pollingIntervalSeconds: opts.pollingIntervalSeconds ?? 0.5,
     },
-    async (jobs: Job<PublishJobData>[]) => Promise.all(jobs.map((job) => publishOne(pool, registry, config, job, log))),
+    async (jobs: Job<PublishJobData>[]) => Promise.all(jobs.map((job) => publishOne(deps, sandboxStore, job))),
   );
 }

@@ -1,6 +1,7 @@
 import type { PgBoss } from 'pg-boss';
 import type { DatabasePool } from 'slonik';
-import { jsonResult, sql } from '../db/pool.ts';
+import { sql } from '../db/pool.ts';
+import { asWorker } from '../db/worker.ts';
 import type { Logger } from '../log.ts';
 import { QUEUES } from './queues.ts';
 
@@ -18,12 +19,7 @@ export interface MaterializeResult {
  * only moves forward, so a repeated run makes nothing twice.
  */
 export async function materializeRecurringSeries(pool: DatabasePool, horizonDays = 30): Promise<MaterializeResult> {
-  return pool.transaction(async (tx) => {
-    await tx.query(sql.unsafe`select set_config('role', 'pressroom_worker', true)`);
-    return (await tx.oneFirst(
-      sql.type(jsonResult)`select app.materialize_due_series(make_interval(days => ${horizonDays}::int)) as result`,
-    )) as MaterializeResult;
-  });
+  return asWorker<MaterializeResult>(pool, sql.fragment`app.materialize_due_series(make_interval(days => ${horizonDays}::int))`);
 }
 
 /** Schedules the hourly run and registers its handler (queue content.recurring-materialize). */

@@ -4,13 +4,15 @@
 // tests can point them at a local fake.
 import type { Config } from '../config.ts';
 import { createSandboxConnector } from './sandbox.ts';
-import { ConnectorError, type Connector, type ConnectorName, type ConnectorOptions, type SandboxStore } from './types.ts';
+import { ConnectorError, type Connector, type ConnectorName, type ConnectorOptions } from './types.ts';
 import { createWebhookConnector } from './webhook.ts';
 
 export * from './types.ts';
 export { YOUTUBE_VIDEO_CATEGORIES } from './reference.ts';
 export { sandboxBoards, SANDBOX_BEHAVIORS } from './sandbox.ts';
-export { checkWebhookUrl, classifyAddress, signWebhookBody, verifyWebhookSignature, WebhookUrlError } from './webhook.ts';
+export { checkWebhookUrl, classifyAddress, WebhookUrlError } from '../net/ssrf.ts';
+export { signWebhookBody, verifyWebhookSignature } from './webhook.ts';
+export { requestSandboxStore, workerSandboxStore } from './stores.ts';
 
 export const CONNECTOR_NAMES: readonly ConnectorName[] = ['sandbox', 'webhook'];
 
@@ -19,8 +21,6 @@ export interface RegistryOptions {
   allowPrivateNetworks: boolean;
   /** Per-connector base URL overrides (sandbox permalinks now; platform APIs later). */
   baseUrls?: Partial<Record<string, string>>;
-  /** The sandbox platform's memory (the publishing worker's, backed by app.sandbox_posts). */
-  sandboxStore?: SandboxStore;
 }
 
 export interface ConnectorRegistry {
@@ -33,7 +33,6 @@ export function createConnectorRegistry(options: RegistryOptions): ConnectorRegi
     timeoutMs: options.timeoutMs,
     allowPrivateNetworks: options.allowPrivateNetworks,
     baseUrl: options.baseUrls?.[name],
-    sandboxStore: options.sandboxStore,
   });
   const connectors = new Map<string, Connector>([
     ['sandbox', createSandboxConnector(opts('sandbox'))],
@@ -49,14 +48,10 @@ export function createConnectorRegistry(options: RegistryOptions): ConnectorRegi
   };
 }
 
-const byConfig = new WeakMap<Config, ConnectorRegistry>();
-
-/** The registry for a server configuration (one per Config object). */
-export function connectorsFor(config: Config): ConnectorRegistry {
-  let r = byConfig.get(config);
-  if (!r) {
-    r = createConnectorRegistry({ timeoutMs: config.PUBLISH_TIMEOUT_MS, allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS });
-    byConfig.set(config, r);
-  }
-  return r;
+/**
+ * The registry of a server configuration: built once per process by
+ * createAppDeps (server/deps.ts) and shared by the API and the worker.
+ */
+export function connectorRegistryFor(config: Pick<Config, 'PUBLISH_TIMEOUT_MS' | 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'>): ConnectorRegistry {
+  return createConnectorRegistry({ timeoutMs: config.PUBLISH_TIMEOUT_MS, allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS });
 }

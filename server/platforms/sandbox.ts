@@ -16,6 +16,7 @@ import {
   type ArticleDraftResult,
   type CaptionEditResult,
   type Connector,
+  type ConnectorCall,
   type ConnectorOptions,
   type IntegrationRef,
   type PlatformOption,
@@ -71,13 +72,13 @@ export function createSandboxConnector(options: Partial<ConnectorOptions> = {}):
     }
   };
 
-  const store = options.sandboxStore;
   return {
     name: 'sandbox',
     // The same token returns the same post (app.sandbox_posts is unique per integration and token).
     acceptsIdempotencyToken: true,
 
-    async publish(integration: IntegrationRef, edition: PublishableEdition): Promise<PublishResult> {
+    async publish(integration: IntegrationRef, edition: PublishableEdition, call?: ConnectorCall): Promise<PublishResult> {
+      const store = call?.sandboxStore;
       const behavior = sandboxBehavior(integration);
       if (behavior === 'fail') {
         return { state: 'failed', permanent: true, error: 'The sandbox platform refused the post (behavior: fail).' };
@@ -105,7 +106,12 @@ export function createSandboxConnector(options: Partial<ConnectorOptions> = {}):
       return { state: 'published', platformPostId, permalink };
     },
 
-    async editPublishedCaption(integration: IntegrationRef, post: { platformPostId: string; caption: string; attempt: number }): Promise<CaptionEditResult> {
+    async editPublishedCaption(
+      integration: IntegrationRef,
+      post: { platformPostId: string; caption: string; attempt: number },
+      call?: ConnectorCall,
+    ): Promise<CaptionEditResult> {
+      const store = call?.sandboxStore;
       refuseUnless(integration, 'editPublishedCaption', 'editing a published caption');
       const behavior = sandboxBehavior(integration);
       if (behavior === 'fail') return { state: 'failed', permanent: true, error: 'The sandbox platform refused the caption (behavior: fail).' };

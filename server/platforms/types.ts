@@ -107,9 +107,13 @@ export interface Connector {
    */
   readonly acceptsIdempotencyToken: boolean;
   /** Publishes one edition. Never throws for a platform's answer: the outcome is in the result. */
-  publish(integration: IntegrationRef, edition: PublishableEdition): Promise<PublishResult>;
+  publish(integration: IntegrationRef, edition: PublishableEdition, call?: ConnectorCall): Promise<PublishResult>;
   /** Changes the caption of a published post (platforms with capabilities.editPublishedCaption). */
-  editPublishedCaption(integration: IntegrationRef, post: { platformPostId: string; caption: string; attempt: number }): Promise<CaptionEditResult>;
+  editPublishedCaption(
+    integration: IntegrationRef,
+    post: { platformPostId: string; caption: string; attempt: number },
+    call?: ConnectorCall,
+  ): Promise<CaptionEditResult>;
   /** Puts an article into the account's platform drafts without publishing it (canPublishArticles). */
   createDraft(integration: IntegrationRef, article: ArticleDraftInput): Promise<ArticleDraftResult>;
   /** Engagement figures of a published post; null when the connector cannot know them. */
@@ -131,11 +135,20 @@ export interface ConnectorOptions {
   timeoutMs: number;
   /** Whether webhook URLs may resolve to loopback or private networks (WEBHOOK_ALLOW_PRIVATE_NETWORKS). */
   allowPrivateNetworks: boolean;
-  /** Where the sandbox platform keeps the posts it receives (app.sandbox_posts); none: it keeps nothing. */
+}
+
+/**
+ * What one call brings besides the integration: where the sandbox platform
+ * keeps its memory for this caller. Connectors are shared by the worker and
+ * every request, so the caller passes its own store (server/platforms/stores.ts:
+ * the worker's acts as pressroom_worker, a request's runs api functions in a
+ * short transaction of its own); without one the sandbox keeps nothing.
+ */
+export interface ConnectorCall {
   sandboxStore?: SandboxStore;
 }
 
-/** The sandbox platform's memory (the publishing worker provides it, backed by app.sandbox_posts). */
+/** The sandbox platform's memory (app.sandbox_posts), written through the database. */
 export interface SandboxStore {
   /** Records a post once per (integration, token); a repeat returns the first post. */
   receive(post: {

@@ -1,9 +1,8 @@
 import { sql } from '../db/pool.ts';
 import { ApiError } from '../http/errors.ts';
 import type { HandlerContext, RouteDefinition } from '../http/pipeline.ts';
-import { connectorsFor } from '../platforms/index.ts';
 import { ConnectorError, type IntegrationRef, type PlatformOption } from '../platforms/types.ts';
-import { checkWebhookUrl, WebhookUrlError } from '../platforms/webhook.ts';
+import { checkWebhookUrl, WebhookUrlError } from '../net/ssrf.ts';
 
 /** Boards or video categories: SQL checks role, existence and the platform's capability; the connector lists. */
 async function listOptions(ctx: HandlerContext, capability: 'boards' | 'videoCategories') {
@@ -18,7 +17,7 @@ async function listOptions(ctx: HandlerContext, capability: 'boards' | 'videoCat
     webhookUrl: info.webhookUrl,
   };
   try {
-    const connector = connectorsFor(ctx.config).get(integration.connector);
+    const connector = ctx.connectors.get(integration.connector);
     const data: PlatformOption[] = capability === 'boards' ? await connector.listBoards(integration) : await connector.listVideoCategories(integration);
     return { data };
   } catch (e) {

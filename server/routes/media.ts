@@ -4,9 +4,8 @@
 // verifying the uploaded bytes) and sign the list cursors.
 import { sql } from '../db/pool.ts';
 import { ApiError } from '../http/errors.ts';
-import type { HandlerContext, RouteDefinition } from '../http/pipeline.ts';
+import type { HandlerContext, PhasedRoute, RouteDefinition } from '../http/pipeline.ts';
 import { decodeCursor, encodeCursor, type CursorScope } from '../storage/cursor.ts';
-import { mediaStorage } from '../storage/index.ts';
 import type { MediaType } from '../storage/inspect.ts';
 
 /** The limits of openapi.yaml (app.media_max_bytes in SQL enforces them too). */
@@ -26,7 +25,7 @@ function present(body: Record<string, unknown> | undefined, keys: string[]): Rec
 
 /** A cursor-paginated answer from an api.* list function returning {items, hasMore, last}. */
 async function page(ctx: HandlerContext, scope: CursorScope, run: (after: unknown) => ReturnType<typeof sql.fragment>) {
-  const storage = mediaStorage(ctx.config);
+  const storage = ctx.storage;
   const cursor = ctx.query.cursor as string | undefined;
   const after = cursor ? { k: await decodeCursor(storage, scope, cursor) } : null;
   const r = await ctx.call(run(after ? jsonb(after) : null));
@@ -39,7 +38,7 @@ async function uploadSession(ctx: HandlerContext, s: any) {
   const { storageKey, canUpload, ...rest } = s;
   const base = { ...rest, uploadUrl: null as string | null, method: 'PUT', headers: { 'Content-Type': s.contentType } as Record<string, string> };
   if (s.state !== 'pending' || canUpload === false) return base;
-  const target = await mediaStorage(ctx.config).driver.uploadTarget({
+  const target = await ctx.storage.driver.uploadTarget({
     sessionId: s.sessionId, key: storageKey, contentType: s.contentType, size: Number(s.size), expiresAt: new Date(s.expiresAt),
   });
   return { ...base, uploadUrl: target.url, method: target.method, headers: target.headers };
@@ -48,55 +47,92 @@ async function uploadSession(ctx: HandlerContext, s: any) {
 async function objectUrl(ctx: HandlerContext, disposition: 'inline' | 'attachment') {
   const o = await ctx.call(sql.fragment`api.media_object(${ctx.params.id})`);
   const expiresAt = new Date((Math.floor(Date.now() / 1000) + ctx.config.SIGNED_URL_TTL_SECONDS) * 1000);
-  const url = await mediaStorage(ctx.config).driver.objectUrl({
+  const url = await ctx.storage.driver.objectUrl({
     mediaId: o.id, key: o.storageKey, contentType: o.contentType, filename: o.filename, disposition, expiresAt,
   });
   return { data: { url, method: 'GET', disposition, expiresAt: expiresAt.toISOString(), contentType: o.contentType, fileSize: o.fileSize } };
 }
 
-async function completeUpload(ctx: HandlerContext) {
-  const sessionId = ctx.params.sessionId as string;
-  const begin = await ctx.call(sql.fragment`api.begin_media_upload_completion(${sessionId})`);
-  if (begin.state === 'completed') return { data: begin.media };
-  const driver = mediaStorage(ctx.config).driver;
-  // The bytes move to the item's own key first: a URL that is used again
-  // can only write to the upload key, never to what is verified here. On a
-  // retry after a failed commit they are already there.
-  await driver.move(begin.uploadKey, begin.finalKey);
-  const facts = await driver.inspect(begin.finalKey);
-  if (!facts) {
-    throw new ApiError(409, 'UPLOAD_NOT_RECEIVED', 'No bytes have arrived for this upload; PUT them to the uploadUrl first.',
-      { sessionId });
-  }
-  const refuse = async (e: ApiError): Promise<never> => {
-    await driver.delete(begin.finalKey);
-    throw e;
-  };
-  const declared = Number(begin.declaredSize);
-  if (facts.size !== declared) {
-    await refuse(new ApiError(409, 'UPLOAD_INCOMPLETE', `The upload was declared as ${declared} bytes; ${facts.size} arrived. PUT the bytes again.`,
-      { sessionId, declaredSize: declared, size: facts.size }));
-  }
-  if (!facts.type || !facts.contentType) {
-    await refuse(new ApiError(415, 'UNSUPPORTED_MEDIA_FORMAT', `Not a supported media file: ${facts.reason}.`,
-      { sessionId, supported: SUPPORTED }));
-  }
-  const type = facts.type as MediaType;
-  if (facts.size > MEDIA_MAX_BYTES[type]) {
-    await refuse(new ApiError(413, 'MEDIA_TOO_LARGE', `A ${type} may be at most ${MEDIA_MAX_BYTES[type]} bytes; this one is ${facts.size} bytes.`,
-      { sessionId, type, size: facts.size, maxBytes: MEDIA_MAX_BYTES[type] }));
-  }
-  const expected = (ctx.body?.checksumSha256 as string | undefined)?.toLowerCase();
-  if (expected && expected !== facts.sha256) {
-    await refuse(new ApiError(400, 'CHECKSUM_MISMATCH', 'The SHA-256 of the bytes that arrived differs from checksumSha256; PUT the bytes again.',
-      { sessionId, expected, actual: facts.sha256 }));
-  }
-  const media = await ctx.call(sql.fragment`api.complete_media_upload(${sessionId}, ${jsonb({
-    type, contentType: facts.contentType, fileSize: facts.size, width: facts.width, height: facts.height,
-    durationMs: type === 'video' ? facts.durationMs : null, checksumSha256: facts.sha256, storageKey: begin.finalKey,
-  })}, ${jsonb(present(ctx.body, ['altText', 'folderId']))})`);
-  return { data: media };
+/**
+ * How long a completion may verify the bytes before another request may take
+ * the session over (a process that died mid-completion leaves its claim to
+ * lapse). Streaming and hashing 512 MB takes seconds on disk, longer from S3.
+ */
+const COMPLETION_CLAIM_SECONDS = 600;
+
+interface CompletionClaim {
+  claim: string;
+  uploadKey: string;
+  finalKey: string;
+  declaredSize: number | string;
 }
+
+/**
+ * POST .../complete, in three steps (server/http/pipeline.ts, phased routes):
+ * claim the session in a short transaction, move and verify the bytes with
+ * no transaction open, make the item in another short transaction. A
+ * concurrent completion meanwhile answers 409 UPLOAD_COMPLETION_IN_PROGRESS;
+ * a refused or failed verification gives the claim up, so the client can PUT
+ * the bytes again and retry.
+ */
+const completeUpload: PhasedRoute<unknown, CompletionClaim, Record<string, unknown>> = {
+  // A second completion waits for the first and answers its item, as it did
+  // when it waited on the session's row lock.
+  whileClaimed: { code: 'UPLOAD_COMPLETION_IN_PROGRESS', maxMs: () => 60_000 },
+  phases: {
+    begin: async (ctx) => {
+      const begin = await ctx.call(sql.fragment`api.claim_media_upload_completion(${ctx.params.sessionId}, ${COMPLETION_CLAIM_SECONDS}::int)`);
+      return begin.state === 'completed' ? { answer: { data: begin.media } } : { claim: begin };
+    },
+    work: async (ctx, begin) => {
+      const sessionId = ctx.params.sessionId as string;
+      const driver = ctx.storage.driver;
+      // The bytes move to the item's own key first: a URL that is used again
+      // can only write to the upload key, never to what is verified here. On a
+      // retry after a failed commit they are already there.
+      await driver.move(begin.uploadKey, begin.finalKey);
+      const facts = await driver.inspect(begin.finalKey);
+      if (!facts) {
+        throw new ApiError(409, 'UPLOAD_NOT_RECEIVED', 'No bytes have arrived for this upload; PUT them to the uploadUrl first.',
+          { sessionId });
+      }
+      const refuse = async (e: ApiError): Promise<never> => {
+        await driver.delete(begin.finalKey);
+        throw e;
+      };
+      const declared = Number(begin.declaredSize);
+      if (facts.size !== declared) {
+        await refuse(new ApiError(409, 'UPLOAD_INCOMPLETE', `The upload was declared as ${declared} bytes; ${facts.size} arrived. PUT the bytes again.`,
+          { sessionId, declaredSize: declared, size: facts.size }));
+      }
+      if (!facts.type || !facts.contentType) {
+        await refuse(new ApiError(415, 'UNSUPPORTED_MEDIA_FORMAT', `Not a supported media file: ${facts.reason}.`,
+          { sessionId, supported: SUPPORTED }));
+      }
+      const type = facts.type as MediaType;
+      if (facts.size > MEDIA_MAX_BYTES[type]) {
+        await refuse(new ApiError(413, 'MEDIA_TOO_LARGE', `A ${type} may be at most ${MEDIA_MAX_BYTES[type]} bytes; this one is ${facts.size} bytes.`,
+          { sessionId, type, size: facts.size, maxBytes: MEDIA_MAX_BYTES[type] }));
+      }
+      const expected = (ctx.body?.checksumSha256 as string | undefined)?.toLowerCase();
+      if (expected && expected !== facts.sha256) {
+        await refuse(new ApiError(400, 'CHECKSUM_MISMATCH', 'The SHA-256 of the bytes that arrived differs from checksumSha256; PUT the bytes again.',
+          { sessionId, expected, actual: facts.sha256 }));
+      }
+      return {
+        type, contentType: facts.contentType, fileSize: facts.size, width: facts.width, height: facts.height,
+        durationMs: type === 'video' ? facts.durationMs : null, checksumSha256: facts.sha256, storageKey: begin.finalKey,
+      };
+    },
+    finish: async (ctx, begin, facts) => ({
+      data: await ctx.call(sql.fragment`api.finish_media_upload_completion(${ctx.params.sessionId}, ${begin.claim}::uuid,
+        ${jsonb(facts)}, ${jsonb(present(ctx.body, ['altText', 'folderId']))})`),
+    }),
+    abandon: async (ctx, begin) => {
+      await ctx.call(sql.fragment`api.release_work_claim('media_upload_completion', ${ctx.params.sessionId}::uuid, ${begin.claim}::uuid)`);
+    },
+  },
+};
 
 const MEDIA_FILTERS = ['folderId', 'rootOnly', 'isUnlabeled', 'type', 'search', 'isFavorite', 'isUsed', 'isUnused', 'state', 'sortBy', 'order', 'source'];
 
@@ -121,12 +157,12 @@ export const mediaRoutes: Record<string, RouteDefinition> = {
   getMediaUpload_v1: {
     handle: async (ctx) => ({ data: await uploadSession(ctx, await ctx.call(sql.fragment`api.get_media_upload(${ctx.params.sessionId})`)) }),
   },
-  completeMediaUpload_v1: { handle: completeUpload },
+  completeMediaUpload_v1: completeUpload,
   abortMediaUpload_v1: {
     handle: async (ctx) => {
       const s = await ctx.call(sql.fragment`api.abort_media_upload(${ctx.params.sessionId})`);
       // Also queued for the purge job; removed now when possible.
-      const driver = mediaStorage(ctx.config).driver;
+      const driver = ctx.storage.driver;
       await Promise.allSettled([driver.delete(s.storageKey), driver.delete(`media/${ctx.workspaceId}/${s.sessionId}`)]);
       return { data: await uploadSession(ctx, s) };
     },

@@ -1,15 +1,80 @@
 import { sql } from '../db/pool.ts';
 import { ApiError } from '../http/errors.ts';
-import type { RouteDefinition } from '../http/pipeline.ts';
-import { createConnectorRegistry } from '../platforms/index.ts';
-import { ConnectorError, type IntegrationRef } from '../platforms/types.ts';
+import type { PhasedRoute, RouteDefinition } from '../http/pipeline.ts';
+import { requestSandboxStore } from '../platforms/stores.ts';
+import { ConnectorError, type CaptionEditResult, type IntegrationRef } from '../platforms/types.ts';
 
-// Publishing routes: each calls one SQL function of db/schema.sql
-// (api.publish_content, api.retry_content, api.resolve_publishing_result,
-// api.list_sandbox_posts); the published-caption route also calls the
-// channel's connector between its check (api.published_caption_target) and
-// its record (api.record_published_caption).
+// Publishing routes: each calls one api function; the published-caption
+// route calls the channel's connector between its check and its record, with
+// no transaction open (db/migrations/current/60-slow-work-outside-transactions.sql).
 const json = (value: unknown) => sql.jsonb((value ?? {}) as Parameters<typeof sql.jsonb>[0]);
+
+/** What api.claim_published_caption_edit returns. */
+interface CaptionTarget {
+  claim: string;
+  integrationId: string;
+  connector: IntegrationRef['connector'];
+  platform: string;
+  name: string;
+  username: string | null;
+  settings: Record<string, unknown> | null;
+  webhookUrl: string | null;
+  webhookSecret: string | null;
+  platformPostId: string | null;
+  attempt: number;
+}
+
+/**
+ * PATCH content/{id}/published-caption: claim (checks, and a claim a
+ * concurrent edit waits for; 409 CAPTION_EDIT_IN_PROGRESS if it lasts), call the connector with
+ * no transaction open (up to PUBLISH_TIMEOUT_MS), record the caption; a
+ * refusal or failure of the platform gives the claim up.
+ */
+const updatePublishedCaption: PhasedRoute<unknown, CaptionTarget, CaptionEditResult> = {
+  // Edits of one caption take turns (each reaches the platform), as when the
+  // second waited on the content's row lock.
+  whileClaimed: { code: 'CAPTION_EDIT_IN_PROGRESS', maxMs: (config) => config.PUBLISH_TIMEOUT_MS + 5000 },
+  phases: {
+    begin: async ({ call, params, config }) => {
+      const seconds = Math.ceil(config.PUBLISH_TIMEOUT_MS / 1000) + 60;
+      return { claim: await call(sql.fragment`api.claim_published_caption_edit(${params.id}::uuid, ${seconds}::int)`) };
+    },
+    work: async (ctx, t) => {
+      const integration: IntegrationRef = {
+        id: t.integrationId,
+        connector: t.connector,
+        platform: t.platform,
+        name: t.name,
+        username: t.username,
+        settings: t.settings ?? {},
+        webhookUrl: t.webhookUrl,
+        webhookSecret: t.webhookSecret,
+      };
+      let r: CaptionEditResult;
+      try {
+        r = await ctx.connectors
+          .get(t.connector)
+          .editPublishedCaption(
+            integration,
+            { platformPostId: t.platformPostId ?? '', caption: ctx.body.caption, attempt: t.attempt },
+            { sandboxStore: requestSandboxStore(ctx.transaction) },
+          );
+      } catch (e) {
+        if (e instanceof ConnectorError) throw new ApiError(409, 'CAPTION_EDIT_NOT_SUPPORTED', e.message, { contentId: ctx.params.id });
+        throw e;
+      }
+      if (r.state === 'failed') throw new ApiError(502, 'PLATFORM_REFUSED', r.error, { contentId: ctx.params.id, permanent: r.permanent });
+      if (r.state === 'unknown') throw new ApiError(504, 'PLATFORM_UNAVAILABLE', r.error, { contentId: ctx.params.id });
+      return r;
+    },
+    finish: async ({ call, params, body }, t) => ({
+      data: await call(sql.fragment`api.finish_published_caption_edit(${params.id}::uuid, ${t.claim}::uuid, ${body.caption})`),
+    }),
+    abandon: async ({ call, params }, t) => {
+      await call(sql.fragment`api.release_work_claim('published_caption_edit', ${params.id}::uuid, ${t.claim}::uuid)`);
+    },
+  },
+};
 
 export const publishingRoutes: Record<string, RouteDefinition> = {
   publishContent_v1: {
@@ -24,48 +89,7 @@ export const publishingRoutes: Record<string, RouteDefinition> = {
       data: await call(sql.fragment`api.resolve_publishing_result(${params.id}::uuid, ${json(body)})`),
     }),
   },
-  updatePublishedCaption_v1: {
-    handle: async ({ call, params, body, config }) => {
-      const t = await call(sql.fragment`api.published_caption_target(${params.id}::uuid)`);
-      const secret = t.connector === 'webhook' ? await call(sql.fragment`to_jsonb(app.published_caption_secret(${params.id}::uuid))`) : null;
-      const integration: IntegrationRef = {
-        id: t.integrationId,
-        connector: t.connector,
-        platform: t.platform,
-        name: t.name,
-        username: t.username,
-        settings: t.settings ?? {},
-        webhookUrl: t.webhookUrl,
-        webhookSecret: secret,
-      };
-      // The sandbox platform's memory is written in the request's transaction.
-      const registry = createConnectorRegistry({
-        timeoutMs: config.PUBLISH_TIMEOUT_MS,
-        allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
-        sandboxStore: {
-          receive: async () => {
-            throw new Error('not used by caption edits');
-          },
-          editCaption: async (p) =>
-            (await call(sql.fragment`to_jsonb(app.sandbox_edit_caption_for_request(${p.integrationId}::uuid, ${p.platformPostId}, ${p.caption}))`)) === true,
-        },
-      });
-      let r;
-      try {
-        r = await registry.get(t.connector).editPublishedCaption(integration, {
-          platformPostId: t.platformPostId ?? '',
-          caption: body.caption,
-          attempt: t.attempt,
-        });
-      } catch (e) {
-        if (e instanceof ConnectorError) throw new ApiError(409, 'CAPTION_EDIT_NOT_SUPPORTED', e.message, { contentId: params.id });
-        throw e;
-      }
-      if (r.state === 'failed') throw new ApiError(502, 'PLATFORM_REFUSED', r.error, { contentId: params.id, permanent: r.permanent });
-      if (r.state === 'unknown') throw new ApiError(504, 'PLATFORM_UNAVAILABLE', r.error, { contentId: params.id });
-      return { data: await call(sql.fragment`api.record_published_caption(${params.id}::uuid, ${body.caption})`) };
-    },
-  },
+  updatePublishedCaption_v1: updatePublishedCaption,
   listSandboxPosts_v1: {
     handle: async ({ call, params, query }) => {
       const limit = Number(query.limit ?? 50);

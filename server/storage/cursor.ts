@@ -4,7 +4,7 @@
 // key. A changed byte, a cursor of another list or filter set, or garbage
 // answers 400 INVALID_CURSOR.
 import { createHash } from 'node:crypto';
-import { ApiError } from '../http/errors.ts';
+import { ApiError } from '../errors.ts';
 import type { MediaStorage } from './index.ts';
 import { hmacB64, safeEqual } from './signing.ts';
 

@@ -1,8 +1,8 @@
-// One MediaStorage per app (per Config object): the configured driver, the
-// signing secrets, and the public base URL of the disk driver's links.
-// createStorageRouter registers it when the app is built; route handlers
-// reach it through ctx.config, which is the same object.
-import { AsyncLocalStorage } from 'node:async_hooks';
+// One MediaStorage per process, built by createAppDeps (server/deps.ts) and
+// handed to the app, the worker and every request's context (ctx.storage):
+// the configured driver, the signing secrets, and the base URL of the disk
+// driver's links. A request sees the storage `at` its own origin, so links
+// point where the client reached the API when PUBLIC_BASE_URL is not set.
 import type { DatabasePool } from 'slonik';
 import type { Config } from '../config.ts';
 import { DiskDriver } from './disk.ts';
@@ -16,46 +16,39 @@ export interface MediaStorage {
   /** The disk driver when configured (the storage router serves its URLs). */
   disk: DiskDriver | null;
   secrets: Secrets;
+  /** Where links point: PUBLIC_BASE_URL, else this view's request origin, else HOST:PORT. */
+  baseUrl(): string;
+  /** The same storage (same secrets) for a request reached at `origin` (scheme://host[:port]). */
+  at(origin: string | null): MediaStorage;
 }
 
-/**
- * The origin of the request being served (scheme://host[:port]), for the
- * links of the disk driver when PUBLIC_BASE_URL is not set.
- */
-export const requestOrigin = new AsyncLocalStorage<string>();
-
-export function publicBaseUrl(config: Config): string {
+/** The base URL of links: PUBLIC_BASE_URL, else the request's origin, else the address the API listens on. */
+export function publicBaseUrl(config: Config, origin: string | null = null): string {
   if (config.PUBLIC_BASE_URL) return config.PUBLIC_BASE_URL.replace(/\/+$/, '');
-  const origin = requestOrigin.getStore();
   if (origin) return origin;
   const host = config.HOST === '0.0.0.0' || config.HOST === '::' ? '127.0.0.1' : config.HOST;
   return `http://${host.includes(':') ? `[${host}]` : host}:${config.PORT}`;
 }
 
-const registry = new WeakMap<Config, MediaStorage>();
-
-export function createMediaStorage(config: Config, pool: DatabasePool | null): MediaStorage {
-  const secrets = new Secrets(config, pool);
+function build(config: Config, secrets: Secrets, origin: string | null): MediaStorage {
+  const baseUrl = () => publicBaseUrl(config, origin);
+  // S3 links and configured base URLs do not depend on the request.
+  const at = (o: string | null) => (o === origin || config.PUBLIC_BASE_URL || config.STORAGE_DRIVER === 's3' ? storage : build(config, secrets, o));
+  let storage: MediaStorage;
   if (config.STORAGE_DRIVER === 's3') {
-    return { config, driver: new S3Driver(config), disk: null, secrets };
+    storage = { config, driver: new S3Driver(config), disk: null, secrets, baseUrl, at };
+  } else {
+    const disk = new DiskDriver(config, secrets, baseUrl);
+    storage = { config, driver: disk, disk, secrets, baseUrl, at };
   }
-  const disk = new DiskDriver(config, secrets, () => publicBaseUrl(config));
-  return { config, driver: disk, disk, secrets };
-}
-
-/** Called once per app (createStorageRouter). */
-export function registerMediaStorage(config: Config, pool: DatabasePool): MediaStorage {
-  const storage = createMediaStorage(config, pool);
-  registry.set(config, storage);
   return storage;
 }
 
-/** The app's MediaStorage; without a registered one (a script), one without a pool. */
-export function mediaStorage(config: Config): MediaStorage {
-  let storage = registry.get(config);
-  if (!storage) {
-    storage = createMediaStorage(config, null);
-    registry.set(config, storage);
-  }
-  return storage;
+/**
+ * The storage of a configuration. With a pool, the signing secret comes from
+ * the database when SIGNED_URL_SECRET is unset; without one (a script), it
+ * must be configured.
+ */
+export function createMediaStorage(config: Config, pool: DatabasePool | null): MediaStorage {
+  return build(config, new Secrets(config, pool), null);
 }

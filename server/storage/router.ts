@@ -18,11 +18,10 @@ import express, { type Request, type Response } from 'express';
 import type { DatabasePool } from 'slonik';
 import type { Config } from '../config.ts';
 import { jsonResult, sql } from '../db/pool.ts';
-import { ApiError } from '../http/errors.ts';
-import { errorBody } from '../http/pipeline.ts';
+import { ApiError, errorBody } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import { STORAGE_PREFIX, type DiskDriver } from './disk.ts';
-import { registerMediaStorage, requestOrigin } from './index.ts';
+import type { MediaStorage } from './index.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** Routes that sign something: the media API and the storage routes. */
@@ -207,21 +206,21 @@ async function serveObject(disk: DiskDriver, pool: DatabasePool, req: Request, r
   await pipeline(createReadStream(file, { start, end, highWaterMark: 1024 * 1024 }), res);
 }
 
-export function createStorageRouter(deps: { pool: DatabasePool; config: Config; log: Logger }): express.Router {
-  const { pool, config, log } = deps;
-  const storage = registerMediaStorage(config, pool);
+export function createStorageRouter(deps: { pool: DatabasePool; config: Config; log: Logger; storage: MediaStorage }): express.Router {
+  const { pool, config, log, storage } = deps;
   const router = express.Router();
-  // The origin the API is reached at, for links when PUBLIC_BASE_URL is unset.
   // Media routes sign (URLs, cursors) inside their request's transaction,
   // where the pool cannot be used (slonik refuses): the signing secret is
   // loaded here, before the transaction opens (once; then it is cached).
-  router.use((req, _res, next) => {
-    const run = () => requestOrigin.run(`${req.protocol}://${req.get('host') ?? `${config.HOST}:${config.PORT}`}`, next);
-    if (config.SIGNED_URL_SECRET || !MEDIA_ROUTE.test(req.path)) return run();
-    storage.secrets.secret().then(run, (e) => {
-      log.error('could not load the signing secret', { requestId: (_res as Response).locals.requestId, err: e });
-      run();
-    });
+  router.use((req, res, next) => {
+    if (config.SIGNED_URL_SECRET || !MEDIA_ROUTE.test(req.path)) return next();
+    storage.secrets.secret().then(
+      () => next(),
+      (e) => {
+        log.error('could not load the signing secret', { requestId: (res as Response).locals.requestId, err: e });
+        next();
+      },
+    );
   });
 
   const disk = storage.disk;

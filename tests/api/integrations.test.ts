@@ -9,7 +9,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectorsFor, createConnectorRegistry } from '../../server/platforms/index.ts';
+import { createConnectorRegistry } from '../../server/platforms/index.ts';
 import { createSandboxConnector, sandboxBoards } from '../../server/platforms/sandbox.ts';
 import type { IntegrationRef, PublishableEdition } from '../../server/platforms/types.ts';
 import {
@@ -647,9 +647,9 @@ describe('integrations over HTTP', () => {
     expect((await api.get(base, { token: owner.token })).body.data).toHaveLength(1);
   });
 
-  it('connectorsFor(config) reads the server configuration', () => {
-    const reg = connectorsFor(server.config);
-    expect(reg).toBe(connectorsFor(server.config));
+  it('the app is built with one connector registry for its configuration', () => {
+    const reg = server.deps.connectors;
+    expect(reg.names()).toEqual(['sandbox', 'webhook']);
     expect(reg.get('webhook').name).toBe('webhook');
   });
 });

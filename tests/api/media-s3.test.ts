@@ -274,13 +274,13 @@ describe('the S3 driver against a fake S3', () => {
     // Once the session expires, the sweep removes that stray object.
     await server.owner.query(`update app.media_upload_sessions set expires_at = now() - interval '1 second' where id = $1`, [s.sessionId]);
     expect(s3.objects.has(`uploads/${o.workspaceId}/${s.sessionId}`)).toBe(true);
-    await runUploadSessionExpiry({ pool: server.pool, log, config: server.config });
+    await runUploadSessionExpiry(server.deps);
     expect(s3.objects.has(`uploads/${o.workspaceId}/${s.sessionId}`)).toBe(false);
     expect(s3.objects.has(`media/${o.workspaceId}/${s.sessionId}`)).toBe(true);
 
     // Bin, purge: row and object gone.
     expect((await api.delete(`/v1/workspaces/${o.workspaceId}/media/${s.sessionId}`, { token: o.token })).status).toBe(200);
-    const purged = await runMediaPurge({ pool: server.pool, log, config: server.config });
+    const purged = await runMediaPurge(server.deps);
     expect(purged).toMatchObject({ purged: 1, bytes: { deleted: 1, failed: 0 } });
     expect(s3.objects.size).toBe(0);
   });

@@ -10,6 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApp } from '../../server/app.ts';
+import { createAppDeps } from '../../server/deps.ts';
 import { loadConfig } from '../../server/config.ts';
 import { PgBoss } from 'pg-boss';
 import { registerMediaJobs, runMediaPurge, runUploadSessionExpiry } from '../../server/jobs/media.ts';
@@ -380,11 +381,11 @@ describe('sessions: abort and expiry', () => {
 
       const uploadFile = path.join(dir, 'media', 'uploads', o.workspaceId, pending.session.sessionId);
       expect(existsSync(uploadFile)).toBe(true);
-      const r = await runUploadSessionExpiry({ pool: short.pool, log, config: short.config });
+      const r = await runUploadSessionExpiry(short.deps);
       expect(r.expired).toBe(2);
       expect(existsSync(uploadFile)).toBe(false);
       expect(existsSync(path.join(dir, 'media', 'media', o.workspaceId, media.id))).toBe(true);
-      const again = await runUploadSessionExpiry({ pool: short.pool, log, config: short.config });
+      const again = await runUploadSessionExpiry(short.deps);
       expect(again).toMatchObject({ expired: 0, keysQueued: 0 });
     } finally {
       await short.close();
@@ -411,19 +412,19 @@ describe('the bin purge job', () => {
       await s.owner.query(`update app.media_items set delete_after = now() + interval '1 hour' where id = $1`, [b.id]);
       const fileA = path.join(dir, 'media', 'media', o.workspaceId, a.id);
       expect(existsSync(fileA)).toBe(true);
-      const r = await runMediaPurge({ pool: s.pool, log, config: s.config });
+      const r = await runMediaPurge(s.deps);
       expect(r).toMatchObject({ purged: 1, skipped: 0, bytes: { deleted: 1, failed: 0 } });
       expect(existsSync(fileA)).toBe(false);
       expect((await sapi.get(`${sbase}/${a.id}`, { token: o.token })).status).toBe(404);
       expect((await fetch(view.body.data.url)).status).toBe(404);
       expect((await sapi.get(`${sbase}/${b.id}`, { token: o.token })).body.data.state).toBe('deleted');
       expect((await sapi.get(`${sbase}/${c.id}`, { token: o.token })).body.data.state).toBe('active');
-      expect(await runMediaPurge({ pool: s.pool, log, config: s.config })).toMatchObject({ purged: 0, bytes: { deleted: 0 } });
+      expect(await runMediaPurge(s.deps)).toMatchObject({ purged: 0, bytes: { deleted: 0 } });
       // Permanent deletes queue their bytes for the same job.
       await sapi.delete(`${sbase}/${c.id}`, { token: o.token });
       await s.owner.query(`update app.media_items set delete_after = now() + interval '1 hour' where id = $1`, [c.id]);
       expect((await sapi.delete(`${sbase}/${c.id}/permanent`, { token: o.token })).status).toBe(200);
-      expect(await runMediaPurge({ pool: s.pool, log, config: s.config })).toMatchObject({ purged: 0, bytes: { deleted: 1 } });
+      expect(await runMediaPurge(s.deps)).toMatchObject({ purged: 0, bytes: { deleted: 1 } });
       expect(existsSync(path.join(dir, 'media', 'media', o.workspaceId, c.id))).toBe(false);
     } finally {
       await s.close();
@@ -438,7 +439,7 @@ describe('job registration', () => {
     boss.on('error', () => {});
     await boss.start();
     try {
-      await registerMediaJobs(boss, server.pool, log, server.config);
+      await registerMediaJobs(boss, server.deps);
       const schedules = await server.owner.query(`select name, cron from pgboss.schedule where name like 'media.%' order by name`);
       expect(schedules.rows).toEqual([
         { name: QUEUES.uploadSessionExpiry, cron: '*/5 * * * *' },
@@ -465,7 +466,7 @@ describe('the signing secret', () => {
     const view = await api.get(`${base()}/${media.id}/view-url`, { token: owner.token });
     // A second app (another process, as far as signing goes) on the same database.
     const config = loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dataDir } as NodeJS.ProcessEnv);
-    const app = createApp({ pool: server.pool, config, log, openapi });
+    const app = createApp(createAppDeps({ pool: server.pool, config, log }), { openapi });
     const other: Server = createServer(app);
     await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
     try {
@@ -489,7 +490,7 @@ describe('the signing secret', () => {
     const { media } = await upload(api, owner.token, ws, png(3, 3, 15));
     const view = await api.get(`${base()}/${media.id}/view-url`, { token: owner.token });
     const config = loadConfig({ LOG_LEVEL: 'silent', DATA_DIR: dataDir, SIGNED_URL_SECRET: 'another-secret-of-enough-length' } as NodeJS.ProcessEnv);
-    const other: Server = createServer(createApp({ pool: server.pool, config, log, openapi }));
+    const other: Server = createServer(createApp(createAppDeps({ pool: server.pool, config, log }), { openapi }));
     await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
     try {
       const u = new URL(view.body.data.url);

@@ -109,8 +109,9 @@ describe('rate limits', () => {
       // A second app on the same database, as a second process would be.
       const { createServer } = await import('node:http');
       const { createApp } = await import('../../server/app.ts');
+      const { createAppDeps } = await import('../../server/deps.ts');
       const { createLogger } = await import('../../server/log.ts');
-      const second = createServer(createApp({ pool: a.pool, config: a.config, log: createLogger('silent') }));
+      const second = createServer(createApp(createAppDeps({ pool: a.pool, config: a.config, log: createLogger('silent') })));
       await new Promise<void>((r) => second.listen(0, '127.0.0.1', r));
       const b = { ...a, baseUrl: `http://127.0.0.1:${(second.address() as any).port}` };
       try {

@@ -39,13 +39,14 @@ import { loadConfig } from ${JSON.stringify(pathToFileURL(path.join(r, 'server/c
 import { openPool } from ${JSON.stringify(pathToFileURL(path.join(r, 'server/db/pool.ts')).href)};
 import { createLogger } from ${JSON.stringify(pathToFileURL(path.join(r, 'server/log.ts')).href)};
 import { registerPublishJobs } from ${JSON.stringify(pathToFileURL(path.join(r, 'server/jobs/publish.ts')).href)};
+import { createAppDeps } from ${JSON.stringify(pathToFileURL(path.join(r, 'server/deps.ts')).href)};
 const [ownerUrl, appUrl] = process.argv.slice(2);
 const config = loadConfig({ LOG_LEVEL: 'silent' }, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: true, JOB_HEARTBEAT_SECONDS: 10, PUBLISH_CONCURRENCY: 8, PUBLISH_TIMEOUT_MS: 5000 });
 const pool = await openPool(appUrl, 10);
 const boss = new PgBoss({ connectionString: ownerUrl, schema: 'pgboss', max: 4, superviseIntervalSeconds: 2 });
 boss.on('error', () => {});
 await boss.start();
-await registerPublishJobs(boss, pool, createLogger('silent'), config, { pollingIntervalSeconds: 0.5 });
+await registerPublishJobs(boss, createAppDeps({ pool, config, log: createLogger('silent') }), { pollingIntervalSeconds: 0.5 });
 process.stdout.write('ready\\n');
 `;
 

@@ -98,7 +98,7 @@ beforeAll(async () => {
   boss = new PgBoss({ connectionString: server.db.ownerUrl, schema: PGBOSS_SCHEMA, max: 4, superviseIntervalSeconds: 5 });
   boss.on('error', () => {});
   await boss.start();
-  await registerPublishJobs(boss, server.pool, createLogger('silent'), server.config, { pollingIntervalSeconds: 0.5 });
+  await registerPublishJobs(boss, server.deps, { pollingIntervalSeconds: 0.5 });
 }, 60_000);
 
 afterAll(async () => {

@@ -9,6 +9,7 @@ import { createApp } from '../../server/app.ts';
 import { loadConfig, type Config } from '../../server/config.ts';
 import { openPool } from '../../server/db/pool.ts';
 import { applySettings } from '../../server/db/settings.ts';
+import { createAppDeps, type AppDeps } from '../../server/deps.ts';
 import { loadOpenApi } from '../../server/http/openapi.ts';
 import { createLogger } from '../../server/log.ts';
 import { cloneDatabase, type Cluster, type TestDatabase } from './db.ts';
@@ -34,6 +35,8 @@ export interface TestServer {
   /** Superuser client on the test database, for looking behind the API. */
   owner: pg.Client;
   config: Config;
+  /** What the app was built from (pool, config, log, storage, connectors), for jobs a test runs itself. */
+  deps: AppDeps;
   close(): Promise<void>;
 }
 
@@ -44,9 +47,11 @@ export async function startTestServer(label: string, overrides: Partial<Config> 
     { LOG_LEVEL: 'silent', ALLOW_SIGNUP: 'true', RATE_LIMIT_READ: '100000', RATE_LIMIT_WRITE: '100000', RATE_LIMIT_EXPENSIVE: '100000' } as NodeJS.ProcessEnv,
     overrides,
   );
-  const pool = await openPool(db.appUrl, 5);
+  // The request pool: 5 connections unless a test sets DB_POOL_SIZE.
+  const pool = await openPool(db.appUrl, overrides.DB_POOL_SIZE ?? 5);
   await applySettings(pool, config);
-  const app = createApp({ pool, config, log: createLogger('silent'), openapi });
+  const deps = createAppDeps({ pool, config, log: createLogger('silent') });
+  const app = createApp(deps, { openapi });
   const server: Server = createServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const owner = new pg.Client({ connectionString: db.ownerUrl });
@@ -58,6 +63,7 @@ export async function startTestServer(label: string, overrides: Partial<Config> 
     pool,
     owner,
     config,
+    deps,
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
