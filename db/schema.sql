@@ -31,6 +31,7 @@ create table app.api_key_workspaces (
   constraint api_key_workspaces_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE,
   constraint api_key_workspaces_workspace_same_organization FOREIGN KEY (workspace_id, organization_id) REFERENCES app.workspaces(id, organization_id) ON DELETE CASCADE
 );
+comment on table app.api_key_workspaces is 'A workspace granted to an API key; key and workspace are of the same organization (foreign keys api_key_workspaces_key_same_organization, api_key_workspaces_workspace_same_organization). A request may grant only workspaces it manages (policy api_key_workspaces_api_insert) and reads its organization''s grants.';
 CREATE INDEX api_key_workspaces_organization_id_idx ON app.api_key_workspaces USING btree (organization_id);
 CREATE INDEX api_key_workspaces_workspace_id_idx ON app.api_key_workspaces USING btree (workspace_id);
 alter table app.api_key_workspaces enable row level security;
@@ -71,6 +72,7 @@ create table app.api_keys (
   constraint api_keys_revoked_by_fkey FOREIGN KEY (revoked_by) REFERENCES app.users(id) ON DELETE SET NULL,
   constraint api_keys_role_check CHECK ((role = ANY (ARRAY['viewer'::text, 'editor'::text, 'manager'::text])))
 );
+comment on table app.api_keys is 'An API key of an organization: its SHA-256 (key_hash) and visible prefix, never the key itself, and the role it grants, capped at every call by its creator''s current role. Only a user with a session creates keys (policy api_keys_api_insert) and revokes the keys they may administer (policy api_keys_api_update); trigger api_keys_10_immutable_once_issued keeps hash, prefix and organization fixed and revocation final (409 KEY_REVOKED).';
 CREATE INDEX api_keys_organization_id_idx ON app.api_keys USING btree (organization_id) WHERE (revoked_at IS NULL);
 alter table app.api_keys enable row level security;
 alter table app.api_keys force row level security;
@@ -112,6 +114,7 @@ create table app.article_images (
   constraint article_images_position CHECK ((("position" >= 0) AND ("position" <= 19))),
   constraint article_images_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.article_images is 'An inline image of an article body, by position (up to 20), referring to a media item of the workspace. Written by triggers articles_30_sync_images_*; trigger article_images_20_check_image allows draft articles only and checks the media. Tenant policies of app.apply_tenant_policies (select, insert, delete; writes need editor).';
 CREATE INDEX article_images_media_id_idx ON app.article_images USING btree (media_id);
 CREATE INDEX article_images_organization_id_idx ON app.article_images USING btree (organization_id);
 CREATE INDEX article_images_workspace_id_idx ON app.article_images USING btree (workspace_id) INCLUDE (organization_id);
@@ -169,6 +172,7 @@ create table app.articles (
   constraint articles_title_length CHECK (((char_length(title) >= 1) AND (char_length(title) <= 200))),
   constraint articles_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.articles is 'A long-form article for X: one per edition of kind article (content_item_id), with its sanitized HTML body, title, cover, a body version that guards concurrent edits, and the platform draft last sent. Trigger articles_20_draft_only_and_media_rules allows edits of draft articles only (400 INVALID_CONTENT_STATUS), bumps body_version and checks its media; articles_30_sync_images_* keep app.article_images in step. Tenant policies of app.apply_tenant_policies (writes need editor).';
 CREATE INDEX articles_cover_media_id_idx ON app.articles USING btree (cover_media_id);
 CREATE INDEX articles_organization_id_idx ON app.articles USING btree (organization_id);
 CREATE INDEX articles_workspace_id_idx ON app.articles USING btree (workspace_id) INCLUDE (organization_id);
@@ -231,6 +235,7 @@ create table app.campaign_phases (
   constraint campaign_phases_pkey PRIMARY KEY (id),
   constraint campaign_phases_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.campaign_phases is 'An ordered phase of a campaign, in the campaign''s workspace. Trigger campaign_phases_05_check_campaign refuses a campaign of another workspace (404 CAMPAIGN_NOT_FOUND), a move to another campaign (400 IMMUTABLE_FIELD) and a 51st phase (409 PHASE_LIMIT_REACHED). Tenant policies of app.apply_tenant_policies (writes need editor).';
 CREATE INDEX campaign_phases_campaign_id_idx ON app.campaign_phases USING btree (campaign_id, "position");
 CREATE INDEX campaign_phases_organization_id_idx ON app.campaign_phases USING btree (organization_id);
 CREATE INDEX campaign_phases_workspace_id_idx ON app.campaign_phases USING btree (workspace_id);
@@ -292,6 +297,7 @@ create table app.campaigns (
   constraint campaigns_pkey PRIMARY KEY (id),
   constraint campaigns_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.campaigns is 'A campaign of a workspace (name, description, color, optional date range with start not after end) that content roots may belong to; deleting it unassigns its content (api.delete_campaign). Tenant policies of app.apply_tenant_policies (writes need editor).';
 CREATE INDEX campaigns_organization_id_idx ON app.campaigns USING btree (organization_id);
 CREATE INDEX campaigns_workspace_id_idx ON app.campaigns USING btree (workspace_id);
 alter table app.campaigns enable row level security;
@@ -343,6 +349,7 @@ create table app.content_item_media (
   constraint content_item_media_pkey PRIMARY KEY (content_item_id, "position"),
   constraint content_item_media_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.content_item_media is 'A media item of an edition, in position order (frozen from the root''s media by trigger content_items_40_freeze_media when the edition is made). Trigger content_item_media_20_same_workspace_while_editable allows changes only while the edition is draft or scheduled and keeps media in its workspace; content_item_media_60_media_not_binned refuses binned media (409 MEDIA_IN_BIN). Tenant policies of app.apply_tenant_policies (writes need editor).';
 CREATE INDEX content_item_media_media_id_idx ON app.content_item_media USING btree (media_id);
 CREATE INDEX content_item_media_workspace_id_idx ON app.content_item_media USING btree (workspace_id);
 alter table app.content_item_media enable row level security;
@@ -416,6 +423,7 @@ create table app.content_items (
   constraint content_items_status_check CHECK ((status = ANY (ARRAY['draft'::text, 'pending_approval'::text, 'rejected'::text, 'scheduled'::text, 'sent'::text, 'failed'::text, 'cancelled'::text]))),
   constraint content_items_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.content_items is 'An edition: a root''s content on one channel (integration), a post or an article, with its own caption, thread, settings and media or the root''s; at most one live edition per root and channel. Its status moves are checked by trigger content_items_20_status_machine (409 INVALID_STATUS_TRANSITION, 409 CONTENT_DELETED); only the publishing engine marks it sent or failed (content_items_15_engine_only, 42501) or writes sent_at, permalink, platform_post_id and publish_job_id (no grant to pressroom_api); content_items_30_publish_job keeps exactly one pg-boss job per scheduled edition; content_items_50_check_publishable_* validate scheduled content against the platform''s rules; content_items_60_record_version_* record versions. Tenant policies of app.apply_tenant_policies (writes need editor).';
 CREATE INDEX content_items_integration_id_idx ON app.content_items USING btree (integration_id);
 CREATE INDEX content_items_organization_id_idx ON app.content_items USING btree (organization_id);
 CREATE INDEX content_items_root_id_idx ON app.content_items USING btree (root_id);
@@ -493,6 +501,7 @@ create table app.content_root_formats (
   constraint content_root_formats_root_id_fkey FOREIGN KEY (root_id) REFERENCES app.content_roots(id) ON DELETE CASCADE,
   constraint content_root_formats_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.content_root_formats is 'A format assigned to a content root. Trigger content_root_formats_20_same_workspace keeps format and root in one workspace (400 VALIDATION_FAILED). Tenant policies of app.apply_tenant_policies (select, insert, delete; writes need editor).';
 CREATE INDEX content_root_formats_format_id_idx ON app.content_root_formats USING btree (format_id);
 CREATE INDEX content_root_formats_organization_id_idx ON app.content_root_formats USING btree (organization_id);
 CREATE INDEX content_root_formats_workspace_id_idx ON app.content_root_formats USING btree (workspace_id);
@@ -536,6 +545,7 @@ create table app.content_root_media (
   constraint content_root_media_root_id_fkey FOREIGN KEY (root_id) REFERENCES app.content_roots(id) ON DELETE CASCADE,
   constraint content_root_media_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.content_root_media is 'A media item of a content root, in position order, used by the editions that do not have their own media. Trigger content_root_media_20_same_workspace keeps root and media in one workspace; content_root_media_60_media_not_binned refuses binned media (409 MEDIA_IN_BIN); content_root_media_50_check_publishable re-checks scheduled editions. Tenant policies of app.apply_tenant_policies (writes need editor).';
 CREATE INDEX content_root_media_media_id_idx ON app.content_root_media USING btree (media_id);
 CREATE INDEX content_root_media_workspace_id_idx ON app.content_root_media USING btree (workspace_id);
 alter table app.content_root_media enable row level security;
@@ -584,6 +594,7 @@ create table app.content_root_pillars (
   constraint content_root_pillars_root_id_fkey FOREIGN KEY (root_id) REFERENCES app.content_roots(id) ON DELETE CASCADE,
   constraint content_root_pillars_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.content_root_pillars is 'A pillar assigned to a content root. Trigger content_root_pillars_20_same_workspace keeps pillar and root in one workspace (400 VALIDATION_FAILED). Tenant policies of app.apply_tenant_policies (select, insert, delete; writes need editor).';
 CREATE INDEX content_root_pillars_organization_id_idx ON app.content_root_pillars USING btree (organization_id);
 CREATE INDEX content_root_pillars_pillar_id_idx ON app.content_root_pillars USING btree (pillar_id);
 CREATE INDEX content_root_pillars_workspace_id_idx ON app.content_root_pillars USING btree (workspace_id);
@@ -626,6 +637,7 @@ create table app.content_root_tags (
   constraint content_root_tags_tag_id_fkey FOREIGN KEY (tag_id) REFERENCES app.tags(id) ON DELETE CASCADE,
   constraint content_root_tags_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.content_root_tags is 'A tag assigned to a content root. Trigger content_root_tags_20_same_workspace keeps tag and root in one workspace (400 VALIDATION_FAILED). Tenant policies of app.apply_tenant_policies (select, insert, delete; writes need editor).';
 CREATE INDEX content_root_tags_organization_id_idx ON app.content_root_tags USING btree (organization_id);
 CREATE INDEX content_root_tags_tag_id_idx ON app.content_root_tags USING btree (tag_id);
 CREATE INDEX content_root_tags_workspace_id_idx ON app.content_root_tags USING btree (workspace_id);
@@ -681,6 +693,7 @@ create table app.content_roots (
   constraint content_roots_title_check CHECK (((title IS NULL) OR (length(title) <= 500))),
   constraint content_roots_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.content_roots is 'A content root (the idea): title, caption, notes, campaign and phase, shared by its editions (one per channel). Trigger content_roots_05_check_campaign keeps campaign and phase in the workspace and consistent (404 CAMPAIGN_NOT_FOUND, 400 PHASE_NOT_IN_CAMPAIGN); content_roots_20_stay_in_workspace refuses a move; content_roots_50_check_publishable re-checks scheduled editions that inherit the caption; content_roots_60_propagate records their versions. Tenant policies of app.apply_tenant_policies (writes need editor); deletion is soft.';
 CREATE INDEX content_roots_campaign_id_idx ON app.content_roots USING btree (campaign_id);
 CREATE INDEX content_roots_organization_id_idx ON app.content_roots USING btree (organization_id);
 CREATE INDEX content_roots_phase_id_idx ON app.content_roots USING btree (phase_id);
@@ -749,6 +762,7 @@ create table app.content_versions (
   constraint content_versions_version_check CHECK ((version > 0)),
   constraint content_versions_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.content_versions is 'One version of an edition''s publishable content (caption, thread, settings, media, and the root''s where the edition inherits them), numbered per edition; several changes in one transaction make one version. Written by the content triggers; trigger content_versions_10_append_only refuses any change after its transaction (409 VERSION_IMMUTABLE). Tenant policies of app.apply_tenant_policies (select, insert, update; never deleted by a request).';
 CREATE INDEX content_versions_organization_id_idx ON app.content_versions USING btree (organization_id);
 CREATE INDEX content_versions_workspace_id_idx ON app.content_versions USING btree (workspace_id);
 alter table app.content_versions enable row level security;
@@ -799,6 +813,7 @@ create table app.formats (
   constraint tags_color_check CHECK (((color IS NULL) OR (color ~ '^#[0-9a-fA-F]{6}$'::text))),
   constraint tags_name_check CHECK (((length(btrim(name)) >= 1) AND (length(btrim(name)) <= 100)))
 );
+comment on table app.formats is 'A content format of a workspace, assigned to content roots (app.content_root_formats); names unique per workspace ignoring case (index formats_workspace_name_key), normalized by trigger formats_20_normalize. Tenant policies of app.apply_tenant_policies (writes need editor).';
 CREATE INDEX formats_organization_id_idx ON app.formats USING btree (organization_id);
 CREATE UNIQUE INDEX formats_workspace_name_key ON app.formats USING btree (workspace_id, lower(name));
 alter table app.formats enable row level security;
@@ -848,6 +863,7 @@ create table app.hashtag_groups (
   constraint hashtag_groups_pkey PRIMARY KEY (id),
   constraint hashtag_groups_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.hashtag_groups is 'A named set of up to 100 hashtags of a workspace; names unique per workspace ignoring case (index hashtag_groups_workspace_name_key); trigger hashtag_groups_20_normalize trims the name and normalizes the hashtags (400 INVALID_HASHTAG). Tenant policies of app.apply_tenant_policies (writes need editor).';
 CREATE INDEX hashtag_groups_organization_id_idx ON app.hashtag_groups USING btree (organization_id);
 CREATE UNIQUE INDEX hashtag_groups_workspace_name_key ON app.hashtag_groups USING btree (workspace_id, lower(name));
 alter table app.hashtag_groups enable row level security;
@@ -901,6 +917,7 @@ create table app.idempotency_keys (
   constraint idempotency_keys_state_check CHECK ((state = ANY (ARRAY['in_flight'::text, 'done'::text]))),
   constraint idempotency_keys_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.idempotency_keys is 'One Idempotency-Key per workspace, principal, method and route: the request body''s hash while the first request is in flight, then its recorded status and answer, replayed for 24 hours (api.idempotency_begin, api.idempotency_finish, api.idempotency_release). A request reaches only its own principal''s keys in its workspace (policy idempotency_keys_api); app.purge_expired deletes expired rows.';
 CREATE INDEX idempotency_keys_expires_at_idx ON app.idempotency_keys USING btree (expires_at);
 alter table app.idempotency_keys enable row level security;
 alter table app.idempotency_keys force row level security;
@@ -955,6 +972,7 @@ create table app.integrations (
   constraint integrations_webhook_url_http CHECK (((webhook_url IS NULL) OR ((length(webhook_url) <= 2048) AND (webhook_url ~* '^https?://[^/?#@[:space:]]+([/?#][^[:space:]]*)?$'::text)))),
   constraint integrations_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.integrations is 'A connected account (channel) of a workspace: its connector (sandbox or webhook), platform, name and settings; a webhook integration also keeps its URL and signing secret, which pressroom_api may insert but never read. Tenant policies of app.apply_tenant_policies (select, insert, update; writes need editor, the api functions manager); never deleted by a request: api.delete_integration sets deleted_at.';
 CREATE INDEX integrations_organization_id_idx ON app.integrations USING btree (organization_id);
 CREATE INDEX integrations_workspace_id_idx ON app.integrations USING btree (workspace_id) WHERE (deleted_at IS NULL);
 alter table app.integrations enable row level security;
@@ -1010,6 +1028,7 @@ create table app.media_folders (
   constraint media_folders_pkey PRIMARY KEY (id),
   constraint media_folders_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.media_folders is 'A media folder of a workspace, at the root or inside a root folder (two levels at most, trigger media_folders_20_check_depth, 409 FOLDER_DEPTH_EXCEEDED); sibling names unique ignoring case (index media_folders_sibling_name_key). Tenant policies of app.apply_tenant_policies (writes need editor).';
 CREATE INDEX media_folders_organization_id_idx ON app.media_folders USING btree (organization_id);
 CREATE INDEX media_folders_parent_id_idx ON app.media_folders USING btree (parent_id);
 CREATE UNIQUE INDEX media_folders_sibling_name_key ON app.media_folders USING btree (workspace_id, COALESCE(parent_id, '00000000-0000-0000-0000-000000000000'::uuid), lower(name));
@@ -1061,6 +1080,7 @@ create table app.media_item_labels (
   constraint media_item_labels_pkey PRIMARY KEY (media_id, label_id),
   constraint media_item_labels_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.media_item_labels is 'A label assigned to a media item of the same workspace. Trigger media_item_labels_20_check_label refuses a merged label (409 LABEL_MERGED). Tenant policies of app.apply_tenant_policies (writes need editor).';
 CREATE INDEX media_item_labels_label_id_idx ON app.media_item_labels USING btree (label_id, media_id);
 CREATE INDEX media_item_labels_organization_id_idx ON app.media_item_labels USING btree (organization_id);
 CREATE INDEX media_item_labels_workspace_id_idx ON app.media_item_labels USING btree (workspace_id);
@@ -1135,6 +1155,7 @@ create table app.media_items (
   constraint media_items_type_check CHECK ((type = ANY (ARRAY['image'::text, 'video'::text, 'gif'::text]))),
   constraint media_items_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.media_items is 'A media item of a workspace (image, video or GIF): the bytes'' storage key and what was measured from them, name, alt text, folder, and state active or deleted (in the bin until delete_after). Trigger media_items_20_bin_rule_and_measured_fields keeps the bytes'' facts fixed (400 IMMUTABLE_FIELD) and refuses binning media used by scheduled content (409 MEDIA_IN_USE); media_items_30_delete_only_binned lets only binned items be deleted (409 MEDIA_NOT_IN_BIN). Tenant policies of app.apply_tenant_policies (writes need editor).';
 CREATE INDEX media_items_delete_after_idx ON app.media_items USING btree (delete_after) WHERE (state = 'deleted'::text);
 CREATE INDEX media_items_folder_id_idx ON app.media_items USING btree (folder_id);
 CREATE INDEX media_items_organization_id_idx ON app.media_items USING btree (organization_id);
@@ -1207,6 +1228,7 @@ create table app.media_label_groups (
   constraint media_label_groups_position_check CHECK (("position" >= 0)),
   constraint media_label_groups_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.media_label_groups is 'An ordered group of media labels in a workspace; names unique per workspace ignoring case (index media_label_groups_workspace_name_key). Tenant policies of app.apply_tenant_policies (writes need editor).';
 CREATE INDEX media_label_groups_organization_id_idx ON app.media_label_groups USING btree (organization_id);
 CREATE UNIQUE INDEX media_label_groups_workspace_name_key ON app.media_label_groups USING btree (workspace_id, lower(name));
 CREATE INDEX media_label_groups_workspace_position_idx ON app.media_label_groups USING btree (workspace_id, "position", id);
@@ -1267,6 +1289,7 @@ create table app.media_labels (
   constraint media_labels_pkey PRIMARY KEY (id),
   constraint media_labels_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.media_labels is 'A media label of a workspace, optionally in a group; a merged label stays as a pointer to the label it was merged into (merged_into_id), with no group and no assignments, and its name is free again (index media_labels_workspace_name_key covers live labels only). Tenant policies of app.apply_tenant_policies (writes need editor).';
 CREATE INDEX media_labels_group_id_idx ON app.media_labels USING btree (group_id);
 CREATE INDEX media_labels_merged_into_id_idx ON app.media_labels USING btree (merged_into_id);
 CREATE INDEX media_labels_organization_id_idx ON app.media_labels USING btree (organization_id);
@@ -1316,6 +1339,7 @@ create table app.media_storage_garbage (
   constraint media_storage_garbage_pkey PRIMARY KEY (storage_key),
   constraint media_storage_garbage_reason_check CHECK ((reason = ANY (ARRAY['permanent_delete'::text, 'bin_purge'::text, 'upload_aborted'::text, 'upload_expired'::text, 'upload_swept'::text])))
 );
+comment on table app.media_storage_garbage is 'A storage key whose bytes must go, written in the transaction that removes the media row or abandons an upload; the purge job deletes the bytes, then the row. No foreign keys: the bytes outlive the rows. Tenant policies of app.apply_tenant_policies (select, insert for requests).';
 CREATE INDEX media_storage_garbage_created_at_idx ON app.media_storage_garbage USING btree (created_at);
 CREATE INDEX media_storage_garbage_workspace_id_idx ON app.media_storage_garbage USING btree (workspace_id);
 alter table app.media_storage_garbage enable row level security;
@@ -1374,6 +1398,7 @@ create table app.media_upload_sessions (
   constraint media_upload_sessions_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'completed'::text, 'aborted'::text, 'expired'::text]))),
   constraint media_upload_sessions_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.media_upload_sessions is 'One upload of a workspace: the client PUTs its bytes to storage_key through a signed URL until expires_at; completing it makes the media item whose id is the session''s id (so a retried completion finds the same item). State pending, completed, aborted or expired. Tenant policies of app.apply_tenant_policies (select, insert, update; writes need editor).';
 CREATE INDEX media_upload_sessions_media_id_idx ON app.media_upload_sessions USING btree (media_id);
 CREATE INDEX media_upload_sessions_organization_id_idx ON app.media_upload_sessions USING btree (organization_id);
 CREATE INDEX media_upload_sessions_sweep_idx ON app.media_upload_sessions USING btree (expires_at) WHERE (upload_swept_at IS NULL);
@@ -1438,6 +1463,7 @@ create table app.media_usage_events (
   constraint media_usage_events_via_check CHECK ((via = ANY (ARRAY['edition'::text, 'root'::text]))),
   constraint media_usage_events_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.media_usage_events is 'Usage history of a media item: attached, detached, scheduled, unscheduled or published, via an edition or a root. Written only by the definer triggers content_items_61_usage_on_status_change, content_item_media_61_usage_on_list_change and content_root_media_61_usage_on_list_change. Tenant policies of app.apply_tenant_policies (select only for requests).';
 CREATE INDEX media_usage_events_media_idx ON app.media_usage_events USING btree (media_id, occurred_at DESC, id DESC);
 CREATE INDEX media_usage_events_organization_id_idx ON app.media_usage_events USING btree (organization_id);
 CREATE INDEX media_usage_events_workspace_id_idx ON app.media_usage_events USING btree (workspace_id);
@@ -1470,6 +1496,7 @@ create table app.organizations (
   constraint organizations_pkey PRIMARY KEY (id),
   constraint organizations_plan_check CHECK ((plan = ANY (ARRAY['trial'::text, 'basic'::text, 'standard'::text, 'premium'::text])))
 );
+comment on table app.organizations is 'A customer organization: the tenant every other row belongs to, with its plan (trial, basic, standard, premium; a trial needs trial_ends_at, and api.gate refuses an ended trial with 401 PLAN_REQUIRED). A request reads only its own organization (policy organizations_api_select); rows are written by api.signup and the set-plan admin command.';
 alter table app.organizations enable row level security;
 alter table app.organizations force row level security;
 create policy organizations_api_select on app.organizations as permissive for select to pressroom_api
@@ -1500,6 +1527,7 @@ create table app.pillars (
   constraint tags_color_check CHECK (((color IS NULL) OR (color ~ '^#[0-9a-fA-F]{6}$'::text))),
   constraint tags_name_check CHECK (((length(btrim(name)) >= 1) AND (length(btrim(name)) <= 100)))
 );
+comment on table app.pillars is 'A content pillar of a workspace, assigned to content roots (app.content_root_pillars); names unique per workspace ignoring case (index pillars_workspace_name_key), normalized by trigger pillars_20_normalize. Tenant policies of app.apply_tenant_policies (writes need editor).';
 CREATE INDEX pillars_organization_id_idx ON app.pillars USING btree (organization_id);
 CREATE UNIQUE INDEX pillars_workspace_name_key ON app.pillars USING btree (workspace_id, lower(name));
 alter table app.pillars enable row level security;
@@ -1546,6 +1574,7 @@ create table app.platforms (
   constraint platforms_code_check CHECK ((code ~ '^[a-z][a-z0-9_]*$'::text)),
   constraint platforms_pkey PRIMARY KEY (code)
 );
+comment on table app.platforms is 'Reference data, one row per social platform (x, linkedin, instagram, ...): caption length, media rules, required settings and capabilities (boards, video categories, articles, published-caption edits), against which content is checked when it is scheduled. Not tenant data: every role may read it (policy platforms_read); migrations write it.';
 alter table app.platforms enable row level security;
 alter table app.platforms force row level security;
 create policy platforms_read on app.platforms as permissive for select to public
@@ -1580,6 +1609,7 @@ create table app.publish_attempts (
   constraint publish_attempts_run_attempt_check CHECK ((run_attempt > 0)),
   constraint publish_attempts_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.publish_attempts is 'One attempt to publish an edition, recorded before the platform is called (so a worker killed mid-publish never publishes twice), with its job, idempotency token and outcome (published, failed, transient, unknown, or resolved). Written by the publishing engine only; tenant policies of app.apply_tenant_policies let requests read.';
 CREATE INDEX publish_attempts_open_idx ON app.publish_attempts USING btree (content_item_id) WHERE (finished_at IS NULL);
 CREATE INDEX publish_attempts_organization_id_idx ON app.publish_attempts USING btree (organization_id);
 CREATE INDEX publish_attempts_workspace_id_idx ON app.publish_attempts USING btree (workspace_id);
@@ -1613,6 +1643,7 @@ create table app.published_captions (
   constraint published_captions_pkey PRIMARY KEY (content_item_id),
   constraint published_captions_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.published_captions is 'The caption of a sent edition as last edited on its platform, with the number of edits (api.record_published_caption, through app.publishing_set_caption). Written by definer functions and the engine only; tenant policies of app.apply_tenant_policies let requests read.';
 CREATE INDEX published_captions_organization_id_idx ON app.published_captions USING btree (organization_id);
 CREATE INDEX published_captions_workspace_id_idx ON app.published_captions USING btree (workspace_id);
 alter table app.published_captions enable row level security;
@@ -1648,6 +1679,7 @@ create table app.publishing_states (
   constraint publishing_states_state_check CHECK ((state = ANY (ARRAY['publishing'::text, 'retrying'::text, 'awaiting_confirmation'::text, 'failed'::text, 'published'::text]))),
   constraint publishing_states_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.publishing_states is 'The publishing state of a scheduled edition''s current run (publishing, retrying, awaiting_confirmation, failed, published) and the job it belongs to; a new job (reschedule, publish, retry) starts a new run. Written by the publishing engine (pressroom_worker and its definer functions) only; tenant policies of app.apply_tenant_policies let requests read.';
 CREATE INDEX publishing_states_organization_id_idx ON app.publishing_states USING btree (organization_id);
 CREATE INDEX publishing_states_workspace_id_idx ON app.publishing_states USING btree (workspace_id);
 alter table app.publishing_states enable row level security;
@@ -1675,6 +1707,7 @@ create table app.rate_limit_counters (
   constraint rate_limit_counters_class_check CHECK ((class = ANY (ARRAY['read'::text, 'write'::text, 'expensive'::text]))),
   constraint rate_limit_counters_pkey PRIMARY KEY (bucket, class, window_start)
 );
+comment on table app.rate_limit_counters is 'Hits per bucket (a workspace, a principal, or an anonymous client), rate-limit class (read, write, expensive) and minute, counted by app.rate_limit_hit from api.gate so that limits hold across API processes. Not tenant data: unlogged, reached by pressroom_definer only (policy rate_limit_counters_definer); app.purge_expired drops old windows.';
 alter table app.rate_limit_counters enable row level security;
 alter table app.rate_limit_counters force row level security;
 create policy rate_limit_counters_definer on app.rate_limit_counters as permissive for all to pressroom_definer
@@ -1704,6 +1737,7 @@ create table app.recurring_occurrences (
   constraint recurring_occurrences_status_check CHECK ((status = ANY (ARRAY['materialized'::text, 'missed'::text, 'cancelled'::text]))),
   constraint recurring_occurrences_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.recurring_occurrences is 'One occurrence of a recurring series, by index and time, with the content root made for it (at most one). Trigger recurring_occurrences_20_cancel_is_final keeps series, index and time fixed and cancellation final (409 OCCURRENCE_ALREADY_CANCELLED). Tenant policies of app.apply_tenant_policies (select, insert, update; never deleted by a request).';
 CREATE INDEX recurring_occurrences_organization_id_idx ON app.recurring_occurrences USING btree (organization_id);
 CREATE UNIQUE INDEX recurring_occurrences_root_id_key ON app.recurring_occurrences USING btree (root_id);
 CREATE INDEX recurring_occurrences_workspace_id_idx ON app.recurring_occurrences USING btree (workspace_id);
@@ -1769,6 +1803,7 @@ create table app.recurring_series (
   constraint recurring_series_version_check CHECK ((version > 0)),
   constraint recurring_series_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.recurring_series is 'A recurring series of a workspace: its rule (daily, weekly, monthly), time zone and first time (the wall-clock time kept across daylight-saving changes), intent (draft or schedule) and template, materialized ahead by a job (app.materialize_due_series). Trigger recurring_series_20_cancel_is_final keeps the rule, zone and first time fixed and cancellation final (409 SERIES_ALREADY_CANCELLED). Tenant policies of app.apply_tenant_policies (select, insert, update; never deleted by a request).';
 CREATE INDEX recurring_series_due_idx ON app.recurring_series USING btree (materialized_until) WHERE (status = 'active'::text);
 CREATE INDEX recurring_series_organization_id_idx ON app.recurring_series USING btree (organization_id);
 CREATE INDEX recurring_series_workspace_id_idx ON app.recurring_series USING btree (workspace_id);
@@ -1833,6 +1868,7 @@ create table app.sandbox_posts (
   constraint sandbox_posts_pkey PRIMARY KEY (id),
   constraint sandbox_posts_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.sandbox_posts is 'What the sandbox platform received: one post per integration and idempotency token, counting repeated deliveries and caption edits. Written by the publishing engine''s sandbox connector only; tenant policies of app.apply_tenant_policies let requests read (api.list_sandbox_posts).';
 CREATE INDEX sandbox_posts_integration_idx ON app.sandbox_posts USING btree (integration_id, received_at, id);
 CREATE INDEX sandbox_posts_organization_id_idx ON app.sandbox_posts USING btree (organization_id);
 CREATE INDEX sandbox_posts_workspace_id_idx ON app.sandbox_posts USING btree (workspace_id);
@@ -1860,6 +1896,7 @@ create table app.server_secrets (
   constraint server_secrets_pkey PRIMARY KEY (name),
   constraint server_secrets_value_check CHECK ((length(value) >= 32))
 );
+comment on table app.server_secrets is 'A server-wide secret by name, such as the storage URL signing secret (storage.signing) when SIGNED_URL_SECRET is not set. Not tenant data: only pressroom_definer reads or writes it (policy server_secrets_definer), through api.storage_signing_secret.';
 alter table app.server_secrets enable row level security;
 alter table app.server_secrets force row level security;
 create policy server_secrets_definer on app.server_secrets as permissive for all to pressroom_definer
@@ -1882,6 +1919,7 @@ create table app.sessions (
   constraint sessions_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id) ON DELETE CASCADE,
   constraint sessions_user_same_organization FOREIGN KEY (user_id, organization_id) REFERENCES app.users(id, organization_id) ON DELETE CASCADE
 );
+comment on table app.sessions is 'A signed-in session of a user: only the SHA-256 of its token (token_hash), its expiry and its revocation. In the user''s organization (foreign key sessions_user_same_organization); a request sees and revokes only its own user''s sessions (policies sessions_api_select, sessions_api_update). Made by api.signup and api.create_session; app.purge_expired deletes them a day after they expire or are revoked.';
 CREATE INDEX sessions_expires_at_idx ON app.sessions USING btree (expires_at);
 CREATE INDEX sessions_organization_id_idx ON app.sessions USING btree (organization_id);
 CREATE INDEX sessions_user_id_idx ON app.sessions USING btree (user_id);
@@ -1942,6 +1980,7 @@ create table app.tags (
   constraint tags_pkey PRIMARY KEY (id),
   constraint tags_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
+comment on table app.tags is 'A tag of a workspace, assigned to content roots (app.content_root_tags); names unique per workspace ignoring case (index tags_workspace_name_key), trimmed and colors lowered by trigger tags_20_normalize. Tenant policies of app.apply_tenant_policies (writes need editor).';
 CREATE INDEX tags_organization_id_idx ON app.tags USING btree (organization_id);
 CREATE UNIQUE INDEX tags_workspace_name_key ON app.tags USING btree (workspace_id, lower(name));
 alter table app.tags enable row level security;
@@ -1994,6 +2033,7 @@ create table app.users (
   constraint users_pkey PRIMARY KEY (id),
   constraint users_status_check CHECK ((status = ANY (ARRAY['active'::text, 'invited'::text, 'disabled'::text])))
 );
+comment on table app.users is 'A person with an account in exactly one organization, with an organization role (owner, admin, member) and a status (an active user has a password hash, an invited one has none). Emails are unique on the server, ignoring case (index users_email_key). A request sees its organization''s users (policy users_api_select) and may only add invited members without a password (policy users_api_insert, used by api.add_member).';
 CREATE UNIQUE INDEX users_email_key ON app.users USING btree (lower(email));
 CREATE INDEX users_organization_id_idx ON app.users USING btree (organization_id);
 alter table app.users enable row level security;
@@ -2015,6 +2055,40 @@ grant insert, select (status) on table app.users to pressroom_api;
 grant select (created_at) on table app.users to pressroom_api;
 grant select (updated_at) on table app.users to pressroom_api;
 
+create table app.work_claims (
+  kind text not null,
+  subject_id uuid not null,
+  organization_id uuid not null,
+  workspace_id uuid not null,
+  token uuid not null,
+  request_id text,
+  claimed_until timestamp with time zone not null,
+  claimed_at timestamp with time zone default clock_timestamp() not null,
+  constraint work_claims_kind_check CHECK ((kind = ANY (ARRAY['media_upload_completion'::text, 'published_caption_edit'::text, 'article_platform_draft'::text]))),
+  constraint work_claims_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint work_claims_pkey PRIMARY KEY (kind, subject_id),
+  constraint work_claims_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.work_claims is 'Slow work a request has claimed (db/migrations/current/60-slow-work-outside-transactions.sql): one live claim per (kind, subject); it lapses at claimed_until.';
+CREATE INDEX work_claims_organization_id_idx ON app.work_claims USING btree (organization_id);
+CREATE INDEX work_claims_workspace_id_idx ON app.work_claims USING btree (workspace_id);
+alter table app.work_claims enable row level security;
+alter table app.work_claims force row level security;
+create policy work_claims_api_scope on app.work_claims as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy work_claims_api_select on app.work_claims as permissive for select to pressroom_api
+  using (true);
+create policy work_claims_definer on app.work_claims as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy work_claims_worker on app.work_claims as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant select on table app.work_claims to pressroom_api;
+grant delete, insert, select, update on table app.work_claims to pressroom_definer;
+grant delete, insert, select, update on table app.work_claims to pressroom_worker;
+
 create table app.workspace_members (
   workspace_id uuid not null,
   user_id uuid not null,
@@ -2031,6 +2105,7 @@ create table app.workspace_members (
   constraint workspace_members_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE,
   constraint workspace_members_workspace_same_organization FOREIGN KEY (workspace_id, organization_id) REFERENCES app.workspaces(id, organization_id) ON DELETE CASCADE
 );
+comment on table app.workspace_members is 'A user''s role (viewer, editor, manager) in one workspace of the user''s organization. Written by managers of the workspace only (policy workspace_members_api_write); a membership''s workspace and user never change (trigger workspace_members_20_immutable) and every workspace keeps a manager (constraint trigger workspace_members_30_keep_manager, 409 LAST_MANAGER).';
 CREATE INDEX workspace_members_organization_id_idx ON app.workspace_members USING btree (organization_id);
 CREATE INDEX workspace_members_user_id_idx ON app.workspace_members USING btree (user_id);
 alter table app.workspace_members enable row level security;
@@ -2067,6 +2142,7 @@ create table app.workspaces (
   constraint workspaces_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
   constraint workspaces_pkey PRIMARY KEY (id)
 );
+comment on table app.workspaces is 'A workspace of an organization: the tenancy unit of integrations, planning, content and media, with its IANA time zone (checked by trigger workspaces_20_check_timezone, 400 INVALID_TIMEZONE). A request sees only the workspaces its principal may use (policy workspaces_api_select); made by api.signup and api.create_workspace.';
 CREATE INDEX workspaces_organization_id_idx ON app.workspaces USING btree (organization_id);
 alter table app.workspaces enable row level security;
 alter table app.workspaces force row level security;
@@ -4042,13 +4118,15 @@ declare
   v_forgotten int;
 begin
   update app.media_upload_sessions set state = 'expired'
-  where id in (select id from app.media_upload_sessions where state = 'pending' and expires_at <= now()
-               order by expires_at limit p_limit for update skip locked);
+  where id in (select s.id from app.media_upload_sessions s where s.state = 'pending' and s.expires_at <= now()
+                 and not app.work_claim_live('media_upload_completion', s.id)
+               order by s.expires_at limit p_limit for update skip locked);
   get diagnostics v_expired = row_count;
   with swept as (
     update app.media_upload_sessions set upload_swept_at = now()
-    where id in (select id from app.media_upload_sessions where upload_swept_at is null and expires_at <= now()
-                 order by expires_at limit p_limit for update skip locked)
+    where id in (select s.id from app.media_upload_sessions s where s.upload_swept_at is null and s.expires_at <= now()
+                   and not (s.state = 'pending' and app.work_claim_live('media_upload_completion', s.id))
+                 order by s.expires_at limit p_limit for update skip locked)
     returning id, state, storage_key, workspace_id, organization_id)
   insert into app.media_storage_garbage (storage_key, workspace_id, organization_id, reason)
   select storage_key, workspace_id, organization_id, 'upload_swept' from swept
@@ -4064,6 +4142,7 @@ begin
 end
 $function$;
 alter function app.media_expire_upload_sessions(integer) owner to pressroom_definer;
+comment on function app.media_expire_upload_sessions(integer) is 'Expires pending upload sessions past their expiry and queues their keys for deletion, leaving alone sessions whose completion is claimed.';
 grant execute on function app.media_expire_upload_sessions(integer) to pressroom_worker;
 revoke all on function app.media_expire_upload_sessions(integer) from public;
 
@@ -6947,6 +7026,73 @@ grant execute on function app.user_workspace_roles(uuid) to pressroom_api;
 grant execute on function app.user_workspace_roles(uuid) to pressroom_worker;
 revoke all on function app.user_workspace_roles(uuid) from public;
 
+CREATE OR REPLACE FUNCTION app.work_claim(p_kind text, p_subject uuid, p_seconds integer)
+ RETURNS uuid
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_token uuid := gen_random_uuid();
+  v_got uuid;
+begin
+  if app.current_workspace_id() is null or app.current_organization_id() is null then
+    perform app.raise(403, 'WORKSPACE_REQUIRED', 'This operation needs a workspace.');
+  end if;
+  insert into app.work_claims as c (kind, subject_id, organization_id, workspace_id, token, request_id, claimed_until)
+  values (p_kind, p_subject, app.current_organization_id(), app.current_workspace_id(), v_token,
+          nullif(current_setting('pressroom.request_id', true), ''),
+          clock_timestamp() + make_interval(secs => greatest(p_seconds, 1)))
+  on conflict (kind, subject_id) do update
+    set organization_id = excluded.organization_id, workspace_id = excluded.workspace_id, token = excluded.token,
+        request_id = excluded.request_id, claimed_until = excluded.claimed_until, claimed_at = clock_timestamp()
+    where c.claimed_until <= clock_timestamp()
+  returning token into v_got;
+  return v_got;
+end
+$function$;
+alter function app.work_claim(text,uuid,integer) owner to pressroom_definer;
+comment on function app.work_claim(text,uuid,integer) is 'Claims slow work (kind, subject) for the caller''s workspace for p_seconds; returns the token, or null while another claim is live.';
+grant execute on function app.work_claim(text,uuid,integer) to pressroom_api;
+grant execute on function app.work_claim(text,uuid,integer) to pressroom_worker;
+revoke all on function app.work_claim(text,uuid,integer) from public;
+
+CREATE OR REPLACE FUNCTION app.work_claim_live(p_kind text, p_subject uuid)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+  select exists (select 1 from app.work_claims
+                 where kind = p_kind and subject_id = p_subject and claimed_until > clock_timestamp())
+$function$;
+alter function app.work_claim_live(text,uuid) owner to pressroom_definer;
+comment on function app.work_claim_live(text,uuid) is 'Whether slow work (kind, subject) is claimed by a request right now.';
+grant execute on function app.work_claim_live(text,uuid) to pressroom_api;
+grant execute on function app.work_claim_live(text,uuid) to pressroom_worker;
+revoke all on function app.work_claim_live(text,uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.work_claim_take(p_kind text, p_subject uuid, p_token uuid)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_n int;
+begin
+  delete from app.work_claims
+  where kind = p_kind and subject_id = p_subject and token = p_token and workspace_id = app.current_workspace_id();
+  get diagnostics v_n = row_count;
+  return v_n > 0;
+end
+$function$;
+alter function app.work_claim_take(text,uuid,uuid) owner to pressroom_definer;
+comment on function app.work_claim_take(text,uuid,uuid) is 'Removes the claim (kind, subject) when p_token is still its token (in the caller''s workspace); true when it was.';
+grant execute on function app.work_claim_take(text,uuid,uuid) to pressroom_api;
+grant execute on function app.work_claim_take(text,uuid,uuid) to pressroom_worker;
+revoke all on function app.work_claim_take(text,uuid,uuid) from public;
+
 CREATE OR REPLACE FUNCTION app.workspace_json(w app.workspaces, p_role text)
  RETURNS jsonb
  LANGUAGE sql
@@ -6987,6 +7133,10 @@ begin
     perform app.raise(409, 'UPLOAD_SESSION_COMPLETED', 'This upload was completed; delete the media item instead.',
       jsonb_build_object('sessionId', p_id, 'mediaId', v.media_id));
   end if;
+  if v.state = 'pending' and app.work_claim_live('media_upload_completion', v.id) then
+    perform app.raise(409, 'UPLOAD_COMPLETION_IN_PROGRESS',
+      'A request is completing this upload; it cannot be aborted now.', jsonb_build_object('sessionId', p_id));
+  end if;
   if v.state = 'pending' then
     update app.media_upload_sessions set state = 'aborted' where id = v.id returning * into v;
     -- The upload key, and the final key a refused completion may have left.
@@ -6999,6 +7149,7 @@ begin
 end
 $function$;
 alter function api.abort_media_upload(uuid) owner to pressroom_api;
+comment on function api.abort_media_upload(uuid) is 'Serves POST /v1/workspaces/{workspaceId}/media/upload/{sessionId}/abort (abortMediaUpload_v1). Aborts a pending upload and queues its storage keys for the purge job. Requires the editor role; 404 NOT_FOUND, 409 UPLOAD_SESSION_COMPLETED.';
 grant execute on function api.abort_media_upload(uuid) to pressroom_definer;
 grant execute on function api.abort_media_upload(uuid) to pressroom_request;
 grant execute on function api.abort_media_upload(uuid) to pressroom_worker;
@@ -7040,6 +7191,7 @@ begin
 end
 $function$;
 alter function api.add_member(text,text) owner to pressroom_api;
+comment on function api.add_member(text,text) is 'Serves POST /v1/workspaces/{workspaceId}/members (addMember_v1). Adds a user of the organization to the workspace with a role, inviting a new user of the organization when the email is unknown. Requires the manager role; raises 409 ALREADY_MEMBER and 409 EMAIL_TAKEN (the email belongs to another organization).';
 grant execute on function api.add_member(text,text) to pressroom_request;
 revoke all on function api.add_member(text,text) from public;
 
@@ -7103,6 +7255,7 @@ begin
 end
 $function$;
 alter function api.attach_media_labels(uuid,uuid[]) owner to pressroom_api;
+comment on function api.attach_media_labels(uuid,uuid[]) is 'Serves POST /v1/workspaces/{workspaceId}/media/{id}/labels (attachMediaLabels_v1). Adds labels to an active item. Requires the editor role; 404 NOT_FOUND, 409 LABEL_MERGED, 409 MEDIA_IN_BIN.';
 grant execute on function api.attach_media_labels(uuid,uuid[]) to pressroom_definer;
 grant execute on function api.attach_media_labels(uuid,uuid[]) to pressroom_request;
 grant execute on function api.attach_media_labels(uuid,uuid[]) to pressroom_worker;
@@ -7133,6 +7286,7 @@ begin
 end
 $function$;
 alter function api.begin_article_platform_draft(uuid) owner to pressroom_api;
+comment on function api.begin_article_platform_draft(uuid) is 'Serves POST /v1/workspaces/{workspaceId}/articles/{contentId}/platform-draft (createArticlePlatformDraft_v1), first step: the article with its media, its integration (secret included, for the connector), the content''s fingerprint, and the draft already made when the content has not changed since. Requires the editor role; 404 NOT_FOUND.';
 grant execute on function api.begin_article_platform_draft(uuid) to pressroom_request;
 revoke all on function api.begin_article_platform_draft(uuid) from public;
 
@@ -7173,6 +7327,7 @@ begin
 end
 $function$;
 alter function api.begin_media_upload_completion(uuid) owner to pressroom_api;
+comment on function api.begin_media_upload_completion(uuid) is 'Serves POST /v1/workspaces/{workspaceId}/media/upload/{sessionId}/complete (completeMediaUpload_v1), first step. Locks the session; returns the media item when already completed, else what the server needs to verify the bytes. Requires the editor role; 404 NOT_FOUND, 409 UPLOAD_SESSION_ABORTED, 410 UPLOAD_SESSION_EXPIRED.';
 grant execute on function api.begin_media_upload_completion(uuid) to pressroom_definer;
 grant execute on function api.begin_media_upload_completion(uuid) to pressroom_request;
 grant execute on function api.begin_media_upload_completion(uuid) to pressroom_worker;
@@ -7232,6 +7387,7 @@ begin
 end
 $function$;
 alter function api.bulk_media(text,uuid[],jsonb) owner to pressroom_api;
+comment on function api.bulk_media(text,uuid[],jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/media/bulk-delete (bulkDeleteMedia_v1), POST /v1/workspaces/{workspaceId}/media/bulk-restore (bulkRestoreMedia_v1), POST /v1/workspaces/{workspaceId}/media/bulk-delete-forever (bulkDeleteMediaForever_v1), POST /v1/workspaces/{workspaceId}/media/bulk-move (bulkMoveMedia_v1), POST /v1/workspaces/{workspaceId}/media/bulk-label (bulkLabelMedia_v1) and POST /v1/workspaces/{workspaceId}/media/bulk-unlabel (bulkUnlabelMedia_v1), by p_action. One result per id in the order given, each in its own subtransaction so a refused id does not spoil the others. Requires the editor role; an unknown action, folder or label refuses the whole request (400 VALIDATION_FAILED, 404 NOT_FOUND, 409 LABEL_MERGED).';
 grant execute on function api.bulk_media(text,uuid[],jsonb) to pressroom_definer;
 grant execute on function api.bulk_media(text,uuid[],jsonb) to pressroom_request;
 grant execute on function api.bulk_media(text,uuid[],jsonb) to pressroom_worker;
@@ -7273,6 +7429,7 @@ begin
 end
 $function$;
 alter function api.cancel_recurring_occurrence(uuid,jsonb) owner to pressroom_api;
+comment on function api.cancel_recurring_occurrence(uuid,jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/content/recurring-occurrences/{occurrenceId}/cancel (cancelRecurringOccurrence_v1). Cancels one occurrence and its draft and scheduled editions, and bumps the series version. Requires the editor role; 404 NOT_FOUND, 409 SERIES_VERSION_STALE, 409 OCCURRENCE_ALREADY_CANCELLED, 409 OCCURRENCE_ALREADY_PUBLISHED.';
 grant execute on function api.cancel_recurring_occurrence(uuid,jsonb) to pressroom_request;
 revoke all on function api.cancel_recurring_occurrence(uuid,jsonb) from public;
 
@@ -7329,8 +7486,98 @@ begin
 end
 $function$;
 alter function api.cancel_recurring_series(uuid,jsonb) owner to pressroom_api;
+comment on function api.cancel_recurring_series(uuid,jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/content/recurring-series/{seriesId}/cancel (cancelRecurringSeries_v1). Cancels the series from an occurrence on (by default the first unpublished one): those occurrences and their draft and scheduled editions; published ones are kept. Requires the editor role; 404 NOT_FOUND, 409 SERIES_VERSION_STALE, 409 SERIES_ALREADY_CANCELLED.';
 grant execute on function api.cancel_recurring_series(uuid,jsonb) to pressroom_request;
 revoke all on function api.cancel_recurring_series(uuid,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION api.claim_article_platform_draft(p_id uuid, p_claim_seconds integer)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v jsonb;
+  v_claim uuid;
+begin
+  v := api.begin_article_platform_draft(p_id);
+  if jsonb_typeof(v -> 'existing') = 'object' then
+    return v;
+  end if;
+  if coalesce((v -> 'integration' ->> 'deleted')::boolean, false) or v -> 'integration' ->> 'status' is distinct from 'active' then
+    perform app.raise(409, 'INTEGRATION_UNAVAILABLE',
+      'The article''s channel is disconnected or deleted; reconnect it first.',
+      jsonb_build_object('integrationId', v -> 'integration' -> 'id'));
+  end if;
+  v_claim := app.work_claim('article_platform_draft', p_id, p_claim_seconds);
+  if v_claim is null then
+    perform app.raise(409, 'PLATFORM_DRAFT_IN_PROGRESS',
+      'Another request is sending this article to the platform''s drafts; retry once it is done.', jsonb_build_object('contentId', p_id));
+  end if;
+  return v || jsonb_build_object('claim', v_claim);
+end
+$function$;
+alter function api.claim_article_platform_draft(uuid,integer) owner to pressroom_api;
+comment on function api.claim_article_platform_draft(uuid,integer) is 'First step of a platform draft: the checks of api.begin_article_platform_draft, the draft already made for unchanged content, or a claim for p_claim_seconds (409 PLATFORM_DRAFT_IN_PROGRESS while another is live).';
+grant execute on function api.claim_article_platform_draft(uuid,integer) to pressroom_request;
+revoke all on function api.claim_article_platform_draft(uuid,integer) from public;
+
+CREATE OR REPLACE FUNCTION api.claim_media_upload_completion(p_id uuid, p_claim_seconds integer)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v jsonb;
+  v_claim uuid;
+begin
+  -- The checks of api.begin_media_upload_completion, under its row lock (held
+  -- only by this short transaction now).
+  v := api.begin_media_upload_completion(p_id);
+  if v ->> 'state' = 'completed' then
+    return v;
+  end if;
+  v_claim := app.work_claim('media_upload_completion', p_id, p_claim_seconds);
+  if v_claim is null then
+    perform app.raise(409, 'UPLOAD_COMPLETION_IN_PROGRESS',
+      'Another request is completing this upload; retry in a moment to get its media item.',
+      jsonb_build_object('sessionId', p_id));
+  end if;
+  return v || jsonb_build_object('claim', v_claim);
+end
+$function$;
+alter function api.claim_media_upload_completion(uuid,integer) owner to pressroom_api;
+comment on function api.claim_media_upload_completion(uuid,integer) is 'First step of completing an upload: the checks, then a claim for p_claim_seconds (409 UPLOAD_COMPLETION_IN_PROGRESS while another is live); returns the completed item, or what the server needs to verify the bytes plus the claim.';
+grant execute on function api.claim_media_upload_completion(uuid,integer) to pressroom_request;
+revoke all on function api.claim_media_upload_completion(uuid,integer) from public;
+
+CREATE OR REPLACE FUNCTION api.claim_published_caption_edit(p_id uuid, p_claim_seconds integer)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v jsonb;
+  v_claim uuid;
+begin
+  v := api.published_caption_target(p_id);
+  v_claim := app.work_claim('published_caption_edit', p_id, p_claim_seconds);
+  if v_claim is null then
+    perform app.raise(409, 'CAPTION_EDIT_IN_PROGRESS',
+      'Another request is editing this published caption; retry once it is done.', jsonb_build_object('contentId', p_id));
+  end if;
+  -- The connector needs the webhook secret, which requests cannot read: the
+  -- definer function checks the caller again.
+  return v || jsonb_build_object('claim', v_claim,
+    'webhookSecret', case when v ->> 'connector' = 'webhook' then app.published_caption_secret(p_id) end);
+end
+$function$;
+alter function api.claim_published_caption_edit(uuid,integer) owner to pressroom_api;
+comment on function api.claim_published_caption_edit(uuid,integer) is 'First step of editing a published caption: the checks of api.published_caption_target, a claim for p_claim_seconds (409 CAPTION_EDIT_IN_PROGRESS while another is live), and what the connector needs (the webhook secret included).';
+grant execute on function api.claim_published_caption_edit(uuid,integer) to pressroom_request;
+revoke all on function api.claim_published_caption_edit(uuid,integer) from public;
 
 CREATE OR REPLACE FUNCTION api.complete_media_upload(p_id uuid, p_facts jsonb, p_patch jsonb)
  RETURNS jsonb
@@ -7374,6 +7621,7 @@ begin
 end
 $function$;
 alter function api.complete_media_upload(uuid,jsonb,jsonb) owner to pressroom_api;
+comment on function api.complete_media_upload(uuid,jsonb,jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/media/upload/{sessionId}/complete (completeMediaUpload_v1), second step. With the facts the server measured from the bytes (type, size, dimensions, duration, checksum, final key), makes the media item and closes the session. Requires the editor role; 404 NOT_FOUND (no pending session, or folder), 413 MEDIA_TOO_LARGE.';
 grant execute on function api.complete_media_upload(uuid,jsonb,jsonb) to pressroom_definer;
 grant execute on function api.complete_media_upload(uuid,jsonb,jsonb) to pressroom_request;
 grant execute on function api.complete_media_upload(uuid,jsonb,jsonb) to pressroom_worker;
@@ -7392,6 +7640,7 @@ begin
 end
 $function$;
 alter function api.content_failed_count() owner to pressroom_api;
+comment on function api.content_failed_count() is 'Serves GET /v1/workspaces/{workspaceId}/content/failed-count (getContentFailedCount_v1). The number of live failed editions of the workspace. Requires the viewer role.';
 grant execute on function api.content_failed_count() to pressroom_request;
 revoke all on function api.content_failed_count() from public;
 
@@ -7408,6 +7657,7 @@ begin
 end
 $function$;
 alter function api.content_pending_approval_count() owner to pressroom_api;
+comment on function api.content_pending_approval_count() is 'Serves GET /v1/workspaces/{workspaceId}/content/pending-approval-count (getContentPendingApprovalCount_v1). The number of live editions awaiting approval in the workspace. Requires the viewer role.';
 grant execute on function api.content_pending_approval_count() to pressroom_request;
 revoke all on function api.content_pending_approval_count() from public;
 
@@ -7448,6 +7698,7 @@ begin
 end
 $function$;
 alter function api.create_api_key(text,uuid[],text,timestamp with time zone,text,bytea) owner to pressroom_api;
+comment on function api.create_api_key(text,uuid[],text,timestamp with time zone,text,bytea) is 'Serves POST /v1/workspaces/{workspaceId}/api-keys (createApiKey_v1). Records a new key (its SHA-256 and prefix, made by the server) granted the listed workspaces with a role (editor unless given). Requires a session and the manager role; every granted workspace must be one the caller manages (403 WORKSPACE_FORBIDDEN); 400 VALIDATION_FAILED for an expiresAt in the past.';
 grant execute on function api.create_api_key(text,uuid[],text,timestamp with time zone,text,bytea) to pressroom_request;
 revoke all on function api.create_api_key(text,uuid[],text,timestamp with time zone,text,bytea) from public;
 
@@ -7489,6 +7740,7 @@ begin
 end
 $function$;
 alter function api.create_article(jsonb) owner to pressroom_api;
+comment on function api.create_article(jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/articles (createArticle_v1). Creates a draft article (a root, an edition of kind article and the article) from a body the server sanitized, with the server''s findings on it. Requires the editor role; 400 VALIDATION_FAILED with details.fields (channel, title, media, body).';
 grant execute on function api.create_article(jsonb) to pressroom_request;
 revoke all on function api.create_article(jsonb) from public;
 
@@ -7514,6 +7766,7 @@ begin
 end
 $function$;
 alter function api.create_campaign(text,text,text,date,date,jsonb) owner to pressroom_api;
+comment on function api.create_campaign(text,text,text,date,date,jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/campaigns (createCampaign_v1). Creates a campaign, with its phases when given. Requires the editor role; 400 VALIDATION_FAILED (end before start), 409 PHASE_LIMIT_REACHED.';
 grant execute on function api.create_campaign(text,text,text,date,date,jsonb) to pressroom_definer;
 grant execute on function api.create_campaign(text,text,text,date,date,jsonb) to pressroom_request;
 revoke all on function api.create_campaign(text,text,text,date,date,jsonb) from public;
@@ -7541,6 +7794,7 @@ begin
 end
 $function$;
 alter function api.create_campaign_phase(uuid,text,text,date,date,integer) owner to pressroom_api;
+comment on function api.create_campaign_phase(uuid,text,text,date,date,integer) is 'Serves POST /v1/workspaces/{workspaceId}/campaigns/{id}/phases (createCampaignPhase_v1). Adds a phase at a position (last unless given). Requires the editor role; 404 NOT_FOUND, 400 VALIDATION_FAILED (end before start), 409 PHASE_LIMIT_REACHED from trigger campaign_phases_05_check_campaign.';
 grant execute on function api.create_campaign_phase(uuid,text,text,date,date,integer) to pressroom_definer;
 grant execute on function api.create_campaign_phase(uuid,text,text,date,date,integer) to pressroom_request;
 revoke all on function api.create_campaign_phase(uuid,text,text,date,date,integer) from public;
@@ -7643,6 +7897,7 @@ begin
 end
 $function$;
 alter function api.create_content(jsonb) owner to pressroom_api;
+comment on function api.create_content(jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/content (createContent_v1). Creates a root with one edition per channel, by intent: draft, schedule (at scheduledAt) or publish_now; with recurrence, a recurring series instead. Validates every channel against its platform''s rules before scheduling. Requires the editor role; 400 VALIDATION_FAILED with details.fields (times, channels, media, platform rules), 409 MEDIA_IN_BIN, 409 INTEGRATION_DELETED.';
 grant execute on function api.create_content(jsonb) to pressroom_request;
 revoke all on function api.create_content(jsonb) from public;
 
@@ -7669,6 +7924,7 @@ begin
 end
 $function$;
 alter function api.create_hashtag_group(text,text[]) owner to pressroom_api;
+comment on function api.create_hashtag_group(text,text[]) is 'Serves POST /v1/workspaces/{workspaceId}/hashtag-groups (createHashtagGroup_v1). Creates a hashtag group. Requires the editor role; 409 NAME_TAKEN, and 400 INVALID_HASHTAG from trigger hashtag_groups_20_normalize.';
 grant execute on function api.create_hashtag_group(text,text[]) to pressroom_definer;
 grant execute on function api.create_hashtag_group(text,text[]) to pressroom_request;
 revoke all on function api.create_hashtag_group(text,text[]) from public;
@@ -7763,6 +8019,7 @@ begin
 end
 $function$;
 alter function api.create_integration(text,text,text,text,jsonb,text,text) owner to pressroom_api;
+comment on function api.create_integration(text,text,text,text,jsonb,text,text) is 'Serves POST /v1/workspaces/{workspaceId}/integrations (createIntegration_v1). Connects an account through a connector that needs no OAuth (sandbox, or webhook whose URL the server resolved and checked before this call) and normalizes its settings. Requires the manager role; raises 400 UNKNOWN_CONNECTOR, UNKNOWN_PLATFORM, INVALID_SETTINGS, INVALID_WEBHOOK_URL and VALIDATION_FAILED.';
 grant execute on function api.create_integration(text,text,text,text,jsonb,text,text) to pressroom_definer;
 grant execute on function api.create_integration(text,text,text,text,jsonb,text,text) to pressroom_request;
 revoke all on function api.create_integration(text,text,text,text,jsonb,text,text) from public;
@@ -7791,6 +8048,7 @@ begin
 end
 $function$;
 alter function api.create_media_folder(text,uuid) owner to pressroom_api;
+comment on function api.create_media_folder(text,uuid) is 'Serves POST /v1/workspaces/{workspaceId}/media/folders (createMediaFolder_v1). Creates a folder at the root or in a root folder. Requires the editor role; 404 NOT_FOUND (parent), 409 FOLDER_NAME_TAKEN, 409 FOLDER_DEPTH_EXCEEDED.';
 grant execute on function api.create_media_folder(text,uuid) to pressroom_definer;
 grant execute on function api.create_media_folder(text,uuid) to pressroom_request;
 grant execute on function api.create_media_folder(text,uuid) to pressroom_worker;
@@ -7821,6 +8079,7 @@ begin
 end
 $function$;
 alter function api.create_media_label(text,text,uuid) owner to pressroom_api;
+comment on function api.create_media_label(text,text,uuid) is 'Serves POST /v1/workspaces/{workspaceId}/media/labels (createMediaLabel_v1). Creates a label, optionally in a group. Requires the editor role; 404 NOT_FOUND (group), 409 LABEL_NAME_TAKEN.';
 grant execute on function api.create_media_label(text,text,uuid) to pressroom_definer;
 grant execute on function api.create_media_label(text,text,uuid) to pressroom_request;
 grant execute on function api.create_media_label(text,text,uuid) to pressroom_worker;
@@ -7849,6 +8108,7 @@ begin
 end
 $function$;
 alter function api.create_media_label_group(text) owner to pressroom_api;
+comment on function api.create_media_label_group(text) is 'Serves POST /v1/workspaces/{workspaceId}/media/label-groups (createMediaLabelGroup_v1). Creates a group, placed last. Requires the editor role; 409 LABEL_GROUP_NAME_TAKEN.';
 grant execute on function api.create_media_label_group(text) to pressroom_definer;
 grant execute on function api.create_media_label_group(text) to pressroom_request;
 grant execute on function api.create_media_label_group(text) to pressroom_worker;
@@ -7892,6 +8152,7 @@ begin
 end
 $function$;
 alter function api.create_taxonomy_term(text,text,text) owner to pressroom_api;
+comment on function api.create_taxonomy_term(text,text,text) is 'Serves POST /v1/workspaces/{workspaceId}/tags (createTag_v1), POST /v1/workspaces/{workspaceId}/pillars (createPillar_v1) and POST /v1/workspaces/{workspaceId}/formats (createFormat_v1), by p_kind. Creates a term. Requires the editor role; 409 NAME_TAKEN (names compared ignoring case, trimmed).';
 grant execute on function api.create_taxonomy_term(text,text,text) to pressroom_definer;
 grant execute on function api.create_taxonomy_term(text,text,text) to pressroom_request;
 revoke all on function api.create_taxonomy_term(text,text,text) from public;
@@ -7921,6 +8182,7 @@ begin
 end
 $function$;
 alter function api.create_workspace(text,text) owner to pressroom_definer;
+comment on function api.create_workspace(text,text) is 'Serves POST /v1/workspaces (createWorkspace_v1). Creates a workspace (time zone UTC unless given) with the caller as manager. Requires a session of an organization owner or admin (403 SESSION_REQUIRED, 403 ROLE_REQUIRED); owned by pressroom_definer. An unknown time zone is refused by trigger workspaces_20_check_timezone (400 INVALID_TIMEZONE).';
 grant execute on function api.create_workspace(text,text) to pressroom_request;
 revoke all on function api.create_workspace(text,text) from public;
 
@@ -7950,6 +8212,7 @@ begin
 end
 $function$;
 alter function api.delete_campaign(uuid) owner to pressroom_api;
+comment on function api.delete_campaign(uuid) is 'Serves DELETE /v1/workspaces/{workspaceId}/campaigns/{id} (deleteCampaign_v1). Deletes the campaign and its phases; its content stays, unassigned, and the answer counts the editions and roots unassigned. Requires the editor role; 404 NOT_FOUND.';
 grant execute on function api.delete_campaign(uuid) to pressroom_definer;
 grant execute on function api.delete_campaign(uuid) to pressroom_request;
 revoke all on function api.delete_campaign(uuid) from public;
@@ -7975,6 +8238,7 @@ begin
 end
 $function$;
 alter function api.delete_campaign_phase(uuid,uuid) owner to pressroom_api;
+comment on function api.delete_campaign_phase(uuid,uuid) is 'Serves DELETE /v1/workspaces/{workspaceId}/campaigns/{id}/phases/{phaseId} (deleteCampaignPhase_v1). Deletes a phase, unassigns its content roots from it and closes the gap in the order. Requires the editor role; 404 NOT_FOUND.';
 grant execute on function api.delete_campaign_phase(uuid,uuid) to pressroom_definer;
 grant execute on function api.delete_campaign_phase(uuid,uuid) to pressroom_request;
 revoke all on function api.delete_campaign_phase(uuid,uuid) from public;
@@ -7994,6 +8258,7 @@ begin
 end
 $function$;
 alter function api.delete_content(uuid) owner to pressroom_api;
+comment on function api.delete_content(uuid) is 'Serves DELETE /v1/workspaces/{workspaceId}/content/{id} (deleteContent_v1). Soft-deletes an edition (a tombstone for since polling), cancelling its publish job. Requires the editor role; 404 NOT_FOUND, 409 PUBLISHING_IN_PROGRESS and 409 PUBLISHING_AWAITS_CONFIRMATION from trigger content_items_30_publish_job.';
 grant execute on function api.delete_content(uuid) to pressroom_request;
 revoke all on function api.delete_content(uuid) from public;
 
@@ -8015,6 +8280,7 @@ begin
 end
 $function$;
 alter function api.delete_hashtag_group(uuid) owner to pressroom_api;
+comment on function api.delete_hashtag_group(uuid) is 'Serves DELETE /v1/workspaces/{workspaceId}/hashtag-groups/{id} (deleteHashtagGroup_v1). Deletes a hashtag group. Requires the editor role; 404 NOT_FOUND.';
 grant execute on function api.delete_hashtag_group(uuid) to pressroom_definer;
 grant execute on function api.delete_hashtag_group(uuid) to pressroom_request;
 revoke all on function api.delete_hashtag_group(uuid) from public;
@@ -8052,6 +8318,7 @@ begin
 end
 $function$;
 alter function api.delete_integration(uuid) owner to pressroom_api;
+comment on function api.delete_integration(uuid) is 'Serves DELETE /v1/workspaces/{workspaceId}/integrations/{id} (deleteIntegration_v1). Soft delete: sets deleted_at and status disconnected; afterwards every route answers 404. Requires the manager role; refused with 409 INTEGRATION_HAS_SCHEDULED_CONTENT while editions are scheduled on it; 404 NOT_FOUND.';
 grant execute on function api.delete_integration(uuid) to pressroom_definer;
 grant execute on function api.delete_integration(uuid) to pressroom_request;
 revoke all on function api.delete_integration(uuid) from public;
@@ -8077,6 +8344,7 @@ begin
 end
 $function$;
 alter function api.delete_media(uuid,integer) owner to pressroom_api;
+comment on function api.delete_media(uuid,integer) is 'Serves DELETE /v1/workspaces/{workspaceId}/media/{id} (deleteMedia_v1). Moves an item to the bin for the retention period; an item already in the bin is answered as it is. Requires the editor role; 404 NOT_FOUND, 409 MEDIA_IN_USE from trigger media_items_20_bin_rule_and_measured_fields.';
 grant execute on function api.delete_media(uuid,integer) to pressroom_definer;
 grant execute on function api.delete_media(uuid,integer) to pressroom_request;
 grant execute on function api.delete_media(uuid,integer) to pressroom_worker;
@@ -8104,6 +8372,7 @@ begin
 end
 $function$;
 alter function api.delete_media_folder(uuid) owner to pressroom_api;
+comment on function api.delete_media_folder(uuid) is 'Serves DELETE /v1/workspaces/{workspaceId}/media/folders/{id} (deleteMediaFolder_v1). Deletes a folder and its subfolders; their media (binned media too) moves to the library root, nothing else is deleted. Requires the editor role; 404 NOT_FOUND.';
 grant execute on function api.delete_media_folder(uuid) to pressroom_definer;
 grant execute on function api.delete_media_folder(uuid) to pressroom_request;
 grant execute on function api.delete_media_folder(uuid) to pressroom_worker;
@@ -8127,6 +8396,7 @@ begin
 end
 $function$;
 alter function api.delete_media_label(uuid) owner to pressroom_api;
+comment on function api.delete_media_label(uuid) is 'Serves DELETE /v1/workspaces/{workspaceId}/media/labels/{id} (deleteMediaLabel_v1). Deletes a label, its assignments and the labels merged into it, answering how many items it was taken off. Requires the editor role; 404 NOT_FOUND.';
 grant execute on function api.delete_media_label(uuid) to pressroom_definer;
 grant execute on function api.delete_media_label(uuid) to pressroom_request;
 grant execute on function api.delete_media_label(uuid) to pressroom_worker;
@@ -8156,6 +8426,7 @@ begin
 end
 $function$;
 alter function api.delete_media_label_group(uuid,text) owner to pressroom_api;
+comment on function api.delete_media_label_group(uuid,text) is 'Serves DELETE /v1/workspaces/{workspaceId}/media/label-groups/{id} (deleteMediaLabelGroup_v1). Deletes a group; p_labels ''ungroup'' keeps its labels without a group, ''delete'' deletes them and their assignments. Requires the editor role; 404 NOT_FOUND, 400 VALIDATION_FAILED.';
 grant execute on function api.delete_media_label_group(uuid,text) to pressroom_definer;
 grant execute on function api.delete_media_label_group(uuid,text) to pressroom_request;
 grant execute on function api.delete_media_label_group(uuid,text) to pressroom_worker;
@@ -8181,6 +8452,7 @@ begin
 end
 $function$;
 alter function api.delete_media_permanently(uuid) owner to pressroom_api;
+comment on function api.delete_media_permanently(uuid) is 'Serves DELETE /v1/workspaces/{workspaceId}/media/{id}/permanent (deleteMediaPermanently_v1). Deletes a binned item for good and queues its bytes for the purge job. Requires the editor role; 404 NOT_FOUND, 409 MEDIA_NOT_IN_BIN.';
 grant execute on function api.delete_media_permanently(uuid) to pressroom_definer;
 grant execute on function api.delete_media_permanently(uuid) to pressroom_request;
 grant execute on function api.delete_media_permanently(uuid) to pressroom_worker;
@@ -8205,6 +8477,7 @@ begin
 end
 $function$;
 alter function api.delete_taxonomy_term(text,uuid) owner to pressroom_api;
+comment on function api.delete_taxonomy_term(text,uuid) is 'Serves DELETE /v1/workspaces/{workspaceId}/tags/{id} (deleteTag_v1), DELETE /v1/workspaces/{workspaceId}/pillars/{id} (deletePillar_v1) and DELETE /v1/workspaces/{workspaceId}/formats/{id} (deleteFormat_v1), by p_kind. Deletes the term and its assignments to content roots. Requires the editor role; 404 NOT_FOUND.';
 grant execute on function api.delete_taxonomy_term(text,uuid) to pressroom_definer;
 grant execute on function api.delete_taxonomy_term(text,uuid) to pressroom_request;
 revoke all on function api.delete_taxonomy_term(text,uuid) from public;
@@ -8227,6 +8500,7 @@ begin
 end
 $function$;
 alter function api.detach_media_label(uuid,uuid) owner to pressroom_api;
+comment on function api.detach_media_label(uuid,uuid) is 'Serves DELETE /v1/workspaces/{workspaceId}/media/{id}/labels/{labelId} (detachMediaLabel_v1). Takes a label off an active item. Requires the editor role; 404 NOT_FOUND, 409 MEDIA_IN_BIN.';
 grant execute on function api.detach_media_label(uuid,uuid) to pressroom_definer;
 grant execute on function api.detach_media_label(uuid,uuid) to pressroom_request;
 grant execute on function api.detach_media_label(uuid,uuid) to pressroom_worker;
@@ -8253,6 +8527,7 @@ begin
 end
 $function$;
 alter function api.empty_media_bin() owner to pressroom_api;
+comment on function api.empty_media_bin() is 'Serves POST /v1/workspaces/{workspaceId}/media/bin/empty (emptyMediaBin_v1). Deletes every binned item of the workspace for good and queues their bytes for the purge job. Requires the editor role.';
 grant execute on function api.empty_media_bin() to pressroom_definer;
 grant execute on function api.empty_media_bin() to pressroom_request;
 grant execute on function api.empty_media_bin() to pressroom_worker;
@@ -8279,8 +8554,70 @@ begin
 end
 $function$;
 alter function api.end_current_session() owner to pressroom_api;
+comment on function api.end_current_session() is 'Serves DELETE /v1/auth/sessions/current (endSession_v1). Revokes the session the call was made with. Requires a session token (403 SESSION_REQUIRED for an API key); 404 NOT_FOUND when it is already ended.';
 grant execute on function api.end_current_session() to pressroom_request;
 revoke all on function api.end_current_session() from public;
+
+CREATE OR REPLACE FUNCTION api.finish_article_platform_draft(p_id uuid, p_claim uuid, p_article_id text, p_draft_url text, p_fingerprint text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+begin
+  perform app.require_role('editor');
+  if not app.work_claim_take('article_platform_draft', p_id, p_claim) then
+    perform app.raise(409, 'PLATFORM_DRAFT_IN_PROGRESS',
+      'This platform draft took too long and another request took it over.', jsonb_build_object('contentId', p_id));
+  end if;
+  return api.record_article_platform_draft(p_id, p_article_id, p_draft_url, p_fingerprint);
+end
+$function$;
+alter function api.finish_article_platform_draft(uuid,uuid,text,text,text) owner to pressroom_api;
+comment on function api.finish_article_platform_draft(uuid,uuid,text,text,text) is 'Last step of a platform draft: consumes the claim of api.claim_article_platform_draft and records the draft the platform made.';
+grant execute on function api.finish_article_platform_draft(uuid,uuid,text,text,text) to pressroom_request;
+revoke all on function api.finish_article_platform_draft(uuid,uuid,text,text,text) from public;
+
+CREATE OR REPLACE FUNCTION api.finish_media_upload_completion(p_id uuid, p_claim uuid, p_facts jsonb, p_patch jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+begin
+  perform app.require_role('editor');
+  if not app.work_claim_take('media_upload_completion', p_id, p_claim) then
+    perform app.raise(409, 'UPLOAD_COMPLETION_IN_PROGRESS',
+      'This completion took too long and another request took it over; retry to get the media item.',
+      jsonb_build_object('sessionId', p_id));
+  end if;
+  return api.complete_media_upload(p_id, p_facts, p_patch);
+end
+$function$;
+alter function api.finish_media_upload_completion(uuid,uuid,jsonb,jsonb) owner to pressroom_api;
+comment on function api.finish_media_upload_completion(uuid,uuid,jsonb,jsonb) is 'Last step of completing an upload: consumes the claim of api.claim_media_upload_completion and makes the media item from the verified facts (api.complete_media_upload).';
+grant execute on function api.finish_media_upload_completion(uuid,uuid,jsonb,jsonb) to pressroom_request;
+revoke all on function api.finish_media_upload_completion(uuid,uuid,jsonb,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION api.finish_published_caption_edit(p_id uuid, p_claim uuid, p_caption text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+begin
+  perform app.require_role('editor');
+  if not app.work_claim_take('published_caption_edit', p_id, p_claim) then
+    perform app.raise(409, 'CAPTION_EDIT_IN_PROGRESS',
+      'This caption edit took too long and another request took it over.', jsonb_build_object('contentId', p_id));
+  end if;
+  return api.record_published_caption(p_id, p_caption);
+end
+$function$;
+alter function api.finish_published_caption_edit(uuid,uuid,text) owner to pressroom_api;
+comment on function api.finish_published_caption_edit(uuid,uuid,text) is 'Last step of editing a published caption: consumes the claim of api.claim_published_caption_edit and records the caption the platform took.';
+grant execute on function api.finish_published_caption_edit(uuid,uuid,text) to pressroom_request;
+revoke all on function api.finish_published_caption_edit(uuid,uuid,text) from public;
 
 CREATE OR REPLACE FUNCTION api.gate(p_token_hash bytea, p_workspace_id uuid, p_class text, p_min_plan text DEFAULT 'basic'::text, p_bucket text DEFAULT NULL::text)
  RETURNS jsonb
@@ -8315,6 +8652,7 @@ begin
 end
 $function$;
 alter function api.get_article(uuid) owner to pressroom_api;
+comment on function api.get_article(uuid) is 'Serves GET /v1/workspaces/{workspaceId}/articles/{contentId} (getArticle_v1). One live article with its body. Requires the viewer role; 404 NOT_FOUND.';
 grant execute on function api.get_article(uuid) to pressroom_request;
 revoke all on function api.get_article(uuid) from public;
 
@@ -8330,6 +8668,7 @@ begin
 end
 $function$;
 alter function api.get_campaign(uuid) owner to pressroom_api;
+comment on function api.get_campaign(uuid) is 'Serves GET /v1/workspaces/{workspaceId}/campaigns/{id} (getCampaign_v1). One campaign with its phases. Requires the viewer role; 404 NOT_FOUND.';
 grant execute on function api.get_campaign(uuid) to pressroom_definer;
 grant execute on function api.get_campaign(uuid) to pressroom_request;
 revoke all on function api.get_campaign(uuid) from public;
@@ -8350,6 +8689,7 @@ begin
 end
 $function$;
 alter function api.get_content(uuid) owner to pressroom_api;
+comment on function api.get_content(uuid) is 'Serves GET /v1/workspaces/{workspaceId}/content/{id} (getContent_v1). One live edition with its root, media, planning metadata and publishing state. Requires the viewer role; 404 NOT_FOUND.';
 grant execute on function api.get_content(uuid) to pressroom_request;
 revoke all on function api.get_content(uuid) from public;
 
@@ -8369,6 +8709,7 @@ begin
 end
 $function$;
 alter function api.get_content_root(uuid) owner to pressroom_api;
+comment on function api.get_content_root(uuid) is 'Serves GET /v1/workspaces/{workspaceId}/content-roots/{id} (getContentRoot_v1). One live root with its editions and media. Requires the viewer role; 404 NOT_FOUND.';
 grant execute on function api.get_content_root(uuid) to pressroom_request;
 revoke all on function api.get_content_root(uuid) from public;
 
@@ -8388,6 +8729,7 @@ begin
 end
 $function$;
 alter function api.get_integration(uuid) owner to pressroom_api;
+comment on function api.get_integration(uuid) is 'Serves GET /v1/workspaces/{workspaceId}/integrations/{id} (getIntegration_v1). One integration with its platform''s publishing rules, without its secret. Requires the viewer role; 404 NOT_FOUND, also once deleted.';
 grant execute on function api.get_integration(uuid) to pressroom_definer;
 grant execute on function api.get_integration(uuid) to pressroom_request;
 revoke all on function api.get_integration(uuid) from public;
@@ -8404,6 +8746,7 @@ begin
 end
 $function$;
 alter function api.get_media(uuid) owner to pressroom_api;
+comment on function api.get_media(uuid) is 'Serves GET /v1/workspaces/{workspaceId}/media/{id} (getMedia_v1). One media item with its labels and use. Requires the viewer role; 404 NOT_FOUND.';
 grant execute on function api.get_media(uuid) to pressroom_definer;
 grant execute on function api.get_media(uuid) to pressroom_request;
 grant execute on function api.get_media(uuid) to pressroom_worker;
@@ -8421,6 +8764,7 @@ begin
 end
 $function$;
 alter function api.get_media_folder(uuid) owner to pressroom_api;
+comment on function api.get_media_folder(uuid) is 'Serves GET /v1/workspaces/{workspaceId}/media/folders/{id} (getMediaFolder_v1). One folder. Requires the viewer role; 404 NOT_FOUND.';
 grant execute on function api.get_media_folder(uuid) to pressroom_definer;
 grant execute on function api.get_media_folder(uuid) to pressroom_request;
 grant execute on function api.get_media_folder(uuid) to pressroom_worker;
@@ -8438,6 +8782,7 @@ begin
 end
 $function$;
 alter function api.get_media_label(uuid) owner to pressroom_api;
+comment on function api.get_media_label(uuid) is 'Serves GET /v1/workspaces/{workspaceId}/media/labels/{id} (getMediaLabel_v1). One label. Requires the viewer role; 404 NOT_FOUND.';
 grant execute on function api.get_media_label(uuid) to pressroom_definer;
 grant execute on function api.get_media_label(uuid) to pressroom_request;
 grant execute on function api.get_media_label(uuid) to pressroom_worker;
@@ -8455,6 +8800,7 @@ begin
 end
 $function$;
 alter function api.get_media_label_group(uuid) owner to pressroom_api;
+comment on function api.get_media_label_group(uuid) is 'Serves GET /v1/workspaces/{workspaceId}/media/label-groups/{id} (getMediaLabelGroup_v1). One label group. Requires the viewer role; 404 NOT_FOUND.';
 grant execute on function api.get_media_label_group(uuid) to pressroom_definer;
 grant execute on function api.get_media_label_group(uuid) to pressroom_request;
 grant execute on function api.get_media_label_group(uuid) to pressroom_worker;
@@ -8479,6 +8825,7 @@ begin
 end
 $function$;
 alter function api.get_media_upload(uuid) owner to pressroom_api;
+comment on function api.get_media_upload(uuid) is 'Serves GET /v1/workspaces/{workspaceId}/media/upload/{sessionId} (getMediaUpload_v1). One upload session, saying whether the caller may upload (editor or above) so that only they get the upload URL again. Requires the viewer role; 404 NOT_FOUND.';
 grant execute on function api.get_media_upload(uuid) to pressroom_definer;
 grant execute on function api.get_media_upload(uuid) to pressroom_request;
 grant execute on function api.get_media_upload(uuid) to pressroom_worker;
@@ -8527,6 +8874,7 @@ begin
 end
 $function$;
 alter function api.idempotency_begin(text,text,text,bytea) owner to pressroom_api;
+comment on function api.idempotency_begin(text,text,text,bytea) is 'Called by the request pipeline (server/http/pipeline.ts) for every operation that takes an Idempotency-Key, before the handler. Claims the key for this workspace, principal, method and route, or answers replay with the recorded status and body; an expired record or a dead claim is taken afresh. Raises 422 IDEMPOTENCY_KEY_REUSED (another request body) and 409 IDEMPOTENCY_KEY_IN_USE (the first request is still running).';
 grant execute on function api.idempotency_begin(text,text,text,bytea) to pressroom_request;
 revoke all on function api.idempotency_begin(text,text,text,bytea) from public;
 
@@ -8541,6 +8889,7 @@ AS $function$
     and method = p_method and route = p_route and key = p_key and state = 'in_flight'
 $function$;
 alter function api.idempotency_finish(text,text,text,integer,jsonb) owner to pressroom_api;
+comment on function api.idempotency_finish(text,text,text,integer,jsonb) is 'Called by the request pipeline (server/http/pipeline.ts) for every operation that takes an Idempotency-Key: records the status and answer of the claimed key, in the request''s own transaction on success or right after a refusal, so that retries replay it.';
 grant execute on function api.idempotency_finish(text,text,text,integer,jsonb) to pressroom_request;
 revoke all on function api.idempotency_finish(text,text,text,integer,jsonb) from public;
 
@@ -8555,6 +8904,7 @@ AS $function$
     and method = p_method and route = p_route and key = p_key and state = 'in_flight'
 $function$;
 alter function api.idempotency_release(text,text,text) owner to pressroom_api;
+comment on function api.idempotency_release(text,text,text) is 'Called by the request pipeline (server/http/pipeline.ts) for every operation that takes an Idempotency-Key when it ended with a 5xx: forgets the in-flight claim so the client may retry with the same key.';
 grant execute on function api.idempotency_release(text,text,text) to pressroom_request;
 revoke all on function api.idempotency_release(text,text,text) from public;
 
@@ -8598,6 +8948,7 @@ begin
 end
 $function$;
 alter function api.init_media_upload(text,text,bigint,uuid,text,integer) owner to pressroom_api;
+comment on function api.init_media_upload(text,text,bigint,uuid,text,integer) is 'Serves POST /v1/workspaces/{workspaceId}/media/upload (initMediaUpload_v1). Opens an upload session for a file of a declared type and size, optionally into a folder; the server adds the signed upload URL. Requires the editor role; 415 UNSUPPORTED_MEDIA_FORMAT, 413 MEDIA_TOO_LARGE, 400 VALIDATION_FAILED (file name), 404 NOT_FOUND (folder).';
 grant execute on function api.init_media_upload(text,text,bigint,uuid,text,integer) to pressroom_definer;
 grant execute on function api.init_media_upload(text,text,bigint,uuid,text,integer) to pressroom_request;
 grant execute on function api.init_media_upload(text,text,bigint,uuid,text,integer) to pressroom_worker;
@@ -8638,6 +8989,7 @@ begin
 end
 $function$;
 alter function api.integration_for_listing(uuid,text) owner to pressroom_api;
+comment on function api.integration_for_listing(uuid,text) is 'Serves GET /v1/workspaces/{workspaceId}/integrations/{id}/boards (listIntegrationBoards_v1) and GET /v1/workspaces/{workspaceId}/integrations/{id}/video-categories (listIntegrationVideoCategories_v1). What the connector needs to list boards or video categories (never the secret). Requires the viewer role; 404 NOT_FOUND, and 404 NOT_SUPPORTED when the platform has no such list.';
 grant execute on function api.integration_for_listing(uuid,text) to pressroom_definer;
 grant execute on function api.integration_for_listing(uuid,text) to pressroom_request;
 revoke all on function api.integration_for_listing(uuid,text) from public;
@@ -8659,6 +9011,7 @@ begin
 end
 $function$;
 alter function api.list_api_keys() owner to pressroom_api;
+comment on function api.list_api_keys() is 'Serves GET /v1/workspaces/{workspaceId}/api-keys (listApiKeys_v1). The active (not revoked, not expired) keys the caller may administer, without their secrets. Requires a session and the manager role.';
 grant execute on function api.list_api_keys() to pressroom_request;
 revoke all on function api.list_api_keys() from public;
 
@@ -8692,6 +9045,7 @@ begin
 end
 $function$;
 alter function api.list_articles(integer,bigint) owner to pressroom_api;
+comment on function api.list_articles(integer,bigint) is 'Serves GET /v1/workspaces/{workspaceId}/articles (listArticles_v1). A page of live articles, most recently changed first, with limit, offset, total and hasMore. Requires the viewer role.';
 grant execute on function api.list_articles(integer,bigint) to pressroom_request;
 revoke all on function api.list_articles(integer,bigint) from public;
 
@@ -8794,6 +9148,7 @@ begin
 end
 $function$;
 alter function api.list_campaign_content(uuid,integer,bigint,text,text,text,text) owner to pressroom_api;
+comment on function api.list_campaign_content(uuid,integer,bigint,text,text,text,text) is 'Serves GET /v1/workspaces/{workspaceId}/campaigns/{id}/content (listCampaignContent_v1). The campaign''s live editions, filtered by phase (or none), status and platform, ordered by scheduled, else intended, else creation time; returns a page with limit, offset, total and hasMore. Requires the viewer role; 404 NOT_FOUND, 400 VALIDATION_FAILED for page bounds, sort direction or status.';
 grant execute on function api.list_campaign_content(uuid,integer,bigint,text,text,text,text) to pressroom_definer;
 grant execute on function api.list_campaign_content(uuid,integer,bigint,text,text,text,text) to pressroom_request;
 revoke all on function api.list_campaign_content(uuid,integer,bigint,text,text,text,text) from public;
@@ -8810,6 +9165,7 @@ begin
 end
 $function$;
 alter function api.list_campaign_phases(uuid) owner to pressroom_api;
+comment on function api.list_campaign_phases(uuid) is 'Serves GET /v1/workspaces/{workspaceId}/campaigns/{id}/phases (listCampaignPhases_v1). The campaign''s phases in order. Requires the viewer role; 404 NOT_FOUND.';
 grant execute on function api.list_campaign_phases(uuid) to pressroom_definer;
 grant execute on function api.list_campaign_phases(uuid) to pressroom_request;
 revoke all on function api.list_campaign_phases(uuid) from public;
@@ -8831,6 +9187,7 @@ begin
 end
 $function$;
 alter function api.list_campaigns(text,boolean) owner to pressroom_api;
+comment on function api.list_campaigns(text,boolean) is 'Serves GET /v1/workspaces/{workspaceId}/campaigns (listCampaigns_v1). The workspace''s campaigns by start date and name, optionally filtered by a name search and with their phases. Requires the viewer role.';
 grant execute on function api.list_campaigns(text,boolean) to pressroom_definer;
 grant execute on function api.list_campaigns(text,boolean) to pressroom_request;
 revoke all on function api.list_campaigns(text,boolean) from public;
@@ -8914,6 +9271,7 @@ begin
 end
 $function$;
 alter function api.list_content(jsonb) owner to pressroom_api;
+comment on function api.list_content(jsonb) is 'Serves GET /v1/workspaces/{workspaceId}/content (listContent_v1). A page of editions filtered by status, workflow statuses and integration, sorted as asked; with since, the editions changed after it and tombstones of those deleted after it. Returns items and meta (limit, offset, total, hasMore). Requires the viewer role.';
 grant execute on function api.list_content(jsonb) to pressroom_request;
 revoke all on function api.list_content(jsonb) from public;
 
@@ -8940,6 +9298,7 @@ begin
 end
 $function$;
 alter function api.list_content_roots(integer,bigint) owner to pressroom_api;
+comment on function api.list_content_roots(integer,bigint) is 'Serves GET /v1/workspaces/{workspaceId}/content-roots (listContentRoots_v1). A page of live roots with their editions, most recently changed first, with limit, offset, total and hasMore. Requires the viewer role.';
 grant execute on function api.list_content_roots(integer,bigint) to pressroom_request;
 revoke all on function api.list_content_roots(integer,bigint) from public;
 
@@ -8963,6 +9322,7 @@ begin
 end
 $function$;
 alter function api.list_content_versions(uuid) owner to pressroom_api;
+comment on function api.list_content_versions(uuid) is 'Serves GET /v1/workspaces/{workspaceId}/content/{contentId}/versions (listContentVersions_v1). The edition''s versions, newest first, marking the current one. Requires the viewer role; 404 NOT_FOUND.';
 grant execute on function api.list_content_versions(uuid) to pressroom_request;
 revoke all on function api.list_content_versions(uuid) from public;
 
@@ -8979,6 +9339,7 @@ begin
 end
 $function$;
 alter function api.list_hashtag_groups() owner to pressroom_api;
+comment on function api.list_hashtag_groups() is 'Serves GET /v1/workspaces/{workspaceId}/hashtag-groups (listHashtagGroups_v1). The workspace''s hashtag groups, by name. Requires the viewer role.';
 grant execute on function api.list_hashtag_groups() to pressroom_definer;
 grant execute on function api.list_hashtag_groups() to pressroom_request;
 revoke all on function api.list_hashtag_groups() from public;
@@ -8998,6 +9359,7 @@ begin
 end
 $function$;
 alter function api.list_integrations() owner to pressroom_api;
+comment on function api.list_integrations() is 'Serves GET /v1/workspaces/{workspaceId}/integrations (listIntegrations_v1). The workspace''s integrations that are not deleted, without secrets. Requires the viewer role.';
 grant execute on function api.list_integrations() to pressroom_definer;
 grant execute on function api.list_integrations() to pressroom_request;
 revoke all on function api.list_integrations() from public;
@@ -9103,6 +9465,7 @@ begin
 end
 $function$;
 alter function api.list_media(jsonb,jsonb,integer) owner to pressroom_api;
+comment on function api.list_media(jsonb,jsonb,integer) is 'Serves GET /v1/workspaces/{workspaceId}/media (listMedia_v1). A keyset page of media items filtered by folder, labels, type, search, favorite, use, state and source, sorted by creation time, file name or size; the server turns the last key into a signed cursor. Requires the viewer role; 400 VALIDATION_FAILED for contradicting filters.';
 grant execute on function api.list_media(jsonb,jsonb,integer) to pressroom_definer;
 grant execute on function api.list_media(jsonb,jsonb,integer) to pressroom_request;
 grant execute on function api.list_media(jsonb,jsonb,integer) to pressroom_worker;
@@ -9144,6 +9507,7 @@ begin
 end
 $function$;
 alter function api.list_media_folders(text,jsonb,integer) owner to pressroom_api;
+comment on function api.list_media_folders(text,jsonb,integer) is 'Serves GET /v1/workspaces/{workspaceId}/media/folders (listMediaFolders_v1). A keyset page of folders by name: all, root folders (p_parent ''root'') or the subfolders of one. Requires the viewer role; 404 NOT_FOUND (parent).';
 grant execute on function api.list_media_folders(text,jsonb,integer) to pressroom_definer;
 grant execute on function api.list_media_folders(text,jsonb,integer) to pressroom_request;
 grant execute on function api.list_media_folders(text,jsonb,integer) to pressroom_worker;
@@ -9161,6 +9525,7 @@ begin
 end
 $function$;
 alter function api.list_media_label_groups() owner to pressroom_api;
+comment on function api.list_media_label_groups() is 'Serves GET /v1/workspaces/{workspaceId}/media/label-groups (listMediaLabelGroups_v1). The label groups in their order. Requires the viewer role.';
 grant execute on function api.list_media_label_groups() to pressroom_definer;
 grant execute on function api.list_media_label_groups() to pressroom_request;
 grant execute on function api.list_media_label_groups() to pressroom_worker;
@@ -9189,6 +9554,7 @@ begin
 end
 $function$;
 alter function api.list_media_labels(text,boolean,text) owner to pressroom_api;
+comment on function api.list_media_labels(text,boolean,text) is 'Serves GET /v1/workspaces/{workspaceId}/media/labels (listMediaLabels_v1). The labels by name: of every group, ungrouped only (p_group '''') or of one group; merged labels on request; optional name search. Requires the viewer role; 404 NOT_FOUND (group).';
 grant execute on function api.list_media_labels(text,boolean,text) to pressroom_definer;
 grant execute on function api.list_media_labels(text,boolean,text) to pressroom_request;
 grant execute on function api.list_media_labels(text,boolean,text) to pressroom_worker;
@@ -9226,6 +9592,7 @@ begin
 end
 $function$;
 alter function api.list_media_usage_history(uuid,jsonb,integer) owner to pressroom_api;
+comment on function api.list_media_usage_history(uuid,jsonb,integer) is 'Serves GET /v1/workspaces/{workspaceId}/media/{id}/usage-history (listMediaUsageHistory_v1). A keyset page of the item''s usage events, newest first. Requires the viewer role; 404 NOT_FOUND.';
 grant execute on function api.list_media_usage_history(uuid,jsonb,integer) to pressroom_definer;
 grant execute on function api.list_media_usage_history(uuid,jsonb,integer) to pressroom_request;
 grant execute on function api.list_media_usage_history(uuid,jsonb,integer) to pressroom_worker;
@@ -9246,6 +9613,7 @@ begin
 end
 $function$;
 alter function api.list_members() owner to pressroom_api;
+comment on function api.list_members() is 'Serves GET /v1/workspaces/{workspaceId}/members (listMembers_v1). The members of the workspace with their roles. Requires the manager role.';
 grant execute on function api.list_members() to pressroom_request;
 revoke all on function api.list_members() from public;
 
@@ -9276,6 +9644,7 @@ begin
 end
 $function$;
 alter function api.list_sandbox_posts(uuid,integer,bigint) owner to pressroom_api;
+comment on function api.list_sandbox_posts(uuid,integer,bigint) is 'Serves GET /v1/workspaces/{workspaceId}/integrations/{id}/sandbox/posts (listSandboxPosts_v1). A page of what a sandbox integration received, oldest first, with the total. Requires the viewer role; 404 NOT_FOUND (no such sandbox integration).';
 grant execute on function api.list_sandbox_posts(uuid,integer,bigint) to pressroom_request;
 revoke all on function api.list_sandbox_posts(uuid,integer,bigint) from public;
 
@@ -9298,6 +9667,7 @@ begin
 end
 $function$;
 alter function api.list_taxonomy_terms(text) owner to pressroom_api;
+comment on function api.list_taxonomy_terms(text) is 'Serves GET /v1/workspaces/{workspaceId}/tags (listTags_v1), GET /v1/workspaces/{workspaceId}/pillars (listPillars_v1) and GET /v1/workspaces/{workspaceId}/formats (listFormats_v1), by p_kind. The workspace''s terms of that kind, by name. Requires the viewer role.';
 grant execute on function api.list_taxonomy_terms(text) to pressroom_definer;
 grant execute on function api.list_taxonomy_terms(text) to pressroom_request;
 revoke all on function api.list_taxonomy_terms(text) from public;
@@ -9314,6 +9684,7 @@ AS $function$
   where w.organization_id = app.current_organization_id()
 $function$;
 alter function api.list_workspaces() owner to pressroom_api;
+comment on function api.list_workspaces() is 'Serves GET /v1/workspaces (listWorkspaces_v1). The workspaces of the caller''s organization that the principal (user or API key) may use, each with the principal''s role there. Any authenticated caller.';
 grant execute on function api.list_workspaces() to pressroom_request;
 revoke all on function api.list_workspaces() from public;
 
@@ -9327,6 +9698,7 @@ AS $function$
   where lower(email) = lower(p_email) and status = 'active'
 $function$;
 alter function api.login_lookup(text) owner to pressroom_definer;
+comment on function api.login_lookup(text) is 'Serves POST /v1/auth/sessions (createSession_v1), first step. Returns the user id and stored password hash of the active user with this email (the KDF runs in the server); no row when there is none. Anonymous, owned by pressroom_definer.';
 grant execute on function api.login_lookup(text) to pressroom_request;
 revoke all on function api.login_lookup(text) from public;
 
@@ -9350,6 +9722,7 @@ begin
 end
 $function$;
 alter function api.media_folder_path(uuid) owner to pressroom_api;
+comment on function api.media_folder_path(uuid) is 'Serves GET /v1/workspaces/{workspaceId}/media/folders/{id}/path (getMediaFolderPath_v1). The folder''s path from the root: its parent, if any, then the folder. Requires the viewer role; 404 NOT_FOUND.';
 grant execute on function api.media_folder_path(uuid) to pressroom_definer;
 grant execute on function api.media_folder_path(uuid) to pressroom_request;
 grant execute on function api.media_folder_path(uuid) to pressroom_worker;
@@ -9394,6 +9767,7 @@ begin
 end
 $function$;
 alter function api.media_label_health() owner to pressroom_api;
+comment on function api.media_label_health() is 'Serves GET /v1/workspaces/{workspaceId}/media/labels/health (getMediaLabelHealth_v1). What needs tidying: unused labels, empty groups, labels whose names differ only in case, spacing or punctuation, and how much media is labeled. Requires the viewer role.';
 grant execute on function api.media_label_health() to pressroom_definer;
 grant execute on function api.media_label_health() to pressroom_request;
 grant execute on function api.media_label_health() to pressroom_worker;
@@ -9422,6 +9796,7 @@ begin
 end
 $function$;
 alter function api.media_label_usage() owner to pressroom_api;
+comment on function api.media_label_usage() is 'Serves GET /v1/workspaces/{workspaceId}/media/labels/usage (getMediaLabelUsage_v1). Usage counts per live label (active and binned media, last assignment), most used first. Requires the viewer role.';
 grant execute on function api.media_label_usage() to pressroom_definer;
 grant execute on function api.media_label_usage() to pressroom_request;
 grant execute on function api.media_label_usage() to pressroom_worker;
@@ -9443,6 +9818,7 @@ begin
 end
 $function$;
 alter function api.media_object(uuid) owner to pressroom_api;
+comment on function api.media_object(uuid) is 'Serves GET /v1/workspaces/{workspaceId}/media/{id}/view-url (getMediaViewUrl_v1) and GET /v1/workspaces/{workspaceId}/media/{id}/download-url (getMediaDownloadUrl_v1). What the server needs to sign a view or download URL of a media item. Requires the viewer role; 404 NOT_FOUND.';
 grant execute on function api.media_object(uuid) to pressroom_definer;
 grant execute on function api.media_object(uuid) to pressroom_request;
 grant execute on function api.media_object(uuid) to pressroom_worker;
@@ -9492,6 +9868,7 @@ begin
 end
 $function$;
 alter function api.merge_media_labels(uuid,uuid) owner to pressroom_api;
+comment on function api.merge_media_labels(uuid,uuid) is 'Serves POST /v1/workspaces/{workspaceId}/media/labels/{id}/merge (mergeMediaLabels_v1). Merges the source label into the target: the source''s media get the target label and the source (and its earlier aliases) points at the target. Requires the editor role; 400 VALIDATION_FAILED (same label), 404 NOT_FOUND, 409 LABEL_MERGED.';
 grant execute on function api.merge_media_labels(uuid,uuid) to pressroom_definer;
 grant execute on function api.merge_media_labels(uuid,uuid) to pressroom_request;
 grant execute on function api.merge_media_labels(uuid,uuid) to pressroom_worker;
@@ -9520,6 +9897,7 @@ begin
 end
 $function$;
 alter function api.move_media_folder(uuid,uuid) owner to pressroom_api;
+comment on function api.move_media_folder(uuid,uuid) is 'Serves PATCH /v1/workspaces/{workspaceId}/media/folders/{id}/move (moveMediaFolder_v1). Moves a folder to the root (null) or into a root folder. Requires the editor role; 404 NOT_FOUND, 409 FOLDER_NAME_TAKEN, 409 FOLDER_DEPTH_EXCEEDED from trigger media_folders_20_check_depth.';
 grant execute on function api.move_media_folder(uuid,uuid) to pressroom_definer;
 grant execute on function api.move_media_folder(uuid,uuid) to pressroom_request;
 grant execute on function api.move_media_folder(uuid,uuid) to pressroom_worker;
@@ -9544,6 +9922,7 @@ begin
 end
 $function$;
 alter function api.move_media_labels_to_group(uuid,uuid[]) owner to pressroom_api;
+comment on function api.move_media_labels_to_group(uuid,uuid[]) is 'Serves POST /v1/workspaces/{workspaceId}/media/label-groups/{id}/labels (moveMediaLabelsToGroup_v1) and POST /v1/workspaces/{workspaceId}/media/label-groups/ungroup-labels (ungroupMediaLabels_v1, p_group_id null). Moves labels into a group, or out of any group. Requires the editor role; 404 NOT_FOUND, 409 LABEL_MERGED.';
 grant execute on function api.move_media_labels_to_group(uuid,uuid[]) to pressroom_definer;
 grant execute on function api.move_media_labels_to_group(uuid,uuid[]) to pressroom_request;
 grant execute on function api.move_media_labels_to_group(uuid,uuid[]) to pressroom_worker;
@@ -9577,6 +9956,7 @@ begin
 end
 $function$;
 alter function api.publish_content(uuid) owner to pressroom_api;
+comment on function api.publish_content(uuid) is 'Serves POST /v1/workspaces/{workspaceId}/content/{id}/publish (publishContent_v1). Moves a draft or scheduled edition to scheduled now, validated against its platform''s rules, and starts a new publishing run. Requires the editor role; 404 NOT_FOUND, 400 INVALID_CONTENT_STATUS, 400 VALIDATION_FAILED, 409 PUBLISHING_AWAITS_CONFIRMATION, 409 PUBLISHING_IN_PROGRESS.';
 grant execute on function api.publish_content(uuid) to pressroom_request;
 revoke all on function api.publish_content(uuid) from public;
 
@@ -9618,6 +9998,7 @@ begin
 end
 $function$;
 alter function api.published_caption_target(uuid) owner to pressroom_api;
+comment on function api.published_caption_target(uuid) is 'Serves PATCH /v1/workspaces/{workspaceId}/content/{id}/published-caption (updatePublishedCaption_v1), first step: checks only, and returns what the connector needs; the route then calls the connector and api.record_published_caption. Requires the editor role; 404 NOT_FOUND, 400 INVALID_CONTENT_STATUS (not sent), 409 CAPTION_EDIT_NOT_SUPPORTED, 409 INTEGRATION_UNAVAILABLE.';
 grant execute on function api.published_caption_target(uuid) to pressroom_request;
 revoke all on function api.published_caption_target(uuid) from public;
 
@@ -9640,6 +10021,7 @@ begin
 end
 $function$;
 alter function api.record_article_platform_draft(uuid,text,text,text) owner to pressroom_api;
+comment on function api.record_article_platform_draft(uuid,text,text,text) is 'Serves POST /v1/workspaces/{workspaceId}/articles/{contentId}/platform-draft (createArticlePlatformDraft_v1), second step: records the platform''s draft id and URL with the fingerprint of the content sent. Requires the editor role; 404 NOT_FOUND.';
 grant execute on function api.record_article_platform_draft(uuid,text,text,text) to pressroom_request;
 revoke all on function api.record_article_platform_draft(uuid,text,text,text) from public;
 
@@ -9663,8 +10045,25 @@ begin
 end
 $function$;
 alter function api.record_published_caption(uuid,text) owner to pressroom_api;
+comment on function api.record_published_caption(uuid,text) is 'Serves PATCH /v1/workspaces/{workspaceId}/content/{id}/published-caption (updatePublishedCaption_v1), second step: records the caption the platform accepted (app.published_captions). Requires the editor role; 404 NOT_FOUND, 400 INVALID_CONTENT_STATUS.';
 grant execute on function api.record_published_caption(uuid,text) to pressroom_request;
 revoke all on function api.record_published_caption(uuid,text) from public;
+
+CREATE OR REPLACE FUNCTION api.release_work_claim(p_kind text, p_subject uuid, p_claim uuid)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+begin
+  perform app.require_role('editor');
+  return app.work_claim_take(p_kind, p_subject, p_claim);
+end
+$function$;
+alter function api.release_work_claim(text,uuid,uuid) owner to pressroom_api;
+comment on function api.release_work_claim(text,uuid,uuid) is 'Gives up a claim taken by api.claim_* after the slow step failed, so a retry can claim again; true when the claim was still held.';
+grant execute on function api.release_work_claim(text,uuid,uuid) to pressroom_request;
+revoke all on function api.release_work_claim(text,uuid,uuid) from public;
 
 CREATE OR REPLACE FUNCTION api.remove_member(p_user_id uuid)
  RETURNS jsonb
@@ -9686,6 +10085,7 @@ begin
 end
 $function$;
 alter function api.remove_member(uuid) owner to pressroom_api;
+comment on function api.remove_member(uuid) is 'Serves DELETE /v1/workspaces/{workspaceId}/members/{userId} (removeMember_v1). Removes a member from the workspace. Requires the manager role; 404 NOT_FOUND, and 409 LAST_MANAGER from trigger workspace_members_30_keep_manager.';
 grant execute on function api.remove_member(uuid) to pressroom_request;
 revoke all on function api.remove_member(uuid) from public;
 
@@ -9718,6 +10118,7 @@ begin
 end
 $function$;
 alter function api.reorder_media_label_groups(uuid[]) owner to pressroom_api;
+comment on function api.reorder_media_label_groups(uuid[]) is 'Serves POST /v1/workspaces/{workspaceId}/media/label-groups/reorder (reorderMediaLabelGroups_v1). Sets the order of the groups; the list must name every group of the workspace exactly once, else 409 LABEL_GROUPS_CHANGED (a stale list is refused rather than half applied). Requires the editor role.';
 grant execute on function api.reorder_media_label_groups(uuid[]) to pressroom_definer;
 grant execute on function api.reorder_media_label_groups(uuid[]) to pressroom_request;
 grant execute on function api.reorder_media_label_groups(uuid[]) to pressroom_worker;
@@ -9744,6 +10145,7 @@ begin
 end
 $function$;
 alter function api.replace_media_labels(uuid,uuid[]) owner to pressroom_api;
+comment on function api.replace_media_labels(uuid,uuid[]) is 'Serves PUT /v1/workspaces/{workspaceId}/media/{id}/labels (replaceMediaLabels_v1). Sets an active item''s labels to exactly the list. Requires the editor role; 404 NOT_FOUND, 409 LABEL_MERGED, 409 MEDIA_IN_BIN.';
 grant execute on function api.replace_media_labels(uuid,uuid[]) to pressroom_definer;
 grant execute on function api.replace_media_labels(uuid,uuid[]) to pressroom_request;
 grant execute on function api.replace_media_labels(uuid,uuid[]) to pressroom_worker;
@@ -9777,6 +10179,7 @@ begin
 end
 $function$;
 alter function api.resolve_publishing_result(uuid,jsonb) owner to pressroom_api;
+comment on function api.resolve_publishing_result(uuid,jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/content/{id}/resolve-publishing-result (resolvePublishingResult_v1). Records the outcome (published or failed) of an edition whose last attempt''s outcome is unknown, through the engine''s app.publishing_resolve. Requires the editor role; 404 NOT_FOUND, 400 VALIDATION_FAILED, 409 NOTHING_TO_RESOLVE.';
 grant execute on function api.resolve_publishing_result(uuid,jsonb) to pressroom_request;
 revoke all on function api.resolve_publishing_result(uuid,jsonb) from public;
 
@@ -9829,6 +10232,7 @@ begin
 end
 $function$;
 alter function api.restore_content_version(uuid,integer,jsonb) owner to pressroom_api;
+comment on function api.restore_content_version(uuid,integer,jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/content/{contentId}/versions/{version}/restore (restoreContentVersion_v1). Restores a draft or scheduled edition''s caption, thread, settings and media from a version, recording a new version. Requires the editor role; 404 NOT_FOUND, 400 INVALID_CONTENT_STATUS, 409 VERSION_CONFLICT (stale expectedCurrentVersion), 409 VERSION_MEDIA_UNAVAILABLE, 400 VALIDATION_FAILED.';
 grant execute on function api.restore_content_version(uuid,integer,jsonb) to pressroom_request;
 revoke all on function api.restore_content_version(uuid,integer,jsonb) from public;
 
@@ -9850,6 +10254,7 @@ begin
 end
 $function$;
 alter function api.restore_media(uuid) owner to pressroom_api;
+comment on function api.restore_media(uuid) is 'Serves POST /v1/workspaces/{workspaceId}/media/{id}/restore (restoreMedia_v1). Brings an item back from the bin; an active item is answered as it is. Requires the editor role; 404 NOT_FOUND.';
 grant execute on function api.restore_media(uuid) to pressroom_definer;
 grant execute on function api.restore_media(uuid) to pressroom_request;
 grant execute on function api.restore_media(uuid) to pressroom_worker;
@@ -9876,6 +10281,7 @@ begin
 end
 $function$;
 alter function api.retry_content(uuid) owner to pressroom_api;
+comment on function api.retry_content(uuid) is 'Serves POST /v1/workspaces/{workspaceId}/content/{id}/retry (retryContent_v1). Moves a failed edition to scheduled now, clearing its error, and starts a new publishing run. Requires the editor role; 404 NOT_FOUND, 400 INVALID_CONTENT_STATUS, 400 VALIDATION_FAILED.';
 grant execute on function api.retry_content(uuid) to pressroom_request;
 revoke all on function api.retry_content(uuid) from public;
 
@@ -9924,6 +10330,7 @@ begin
 end
 $function$;
 alter function api.revert_content_to_draft(uuid,jsonb) owner to pressroom_api;
+comment on function api.revert_content_to_draft(uuid,jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/content/{id}/revert-to-draft (revertContentToDraft_v1). Moves every scheduled edition of the edition''s root back to draft, keeping the time as intended publish time. Requires the editor role; 400 INVALID_CONTENT_STATUS (not scheduled), 409 REVERT_SCOPE_STALE when expectedRootPostId and expectedRootEditionIds no longer match, 409 PUBLISHING_IN_PROGRESS, 409 PUBLISHING_AWAITS_CONFIRMATION.';
 grant execute on function api.revert_content_to_draft(uuid,jsonb) to pressroom_request;
 revoke all on function api.revert_content_to_draft(uuid,jsonb) from public;
 
@@ -9950,8 +10357,22 @@ begin
 end
 $function$;
 alter function api.revoke_api_key(uuid) owner to pressroom_api;
+comment on function api.revoke_api_key(uuid) is 'Serves DELETE /v1/workspaces/{workspaceId}/api-keys/{id} (revokeApiKey_v1). Revokes a key the caller may administer; revocation takes effect on the key''s next call and is final. Requires a session and the manager role; 404 NOT_FOUND for an unknown, foreign or already revoked key.';
 grant execute on function api.revoke_api_key(uuid) to pressroom_request;
 revoke all on function api.revoke_api_key(uuid) from public;
+
+CREATE OR REPLACE FUNCTION api.sandbox_edit_caption(p_integration_id uuid, p_platform_post_id text, p_caption text)
+ RETURNS boolean
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+  select app.sandbox_edit_caption_for_request(p_integration_id, p_platform_post_id, p_caption)
+$function$;
+alter function api.sandbox_edit_caption(uuid,text,text) owner to pressroom_api;
+comment on function api.sandbox_edit_caption(uuid,text,text) is 'The sandbox platform takes a caption edit from a request (an editor of the integration''s workspace); false when it has no such post.';
+grant execute on function api.sandbox_edit_caption(uuid,text,text) to pressroom_request;
+revoke all on function api.sandbox_edit_caption(uuid,text,text) from public;
 
 CREATE OR REPLACE FUNCTION api.save_campaign_phases(p_campaign_id uuid, p_phases jsonb)
  RETURNS jsonb
@@ -9969,6 +10390,7 @@ begin
 end
 $function$;
 alter function api.save_campaign_phases(uuid,jsonb) owner to pressroom_api;
+comment on function api.save_campaign_phases(uuid,jsonb) is 'Serves PUT /v1/workspaces/{workspaceId}/campaigns/{id}/phases (saveCampaignPhases_v1). Replaces the campaign''s phases with the list given, in its order: listed ids are updated, entries without id created, the others deleted. Requires the editor role; 404 NOT_FOUND, 400 VALIDATION_FAILED, 400 PHASE_NOT_IN_CAMPAIGN, 409 PHASE_LIMIT_REACHED.';
 grant execute on function api.save_campaign_phases(uuid,jsonb) to pressroom_definer;
 grant execute on function api.save_campaign_phases(uuid,jsonb) to pressroom_request;
 revoke all on function api.save_campaign_phases(uuid,jsonb) from public;
@@ -9998,6 +10420,7 @@ begin
 end
 $function$;
 alter function api.schedule_content(uuid,timestamp with time zone) owner to pressroom_api;
+comment on function api.schedule_content(uuid,timestamp with time zone) is 'Serves PATCH /v1/workspaces/{workspaceId}/content/{id}/schedule (scheduleContent_v1). Schedules or reschedules a draft or scheduled edition at a future time, validated against its platform''s rules; the publish job follows in the same transaction. Requires the editor role; 400 INVALID_CONTENT_STATUS, 400 VALIDATION_FAILED (time in the past, platform rules), 409 PUBLISHING_IN_PROGRESS, 409 PUBLISHING_AWAITS_CONFIRMATION.';
 grant execute on function api.schedule_content(uuid,timestamp with time zone) to pressroom_request;
 revoke all on function api.schedule_content(uuid,timestamp with time zone) from public;
 
@@ -10019,6 +10442,7 @@ begin
 end
 $function$;
 alter function api.set_content_intended_publish_time(uuid,timestamp with time zone) owner to pressroom_api;
+comment on function api.set_content_intended_publish_time(uuid,timestamp with time zone) is 'Serves PATCH /v1/workspaces/{workspaceId}/content/{id}/intended-publish-time (setContentIntendedPublishTime_v1). Sets or clears the planned time of a draft or pending-approval edition. Requires the editor role; 404 NOT_FOUND, 400 INVALID_CONTENT_STATUS.';
 grant execute on function api.set_content_intended_publish_time(uuid,timestamp with time zone) to pressroom_request;
 revoke all on function api.set_content_intended_publish_time(uuid,timestamp with time zone) from public;
 
@@ -10048,6 +10472,7 @@ AS $function$
   from app.media_items m where m.id = p_id
 $function$;
 alter function api.storage_media_object(uuid) owner to pressroom_definer;
+comment on function api.storage_media_object(uuid) is 'Called by the storage router (server/storage/router.ts) for GET /storage/v1/media/{mediaId}, outside any request transaction, once the URL''s signature is checked: the object behind a signed view or download URL; null once deleted for good. Owned by pressroom_definer, executable by pressroom_app only.';
 grant execute on function api.storage_media_object(uuid) to pressroom_app;
 revoke all on function api.storage_media_object(uuid) from public;
 
@@ -10066,6 +10491,7 @@ begin
 end
 $function$;
 alter function api.storage_signing_secret(bytea) owner to pressroom_definer;
+comment on function api.storage_signing_secret(bytea) is 'Called by the URL signer (server/storage/signing.ts) when SIGNED_URL_SECRET is not configured: stores the first process''s random candidate in app.server_secrets and returns the stored value, so every process signs alike. Owned by pressroom_definer, executable by pressroom_app only.';
 grant execute on function api.storage_signing_secret(bytea) to pressroom_app;
 revoke all on function api.storage_signing_secret(bytea) from public;
 
@@ -10081,6 +10507,7 @@ AS $function$
   from app.media_upload_sessions s where s.id = p_id
 $function$;
 alter function api.storage_upload_session(uuid) owner to pressroom_definer;
+comment on function api.storage_upload_session(uuid) is 'Called by the storage router (server/storage/router.ts) for PUT /storage/v1/uploads/{sessionId}, outside any request transaction, once the URL''s signature is checked: whether the upload may still receive bytes (state, expiry, declared size and type); null for no such session. Owned by pressroom_definer, executable by pressroom_app only.';
 grant execute on function api.storage_upload_session(uuid) to pressroom_app;
 revoke all on function api.storage_upload_session(uuid) from public;
 
@@ -10137,6 +10564,7 @@ begin
 end
 $function$;
 alter function api.update_article(uuid,jsonb) owner to pressroom_api;
+comment on function api.update_article(uuid,jsonb) is 'Serves PATCH /v1/workspaces/{workspaceId}/articles/{contentId} (updateArticle_v1). Changes a draft article''s title, body (with expectedBodyVersion) or cover. Requires the editor role; 404 NOT_FOUND, 400 INVALID_CONTENT_STATUS, 400 VALIDATION_FAILED, 409 POST_BODY_CHANGED when the body changed since expectedBodyVersion.';
 grant execute on function api.update_article(uuid,jsonb) to pressroom_request;
 revoke all on function api.update_article(uuid,jsonb) from public;
 
@@ -10166,6 +10594,7 @@ begin
 end
 $function$;
 alter function api.update_campaign(uuid,jsonb) owner to pressroom_api;
+comment on function api.update_campaign(uuid,jsonb) is 'Serves PATCH /v1/workspaces/{workspaceId}/campaigns/{id} (updateCampaign_v1). Changes the provided fields (description, color and dates may be null). Requires the editor role; 404 NOT_FOUND, 400 VALIDATION_FAILED (end before start).';
 grant execute on function api.update_campaign(uuid,jsonb) to pressroom_definer;
 grant execute on function api.update_campaign(uuid,jsonb) to pressroom_request;
 revoke all on function api.update_campaign(uuid,jsonb) from public;
@@ -10197,6 +10626,7 @@ begin
 end
 $function$;
 alter function api.update_campaign_phase(uuid,uuid,jsonb) owner to pressroom_api;
+comment on function api.update_campaign_phase(uuid,uuid,jsonb) is 'Serves PATCH /v1/workspaces/{workspaceId}/campaigns/{id}/phases/{phaseId} (updateCampaignPhase_v1). Changes the provided fields of a phase and moves it when position is given. Requires the editor role; 404 NOT_FOUND, 400 VALIDATION_FAILED (end before start).';
 grant execute on function api.update_campaign_phase(uuid,uuid,jsonb) to pressroom_definer;
 grant execute on function api.update_campaign_phase(uuid,uuid,jsonb) to pressroom_request;
 revoke all on function api.update_campaign_phase(uuid,uuid,jsonb) from public;
@@ -10233,6 +10663,7 @@ begin
 end
 $function$;
 alter function api.update_content(uuid,jsonb) owner to pressroom_api;
+comment on function api.update_content(uuid,jsonb) is 'Serves PATCH /v1/workspaces/{workspaceId}/content/{id} (updateContent_v1). Changes a draft or scheduled edition''s caption, thread, settings or own media, re-validating scheduled content. Requires the editor role; 404 NOT_FOUND, 400 INVALID_CONTENT_STATUS, 400 VALIDATION_FAILED, 409 MEDIA_IN_BIN.';
 grant execute on function api.update_content(uuid,jsonb) to pressroom_request;
 revoke all on function api.update_content(uuid,jsonb) from public;
 
@@ -10272,6 +10703,7 @@ begin
 end
 $function$;
 alter function api.update_content_metadata(uuid,jsonb) owner to pressroom_api;
+comment on function api.update_content_metadata(uuid,jsonb) is 'Serves PATCH /v1/workspaces/{workspaceId}/content/{id}/metadata (updateContentMetadata_v1). Changes the planning metadata of the edition''s root: organizational title, campaign and phase, tags, pillars and formats. Requires the editor role and a draft, scheduled or sent edition; 404 NOT_FOUND, 400 INVALID_CONTENT_STATUS, 400 VALIDATION_FAILED, 400 PHASE_NOT_IN_CAMPAIGN.';
 grant execute on function api.update_content_metadata(uuid,jsonb) to pressroom_request;
 revoke all on function api.update_content_metadata(uuid,jsonb) from public;
 
@@ -10294,6 +10726,7 @@ begin
 end
 $function$;
 alter function api.update_content_notes(uuid,jsonb) owner to pressroom_api;
+comment on function api.update_content_notes(uuid,jsonb) is 'Serves PATCH /v1/workspaces/{workspaceId}/content/{id}/notes (updateContentNotes_v1). Sets or clears the internal notes of the edition''s root, in any status. Requires the editor role; 404 NOT_FOUND.';
 grant execute on function api.update_content_notes(uuid,jsonb) to pressroom_request;
 revoke all on function api.update_content_notes(uuid,jsonb) from public;
 
@@ -10332,6 +10765,7 @@ begin
 end
 $function$;
 alter function api.update_content_root(uuid,jsonb) owner to pressroom_api;
+comment on function api.update_content_root(uuid,jsonb) is 'Serves PATCH /v1/workspaces/{workspaceId}/content-roots/{id} (updateContentRoot_v1). Changes a root''s title, caption or media, which editions without their own inherit; its scheduled editions are re-validated. Requires the editor role; 404 NOT_FOUND, 400 VALIDATION_FAILED (details.fields per edition), 409 MEDIA_IN_BIN.';
 grant execute on function api.update_content_root(uuid,jsonb) to pressroom_request;
 revoke all on function api.update_content_root(uuid,jsonb) from public;
 
@@ -10369,6 +10803,7 @@ begin
 end
 $function$;
 alter function api.update_hashtag_group(uuid,jsonb) owner to pressroom_api;
+comment on function api.update_hashtag_group(uuid,jsonb) is 'Serves PATCH /v1/workspaces/{workspaceId}/hashtag-groups/{id} (updateHashtagGroup_v1). Changes the provided name and/or hashtags. Requires the editor role; 404 NOT_FOUND, 409 NAME_TAKEN, 400 INVALID_HASHTAG.';
 grant execute on function api.update_hashtag_group(uuid,jsonb) to pressroom_definer;
 grant execute on function api.update_hashtag_group(uuid,jsonb) to pressroom_request;
 revoke all on function api.update_hashtag_group(uuid,jsonb) from public;
@@ -10402,6 +10837,7 @@ begin
 end
 $function$;
 alter function api.update_media(uuid,jsonb) owner to pressroom_api;
+comment on function api.update_media(uuid,jsonb) is 'Serves PATCH /v1/workspaces/{workspaceId}/media/{id} (updateMedia_v1). Changes an active item''s file name, alt text, favorite flag or folder. Requires the editor role; 404 NOT_FOUND, 409 MEDIA_IN_BIN, 400 VALIDATION_FAILED.';
 grant execute on function api.update_media(uuid,jsonb) to pressroom_definer;
 grant execute on function api.update_media(uuid,jsonb) to pressroom_request;
 grant execute on function api.update_media(uuid,jsonb) to pressroom_worker;
@@ -10427,6 +10863,7 @@ begin
 end
 $function$;
 alter function api.update_media_folder(uuid,text) owner to pressroom_api;
+comment on function api.update_media_folder(uuid,text) is 'Serves PATCH /v1/workspaces/{workspaceId}/media/folders/{id} (updateMediaFolder_v1). Renames a folder. Requires the editor role; 404 NOT_FOUND, 409 FOLDER_NAME_TAKEN.';
 grant execute on function api.update_media_folder(uuid,text) to pressroom_definer;
 grant execute on function api.update_media_folder(uuid,text) to pressroom_request;
 grant execute on function api.update_media_folder(uuid,text) to pressroom_worker;
@@ -10464,6 +10901,7 @@ begin
 end
 $function$;
 alter function api.update_media_label(uuid,jsonb) owner to pressroom_api;
+comment on function api.update_media_label(uuid,jsonb) is 'Serves PATCH /v1/workspaces/{workspaceId}/media/labels/{id} (updateMediaLabel_v1). Changes a label''s name, color (null clears) or group (null: ungrouped). Requires the editor role; 404 NOT_FOUND, 409 LABEL_MERGED, 409 LABEL_NAME_TAKEN.';
 grant execute on function api.update_media_label(uuid,jsonb) to pressroom_definer;
 grant execute on function api.update_media_label(uuid,jsonb) to pressroom_request;
 grant execute on function api.update_media_label(uuid,jsonb) to pressroom_worker;
@@ -10489,6 +10927,7 @@ begin
 end
 $function$;
 alter function api.update_media_label_group(uuid,text) owner to pressroom_api;
+comment on function api.update_media_label_group(uuid,text) is 'Serves PATCH /v1/workspaces/{workspaceId}/media/label-groups/{id} (updateMediaLabelGroup_v1). Renames a group. Requires the editor role; 404 NOT_FOUND, 409 LABEL_GROUP_NAME_TAKEN.';
 grant execute on function api.update_media_label_group(uuid,text) to pressroom_definer;
 grant execute on function api.update_media_label_group(uuid,text) to pressroom_request;
 grant execute on function api.update_media_label_group(uuid,text) to pressroom_worker;
@@ -10514,6 +10953,7 @@ begin
 end
 $function$;
 alter function api.update_member(uuid,text) owner to pressroom_api;
+comment on function api.update_member(uuid,text) is 'Serves PATCH /v1/workspaces/{workspaceId}/members/{userId} (updateMember_v1). Changes a member''s role. Requires the manager role; 404 NOT_FOUND, and 409 LAST_MANAGER from trigger workspace_members_30_keep_manager when the last manager would be demoted.';
 grant execute on function api.update_member(uuid,text) to pressroom_request;
 revoke all on function api.update_member(uuid,text) from public;
 
@@ -10548,6 +10988,7 @@ begin
 end
 $function$;
 alter function api.update_taxonomy_term(text,uuid,jsonb) owner to pressroom_api;
+comment on function api.update_taxonomy_term(text,uuid,jsonb) is 'Serves PATCH /v1/workspaces/{workspaceId}/tags/{id} (updateTag_v1), PATCH /v1/workspaces/{workspaceId}/pillars/{id} (updatePillar_v1) and PATCH /v1/workspaces/{workspaceId}/formats/{id} (updateFormat_v1), by p_kind. Changes the provided fields (name, color; color may be null). Requires the editor role; 404 NOT_FOUND, 409 NAME_TAKEN.';
 grant execute on function api.update_taxonomy_term(text,uuid,jsonb) to pressroom_definer;
 grant execute on function api.update_taxonomy_term(text,uuid,jsonb) to pressroom_request;
 revoke all on function api.update_taxonomy_term(text,uuid,jsonb) from public;
@@ -10582,6 +11023,7 @@ create table audit.api_calls (
   constraint api_calls_pkey PRIMARY KEY (id, occurred_at),
   constraint api_calls_status_check CHECK (((status >= 100) AND (status <= 599)))
 ) partition by RANGE (occurred_at);
+comment on table audit.api_calls is 'One row per call to /v1, failures included: actor, organization, workspace, method, route template, status, duration, outcome, error code and request id, written by audit.record after the request''s own transaction. Partitioned by month (audit.ensure_partitions, run by a daily job, makes the partitions ahead). Append-only: triggers api_calls_10_append_only and api_calls_10_append_only_truncate refuse UPDATE, DELETE and TRUNCATE (409 AUDIT_APPEND_ONLY); only pressroom_definer inserts and reads it (policies api_calls_definer_insert, api_calls_definer_select); BI reads reporting.api_calls.';
 CREATE INDEX api_calls_organization_id_idx ON ONLY audit.api_calls USING btree (organization_id, occurred_at);
 CREATE INDEX api_calls_workspace_id_idx ON ONLY audit.api_calls USING btree (workspace_id, occurred_at);
 alter table audit.api_calls enable row level security;
