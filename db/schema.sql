@@ -2069,7 +2069,7 @@ create table app.work_claims (
   constraint work_claims_pkey PRIMARY KEY (kind, subject_id),
   constraint work_claims_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
-comment on table app.work_claims is 'Slow work a request has claimed (db/migrations/current/60-slow-work-outside-transactions.sql): one live claim per (kind, subject); it lapses at claimed_until.';
+comment on table app.work_claims is 'Slow work a request has claimed (the phased routes of server/http/pipeline.ts): one live claim per (kind, subject); it lapses at claimed_until.';
 CREATE INDEX work_claims_organization_id_idx ON app.work_claims USING btree (organization_id);
 CREATE INDEX work_claims_workspace_id_idx ON app.work_claims USING btree (workspace_id);
 alter table app.work_claims enable row level security;

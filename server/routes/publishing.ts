@@ -6,7 +6,7 @@ import { ConnectorError, type CaptionEditResult, type IntegrationRef } from '../
 
 // Publishing routes: each calls one api function; the published-caption
 // route calls the channel's connector between its check and its record, with
-// no transaction open (db/migrations/current/60-slow-work-outside-transactions.sql).
+// no transaction open (db/migrations/committed/000003-house-rulebook.sql, split 60-slow-work-outside-transactions.sql).
 const json = (value: unknown) => sql.jsonb((value ?? {}) as Parameters<typeof sql.jsonb>[0]);
 
 /** What api.claim_published_caption_edit returns. */

@@ -1,5 +1,5 @@
 // Slow work runs outside request transactions (server/http/pipeline.ts,
-// phased routes; db/migrations/current/60-slow-work-outside-transactions.sql):
+// phased routes; db/migrations/committed/000003-house-rulebook.sql, split 60-slow-work-outside-transactions.sql):
 // with a request pool of 4 connections, ten webhook calls that each take
 // seconds (caption edits, platform drafts) are all in flight at once while a
 // plain GET answers at once, and each still completes and is recorded. A

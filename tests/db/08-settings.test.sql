@@ -1,4 +1,4 @@
--- Settings in SQL (db/migrations/current/70-settings.sql): the server writes
+-- Settings in SQL (db/migrations/committed/000003-house-rulebook.sql, split 70-settings.sql): the server writes
 -- its configuration with api.apply_settings; the rules read app.settings.
 begin;
 select plan(11);
