@@ -7,6 +7,7 @@ import type { Logger } from '../log.ts';
 import { sha256 } from '../security.ts';
 import { ApiError, bodyParserError, toApiError } from './errors.ts';
 import type { Operation } from './openapi.ts';
+import { checkQueryDefaults, type IdempotencyKey, type OperationId, type PathParams, type QueryParams, type RequestBody, type TypedResult } from './types.ts';
 
 export interface Principal {
   actorKind: 'user' | 'api_key';
@@ -27,7 +28,8 @@ interface GateResult {
   error?: { status: number; code: string; message: string; details?: Record<string, unknown> };
 }
 
-export interface HandlerResult {
+/** The success envelope as the pipeline sends it, whatever the operation. */
+export interface AnyHandlerResult {
   status?: number;
   data: unknown;
   meta?: unknown;
@@ -35,27 +37,73 @@ export interface HandlerResult {
   actor?: { userId: string; organizationId: string };
 }
 
-export interface HandlerContext<P = unknown> {
+/** What a handler returns: `HandlerResult<'opId_v1'>` is its operation's success envelope (server/http/types.ts). */
+export type HandlerResult<K extends OperationId | void = void> = [K] extends [OperationId] ? TypedResult<K> : AnyHandlerResult;
+
+type Fragment = ReturnType<typeof sql.fragment>;
+
+interface ContextBase<P> {
   tx: DatabaseTransactionConnection;
-  /** Runs `select <fragment> as result` and returns the JSON result. */
-  call(fragment: ReturnType<typeof sql.fragment>): Promise<any>;
-  params: Record<string, any>;
-  query: Record<string, any>;
-  body: any;
+  /**
+   * Runs `select <fragment> as result` and returns the JSON result as `T`
+   * (inferred from where it goes, e.g. `data: await call(...)`, or named:
+   * `call<Schema<'Campaign'>>(...)`). This is the one place JSON from SQL is
+   * taken for its type: the api.* functions build the contract's shapes, and
+   * every HTTP test checks each answer against openapi.yaml (tests/support/http.ts).
+   */
+  call<T = unknown>(fragment: Fragment): Promise<T>;
   principal: Principal | null;
   workspaceId: string | null;
   requestId: string;
   config: Config;
+  /** What the route's `prepare` returned (`never` for a route without one). */
   prepared: P;
   /** The Idempotency-Key of this request, on operations that declare the header; else null. */
   idempotencyKey: string | null;
 }
 
-export interface RouteDefinition<P = any> {
-  /** Work done before the transaction opens (CPU-heavy steps such as a KDF). */
-  prepare?: (input: { body: any; params: Record<string, any>; config: Config }) => Promise<P>;
-  handle: (ctx: HandlerContext<P>) => Promise<HandlerResult>;
+/** The context of a handler of operation K: params, query and body as validated (coerced, defaults applied). */
+export interface TypedHandlerContext<K extends OperationId, P = never> extends ContextBase<P> {
+  params: PathParams<K>;
+  query: QueryParams<K>;
+  body: RequestBody<K>;
+  idempotencyKey: IdempotencyKey<K>;
 }
+
+/** The context as the pipeline builds it, before it knows the operation's types. */
+export interface AnyHandlerContext extends ContextBase<unknown> {
+  params: Record<string, unknown>;
+  query: Record<string, unknown>;
+  body: unknown;
+}
+
+/** `HandlerContext<'opId_v1'>`: typed by the operation; `HandlerContext`: as the pipeline builds it. */
+export type HandlerContext<K extends OperationId | void = void, P = never> = [K] extends [OperationId] ? TypedHandlerContext<K, P> : AnyHandlerContext;
+
+/** The route of operation K; P is what its `prepare` hands to `handle` as `ctx.prepared`. */
+export interface TypedRoute<K extends OperationId, P = never> {
+  /** Work done before the transaction opens (CPU-heavy steps such as a KDF), on the validated input. */
+  prepare?: (input: { body: RequestBody<K>; params: PathParams<K>; config: Config }) => Promise<[P] extends [never] ? unknown : P>;
+  handle: (ctx: TypedHandlerContext<K, P>) => Promise<TypedResult<K>>;
+}
+
+/**
+ * A route with its operation's types erased: what the route table lends to
+ * the pipeline (and bench/lib/direct.ts). Its members are methods, so any
+ * TypedRoute is one (method parameters compare both ways): the pipeline
+ * calls `handle` only with the input op.validate accepted for that very
+ * operation (server/http/openapi.ts), which is what makes the typed view true.
+ */
+export interface AnyRoute {
+  prepare?(input: { body: unknown; params: Record<string, unknown>; config: Config }): Promise<unknown>;
+  handle(ctx: AnyHandlerContext): Promise<AnyHandlerResult>;
+}
+
+/** `RouteDefinition<'opId_v1'>`: a route typed by its operation; `RouteDefinition`: erased. */
+export type RouteDefinition<K extends OperationId | void = void, P = never> = [K] extends [OperationId] ? TypedRoute<K, P> : AnyRoute;
+
+/** One route for every operation of api.d.ts: a missing or misspelled operationId fails `tsc`. */
+export type RouteTable = { [K in OperationId]: RouteDefinition<K> };
 
 export interface PipelineDeps {
   /** express.json(), run after the gate so unauthenticated bodies are never parsed. */
@@ -132,6 +180,7 @@ export async function setContext(tx: DatabaseTransactionConnection, p: Principal
  * one transaction with the context and the handler, envelope, audit row.
  */
 export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDeps) {
+  checkQueryDefaults(op);
   const { pool, config } = deps;
   return async (req: Request, res: Response) => {
     const started = performance.now();

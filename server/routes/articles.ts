@@ -2,7 +2,8 @@ import { prepareArticleBody } from '../articles/html.ts';
 import { articleMediaRefs, presentArticle } from '../articles/present.ts';
 import { sql } from '../db/pool.ts';
 import { ApiError } from '../http/errors.ts';
-import type { HandlerContext, RouteDefinition } from '../http/pipeline.ts';
+import type { HandlerContext, RouteTable } from '../http/pipeline.ts';
+import type { RequestBody, ResponseData, Schema } from '../http/types.ts';
 import { ConnectorError, connectorsFor, type IntegrationRef } from '../platforms/index.ts';
 
 // Articles (spec "Article", "Articles"): each handler sanitizes the body (the
@@ -10,10 +11,23 @@ import { ConnectorError, connectorsFor, type IntegrationRef } from '../platforms
 // (db/migrations/current/80-articles.sql, which holds the rules), and signs
 // the media URLs of the answer.
 
-const json = (value: unknown) => sql.jsonb((value ?? {}) as Parameters<typeof sql.jsonb>[0]);
+/**
+ * An article as app.article_json builds it: its media carry storage facts
+ * that presentArticle (server/articles/present.ts) turns into signed URLs.
+ */
+type DbArticle = Record<string, unknown>;
+
+/** What api.begin_article_platform_draft answers. */
+interface DraftBegin {
+  fingerprint: string;
+  /** The draft already made from this very article, if any. */
+  existing: { articleId: string; draftUrl: string | null } | null;
+  article: DbArticle & { title: string };
+  integration: Omit<IntegrationRef, 'settings'> & { settings: Record<string, unknown> | null; status: string; deleted: boolean };
+}
 
 /** The request body with bodyHtml sanitized and the server's findings on it. */
-function prepared(body: Record<string, unknown>) {
+function prepared(body: RequestBody<'createArticle_v1'> | RequestBody<'updateArticle_v1'>) {
   const out: Record<string, unknown> = { ...body };
   if (typeof body.bodyHtml === 'string') {
     const b = prepareArticleBody(body.bodyHtml);
@@ -31,9 +45,9 @@ function connectorError(e: ConnectorError): ApiError {
   return new ApiError(502, 'PLATFORM_DRAFT_FAILED', `The platform did not take the draft: ${e.message}`, { reason: e.code, ...(e.details ?? {}) });
 }
 
-async function platformDraft(ctx: HandlerContext) {
-  const id = ctx.params.contentId as string;
-  const begin = await ctx.call(sql.fragment`api.begin_article_platform_draft(${id}::uuid)`);
+async function platformDraft(ctx: HandlerContext<'createArticlePlatformDraft_v1'>) {
+  const id = ctx.params.contentId;
+  const begin = await ctx.call<DraftBegin>(sql.fragment`api.begin_article_platform_draft(${id}::uuid)`);
   if (begin.existing) {
     return { data: { contentId: id, articleId: begin.existing.articleId, draftUrl: begin.existing.draftUrl ?? null } };
   }
@@ -64,24 +78,25 @@ async function platformDraft(ctx: HandlerContext) {
     if (e instanceof ConnectorError) throw connectorError(e);
     throw e;
   }
-  const data = await ctx.call(
+  const data = await ctx.call<ResponseData<'createArticlePlatformDraft_v1'>>(
     sql.fragment`api.record_article_platform_draft(${id}::uuid, ${result.articleId}, ${result.draftUrl ?? null}, ${begin.fingerprint})`,
   );
   return { data };
 }
 
-export const articlesRoutes: Record<string, RouteDefinition> = {
+export const articlesRoutes = {
   listArticles_v1: {
     handle: async ({ call, query, config, workspaceId }) => {
-      const page = await call(sql.fragment`api.list_articles(${query.limit ?? 25}::int, ${query.offset ?? 0}::bigint)`);
-      const articles = await Promise.all((page.articles as unknown[]).map((a) => presentArticle(config, workspaceId!, a)));
+      type Page = { articles: DbArticle[]; pagination: Schema<'ArticlePagination'> };
+      const page = await call<Page>(sql.fragment`api.list_articles(${query.limit}::int, ${query.offset}::bigint)`);
+      const articles: Schema<'Article'>[] = await Promise.all(page.articles.map((a) => presentArticle(config, workspaceId!, a)));
       return { data: { articles, pagination: page.pagination }, meta: null };
     },
   },
   createArticle_v1: {
     handle: async ({ call, body, config, workspaceId, idempotencyKey }) => {
       const key = idempotencyKey;
-      const article = await call(sql.fragment`api.create_article(${json(prepared(body))})`);
+      const article = await call<DbArticle>(sql.fragment`api.create_article(${sql.jsonb(prepared(body))})`);
       return {
         status: 201,
         data: { article: await presentArticle(config, workspaceId!, article), idempotency: { key, replayed: false } },
@@ -90,15 +105,15 @@ export const articlesRoutes: Record<string, RouteDefinition> = {
   },
   getArticle_v1: {
     handle: async ({ call, params, config, workspaceId }) => {
-      const r = await call(sql.fragment`api.get_article(${params.contentId}::uuid)`);
+      const r = await call<{ article: DbArticle }>(sql.fragment`api.get_article(${params.contentId}::uuid)`);
       return { data: { article: await presentArticle(config, workspaceId!, r.article) } };
     },
   },
   updateArticle_v1: {
     handle: async ({ call, params, body, config, workspaceId }) => {
-      const r = await call(sql.fragment`api.update_article(${params.contentId}::uuid, ${json(prepared(body))})`);
+      const r = await call<{ article: DbArticle }>(sql.fragment`api.update_article(${params.contentId}::uuid, ${sql.jsonb(prepared(body))})`);
       return { data: { article: await presentArticle(config, workspaceId!, r.article) } };
     },
   },
   createArticlePlatformDraft_v1: { handle: platformDraft },
-};
+} satisfies Partial<RouteTable>;

@@ -1,15 +1,29 @@
+import type { SerializableValue } from 'slonik';
 import { sql } from '../db/pool.ts';
 import { ApiError } from '../http/errors.ts';
-import type { RouteDefinition } from '../http/pipeline.ts';
+import type { RouteTable } from '../http/pipeline.ts';
+import type { ItemsPage } from '../http/types.ts';
 import { createConnectorRegistry } from '../platforms/index.ts';
 import { ConnectorError, type IntegrationRef } from '../platforms/types.ts';
 
-// Publishing routes (issue 5): each calls one SQL function of
+// Publishing routes: each calls one SQL function of
 // db/migrations/current/70-publishing.sql; the published-caption route also
 // calls the channel's connector between its check and its record.
-const json = (value: unknown) => sql.jsonb((value ?? {}) as Parameters<typeof sql.jsonb>[0]);
 
-export const publishingRoutes: Record<string, RouteDefinition> = {
+/** A body as jsonb; an optional body left out is `{}`. */
+const json = (value: SerializableValue | undefined) => sql.jsonb(value ?? {});
+
+/** What api.published_caption_target answers: the published post and the channel that edits it. */
+interface CaptionTarget extends Omit<IntegrationRef, 'id' | 'settings' | 'webhookSecret' | 'capabilities'> {
+  contentId: string;
+  integrationId: string;
+  settings: Record<string, unknown> | null;
+  platformPostId: string | null;
+  caption: string | null;
+  attempt: number;
+}
+
+export const publishingRoutes = {
   publishContent_v1: {
     handle: async ({ call, params }) => ({ data: await call(sql.fragment`api.publish_content(${params.id}::uuid)`) }),
   },
@@ -24,8 +38,8 @@ export const publishingRoutes: Record<string, RouteDefinition> = {
   },
   updatePublishedCaption_v1: {
     handle: async ({ call, params, body, config }) => {
-      const t = await call(sql.fragment`api.published_caption_target(${params.id}::uuid)`);
-      const secret = t.connector === 'webhook' ? await call(sql.fragment`to_jsonb(app.published_caption_secret(${params.id}::uuid))`) : null;
+      const t = await call<CaptionTarget>(sql.fragment`api.published_caption_target(${params.id}::uuid)`);
+      const secret = t.connector === 'webhook' ? await call<string | null>(sql.fragment`to_jsonb(app.published_caption_secret(${params.id}::uuid))`) : null;
       const integration: IntegrationRef = {
         id: t.integrationId,
         connector: t.connector,
@@ -45,7 +59,7 @@ export const publishingRoutes: Record<string, RouteDefinition> = {
             throw new Error('not used by caption edits');
           },
           editCaption: async (p) =>
-            (await call(sql.fragment`to_jsonb(app.sandbox_edit_caption_for_request(${p.integrationId}::uuid, ${p.platformPostId}, ${p.caption}))`)) === true,
+            (await call<boolean>(sql.fragment`to_jsonb(app.sandbox_edit_caption_for_request(${p.integrationId}::uuid, ${p.platformPostId}, ${p.caption}))`)) === true,
         },
       });
       let r;
@@ -66,10 +80,10 @@ export const publishingRoutes: Record<string, RouteDefinition> = {
   },
   listSandboxPosts_v1: {
     handle: async ({ call, params, query }) => {
-      const limit = Number(query.limit ?? 50);
-      const offset = Number(query.offset ?? 0);
-      const page = await call(sql.fragment`api.list_sandbox_posts(${params.id}::uuid, ${limit}::int, ${offset}::bigint)`);
+      const page = await call<ItemsPage<'listSandboxPosts_v1'>>(
+        sql.fragment`api.list_sandbox_posts(${params.id}::uuid, ${query.limit}::int, ${query.offset}::bigint)`,
+      );
       return { data: page.items, meta: page.meta };
     },
   },
-};
+} satisfies Partial<RouteTable>;
