@@ -18,6 +18,7 @@ const SUPPORTED = ['image/png', 'image/jpeg', 'image/webp', 'image/gif', 'video/
 const call = <T>(ctx: HandlerContext, fragment: ReturnType<typeof sql.fragment>) => ctx.call<T>(fragment);
 const uuids = (ids: string[]) => sql.array(ids, 'uuid');
 const jsonb = (value: SerializableValue) => sql.jsonb(value);
+type SqlValue = ReturnType<typeof jsonb>;
 
 /** Copies the keys present in `body` (so null, "clear it", differs from absent). */
 function present<B extends object, K extends keyof B>(body: B | undefined, keys: K[]): Partial<Pick<B, K>> {
@@ -38,8 +39,6 @@ async function page<T>(ctx: CursorListContext, scope: CursorScope, run: (after: 
   const nextCursor = r.hasMore && r.last ? await encodeCursor(storage, scope, r.last) : null;
   return { data: r.items, meta: { nextCursor, hasMore: Boolean(r.hasMore) } };
 }
-
-type SqlValue = ReturnType<typeof jsonb>;
 
 /** An upload session as the api.* functions answer it: with its storage key, without where to send the bytes. */
 type DbUploadSession = Omit<Schema<'MediaUploadSession'>, 'uploadUrl' | 'method' | 'headers'> & { storageKey: string; canUpload?: boolean };
