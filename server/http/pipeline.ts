@@ -10,6 +10,7 @@ import type { MediaStorage } from '../storage/index.ts';
 import { ApiError, errorBody } from '../errors.ts';
 import { bodyParserError, toApiError } from './errors.ts';
 import type { Operation } from './openapi.ts';
+import { checkQueryDefaults, type IdempotencyKey, type OperationId, type PathParams, type QueryParams, type RequestBody, type TypedResult } from './types.ts';
 
 export { errorBody };
 
@@ -32,7 +33,8 @@ interface GateResult {
   error?: { status: number; code: string; message: string; details?: Record<string, unknown> };
 }
 
-export interface HandlerResult {
+/** The success envelope as the pipeline sends it, whatever the operation. */
+export interface AnyHandlerResult {
   status?: number;
   data: unknown;
   meta?: unknown;
@@ -40,17 +42,26 @@ export interface HandlerResult {
   actor?: { userId: string; organizationId: string };
 }
 
-export interface HandlerContext<P = unknown> {
+/** What a handler returns: `HandlerResult<'opId_v1'>` is its operation's success envelope (server/http/types.ts). */
+export type HandlerResult<K extends OperationId | void = void> = [K] extends [OperationId] ? TypedResult<K> : AnyHandlerResult;
+
+type Fragment = ReturnType<typeof sql.fragment>;
+
+interface ContextBase<P> {
   tx: DatabaseTransactionConnection;
-  /** Runs `select <fragment> as result` and returns the JSON result. */
-  call(fragment: ReturnType<typeof sql.fragment>): Promise<any>;
-  params: Record<string, any>;
-  query: Record<string, any>;
-  body: any;
+  /**
+   * Runs `select <fragment> as result` and returns the JSON result as `T`
+   * (inferred from where it goes, e.g. `data: await call(...)`, or named:
+   * `call<Schema<'Campaign'>>(...)`). This is the one place JSON from SQL is
+   * taken for its type: the api.* functions build the contract's shapes, and
+   * every HTTP test checks each answer against openapi.yaml (tests/support/http.ts).
+   */
+  call<T = unknown>(fragment: Fragment): Promise<T>;
   principal: Principal | null;
   workspaceId: string | null;
   requestId: string;
   config: Config;
+  /** What the route's `prepare` returned (`never` for a route without one). */
   prepared: P;
   /** The Idempotency-Key of this request, on operations that declare the header; else null. */
   idempotencyKey: string | null;
@@ -60,32 +71,51 @@ export interface HandlerContext<P = unknown> {
   connectors: ConnectorRegistry;
 }
 
-/** What the slow step of a phased route sees: the request, and no transaction. */
-export interface WorkContext<P = unknown> extends Omit<HandlerContext<P>, 'tx' | 'call'> {
-  /**
-   * Runs `fn` in a new short transaction with this request's context (role,
-   * principal, workspace and request id set with set_config(..., true), as
-   * for the request transaction), e.g. a platform's memory written through
-   * an api function.
-   */
-  transaction<T>(fn: (ctx: HandlerContext<P>) => Promise<T>): Promise<T>;
+/** The context of a handler of operation K: params, query and body as validated (coerced, defaults applied). */
+export interface TypedHandlerContext<K extends OperationId, P = never> extends ContextBase<P> {
+  params: PathParams<K>;
+  query: QueryParams<K>;
+  body: RequestBody<K>;
+  idempotencyKey: IdempotencyKey<K>;
 }
 
-/** Work done before the transaction opens (CPU-heavy steps such as a KDF). */
-type Prepare<P> = (input: { body: any; params: Record<string, any>; config: Config }) => Promise<P>;
+/** The context as the pipeline builds it, before it knows the operation's types. */
+export interface AnyHandlerContext extends ContextBase<unknown> {
+  params: Record<string, unknown>;
+  query: Record<string, unknown>;
+  body: unknown;
+}
 
-/** A route whose handler runs in the one request transaction. */
-export interface TransactionalRoute<P = any> {
-  prepare?: Prepare<P>;
-  handle: (ctx: HandlerContext<P>) => Promise<HandlerResult>;
+/** `HandlerContext<'opId_v1'>`: typed by the operation; `HandlerContext`: as the pipeline builds it. */
+export type HandlerContext<K extends OperationId | void = void, P = never> = [K] extends [OperationId] ? TypedHandlerContext<K, P> : AnyHandlerContext;
+
+/**
+ * What the slow step of a phased route sees: the request, and no transaction.
+ * `transaction` runs `fn` in a new short transaction with this request's
+ * context (role, principal, workspace and request id set with
+ * set_config(..., true), as for the request transaction), e.g. a platform's
+ * memory written through an api function.
+ */
+type WorkOf<Ctx extends ContextBase<unknown>> = Omit<Ctx, 'tx' | 'call'> & {
+  transaction<T>(fn: (ctx: Ctx) => Promise<T>): Promise<T>;
+};
+/** `WorkContext<'opId_v1'>`: typed by the operation; `WorkContext`: as the pipeline builds it. */
+export type WorkContext<K extends OperationId | void = void, P = never> = WorkOf<HandlerContext<K, P>>;
+
+/** A route of operation K whose handler runs in the one request transaction; P is what its `prepare` hands to `handle` as `ctx.prepared`. */
+export interface TransactionalRoute<K extends OperationId, P = never> {
+  /** Work done before the transaction opens (CPU-heavy steps such as a KDF), on the validated input. */
+  prepare?: (input: { body: RequestBody<K>; params: PathParams<K>; config: Config }) => Promise<[P] extends [never] ? unknown : P>;
+  handle: (ctx: TypedHandlerContext<K, P>) => Promise<TypedResult<K>>;
   phases?: never;
 }
 
 /**
- * A route with slow work (disk or network) that must not hold a transaction,
- * a row lock or a pooled connection while it runs, as the publish worker
- * does it (server/jobs/publish.ts): claim in one short transaction, work
- * outside any transaction, record in another.
+ * A route of operation K with slow work (disk or network) that must not hold
+ * a transaction, a row lock or a pooled connection while it runs, as the
+ * publish worker does it (server/jobs/publish.ts): claim in one short
+ * transaction, work outside any transaction, record in another. P is what
+ * `prepare` returns, C the claim `begin` makes, W what `work` produces.
  *
  *   begin    short transaction: the checks, and a claim another request sees
  *            (it answers 409 while the claim is live); or an answer at once
@@ -102,19 +132,57 @@ export interface TransactionalRoute<P = any> {
  * sent) as it did when it waited on a row lock; after `whileClaimed.maxMs`
  * it answers that failure (409).
  */
-export interface PhasedRoute<P = any, C = any, W = any> {
-  prepare?: Prepare<P>;
+export interface PhasedRoute<K extends OperationId, P = never, C = unknown, W = unknown> {
+  /** As for a TransactionalRoute: before `begin`'s transaction opens. */
+  prepare?: (input: { body: RequestBody<K>; params: PathParams<K>; config: Config }) => Promise<[P] extends [never] ? unknown : P>;
   handle?: never;
   whileClaimed?: { code: string; maxMs: (config: Config) => number };
   phases: {
-    begin(ctx: HandlerContext<P>): Promise<{ answer: HandlerResult } | { claim: C }>;
-    work(ctx: WorkContext<P>, claim: C): Promise<W>;
-    finish(ctx: HandlerContext<P>, claim: C, work: W): Promise<HandlerResult>;
-    abandon(ctx: HandlerContext<P>, claim: C, error: unknown): Promise<void>;
+    begin(ctx: TypedHandlerContext<K, P>): Promise<{ answer: TypedResult<K> } | { claim: C }>;
+    work(ctx: WorkContext<K, P>, claim: C): Promise<W>;
+    finish(ctx: TypedHandlerContext<K, P>, claim: C, work: W): Promise<TypedResult<K>>;
+    abandon(ctx: TypedHandlerContext<K, P>, claim: C, error: unknown): Promise<void>;
   };
 }
 
-export type RouteDefinition<P = any> = TransactionalRoute<P> | PhasedRoute<P>;
+/**
+ * A route with its operation's types erased: what the route table lends to
+ * the pipeline (and bench/lib/direct.ts), in either shape. Its members are
+ * methods, so any TransactionalRoute or PhasedRoute is one (method
+ * parameters compare both ways): the pipeline calls `handle` and the phases
+ * only with the input op.validate accepted for that very operation
+ * (server/http/openapi.ts), and hands `work` and `finish` the claim and the
+ * work of the same route, which is what makes the typed view true.
+ */
+export type AnyRoute = AnyTransactionalRoute | AnyPhasedRoute;
+
+interface AnyPrepare {
+  prepare?(input: { body: unknown; params: Record<string, unknown>; config: Config }): Promise<unknown>;
+}
+
+export interface AnyTransactionalRoute extends AnyPrepare {
+  handle(ctx: AnyHandlerContext): Promise<AnyHandlerResult>;
+  phases?: never;
+}
+
+export interface AnyPhasedRoute extends AnyPrepare {
+  handle?: never;
+  whileClaimed?: { code: string; maxMs(config: Config): number };
+  phases: {
+    begin(ctx: AnyHandlerContext): Promise<{ answer: AnyHandlerResult } | { claim: unknown }>;
+    work(ctx: WorkContext, claim: unknown): Promise<unknown>;
+    finish(ctx: AnyHandlerContext, claim: unknown, work: unknown): Promise<AnyHandlerResult>;
+    abandon(ctx: AnyHandlerContext, claim: unknown, error: unknown): Promise<void>;
+  };
+}
+
+/** `RouteDefinition<'opId_v1'>`: a route typed by its operation, in either shape; `RouteDefinition`: erased. */
+export type RouteDefinition<K extends OperationId | void = void, P = never> = [K] extends [OperationId]
+  ? TransactionalRoute<K, P> | PhasedRoute<K, P>
+  : AnyRoute;
+
+/** One route for every operation of api.d.ts: a missing or misspelled operationId fails `tsc`. */
+export type RouteTable = { [K in OperationId]: RouteDefinition<K> };
 
 export interface PipelineDeps extends AppDeps {
   /** express.json(), run after the gate so unauthenticated bodies are never parsed. */
@@ -181,6 +249,7 @@ export async function setContext(tx: DatabaseTransactionConnection, p: Principal
  * one transaction with the context and the handler, envelope, audit row.
  */
 export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDeps) {
+  checkQueryDefaults(op);
   const { pool, config } = deps;
   return async (req: Request, res: Response) => {
     const started = performance.now();

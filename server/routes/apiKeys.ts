@@ -1,13 +1,15 @@
 import { sql } from '../db/pool.ts';
-import type { RouteDefinition } from '../http/pipeline.ts';
+import type { RouteTable } from '../http/pipeline.ts';
+import type { Schema } from '../http/types.ts';
 import { newApiKey, sha256 } from '../security.ts';
 
-export const apiKeyRoutes: Record<string, RouteDefinition> = {
+export const apiKeyRoutes = {
   createApiKey_v1: {
     handle: async ({ call, body }) => {
       const { key, prefix } = newApiKey();
-      const data = await call(sql.fragment`api.create_api_key(${body.name}, ${sql.array(body.workspaceIds, 'uuid')},
-        ${body.role ?? 'editor'}, ${body.expiresAt ?? null}, ${prefix}, ${sql.binary(sha256(key))})`);
+      // The SQL function stores the key's hash only; the key itself is added here, shown once.
+      const data = await call<Omit<Schema<'ApiKeyCreated'>, 'key'>>(sql.fragment`api.create_api_key(${body.name}, ${sql.array(body.workspaceIds, 'uuid')},
+        ${body.role}, ${body.expiresAt ?? null}, ${prefix}, ${sql.binary(sha256(key))})`);
       return { status: 201, data: { ...data, key } };
     },
   },
@@ -17,4 +19,4 @@ export const apiKeyRoutes: Record<string, RouteDefinition> = {
   revokeApiKey_v1: {
     handle: async ({ call, params }) => ({ data: await call(sql.fragment`api.revoke_api_key(${params.id})`) }),
   },
-};
+} satisfies Partial<RouteTable>;

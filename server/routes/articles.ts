@@ -2,7 +2,8 @@ import { prepareArticleBody } from '../articles/html.ts';
 import { articleMediaRefs, presentArticle } from '../articles/present.ts';
 import { sql } from '../db/pool.ts';
 import { ApiError } from '../http/errors.ts';
-import type { PhasedRoute, RouteDefinition } from '../http/pipeline.ts';
+import type { PhasedRoute, RouteTable } from '../http/pipeline.ts';
+import type { RequestBody, ResponseData, Schema } from '../http/types.ts';
 import { ConnectorError, type ArticleDraftResult, type IntegrationRef } from '../platforms/index.ts';
 
 // Articles (openapi.yaml: tag Articles, schema Article): each handler
@@ -10,10 +11,23 @@ import { ConnectorError, type ArticleDraftResult, type IntegrationRef } from '..
 // SQL function (api.create_article, api.update_article, ... in db/schema.sql,
 // which hold the rules), and signs the media URLs of the answer.
 
-const json = (value: unknown) => sql.jsonb((value ?? {}) as Parameters<typeof sql.jsonb>[0]);
+/**
+ * An article as app.article_json builds it: its media carry storage facts
+ * that presentArticle (server/articles/present.ts) turns into signed URLs.
+ */
+type DbArticle = Record<string, unknown>;
+
+/** What api.begin_article_platform_draft answers. */
+interface DraftBegin {
+  fingerprint: string;
+  /** The draft already made from this very article, if any. */
+  existing: { articleId: string; draftUrl: string | null } | null;
+  article: DbArticle & { title: string };
+  integration: Omit<IntegrationRef, 'settings'> & { settings: Record<string, unknown> | null; status: string; deleted: boolean };
+}
 
 /** The request body with bodyHtml sanitized and the server's findings on it. */
-function prepared(body: Record<string, unknown>) {
+function prepared(body: RequestBody<'createArticle_v1'> | RequestBody<'updateArticle_v1'>) {
   const out: Record<string, unknown> = { ...body };
   if (typeof body.bodyHtml === 'string') {
     const b = prepareArticleBody(body.bodyHtml);
@@ -31,13 +45,8 @@ function connectorError(e: ConnectorError): ApiError {
   return new ApiError(502, 'PLATFORM_DRAFT_FAILED', `The platform did not take the draft: ${e.message}`, { reason: e.code, ...(e.details ?? {}) });
 }
 
-/** What api.claim_article_platform_draft returns when there is a draft to make. */
-interface DraftClaim {
-  claim: string;
-  fingerprint: string;
-  article: any;
-  integration: any;
-}
+/** What api.claim_article_platform_draft answers when there is a draft to make: api.begin_article_platform_draft's answer and the claim. */
+type DraftClaim = DraftBegin & { claim: string };
 
 /**
  * POST articles/{id}/platform-draft: claim (checks; the draft already made
@@ -45,21 +54,21 @@ interface DraftClaim {
  * first and answers its draft, or 409 PLATFORM_DRAFT_IN_PROGRESS), call the connector with no transaction open,
  * record the draft. A failure gives the claim up, so a retry sends again.
  */
-const platformDraft: PhasedRoute<unknown, DraftClaim, ArticleDraftResult> = {
+const platformDraft: PhasedRoute<'createArticlePlatformDraft_v1', never, DraftClaim, ArticleDraftResult> = {
   // A concurrent send waits and answers the draft the first one made.
   whileClaimed: { code: 'PLATFORM_DRAFT_IN_PROGRESS', maxMs: (config) => config.PUBLISH_TIMEOUT_MS + 5000 },
   phases: {
     begin: async ({ call, params, config }) => {
-      const id = params.contentId as string;
+      const id = params.contentId;
       const seconds = Math.ceil(config.PUBLISH_TIMEOUT_MS / 1000) + 60;
-      const begin = await call(sql.fragment`api.claim_article_platform_draft(${id}::uuid, ${seconds}::int)`);
+      const begin = await call<DraftClaim>(sql.fragment`api.claim_article_platform_draft(${id}::uuid, ${seconds}::int)`);
       if (begin.existing) {
         return { answer: { data: { contentId: id, articleId: begin.existing.articleId, draftUrl: begin.existing.draftUrl ?? null } } };
       }
       return { claim: begin };
     },
     work: async (ctx, begin) => {
-      const id = ctx.params.contentId as string;
+      const id = ctx.params.contentId;
       const g = begin.integration;
       const integration: IntegrationRef = {
         id: g.id,
@@ -85,7 +94,7 @@ const platformDraft: PhasedRoute<unknown, DraftClaim, ArticleDraftResult> = {
       }
     },
     finish: async ({ call, params }, begin, result) => ({
-      data: await call(
+      data: await call<ResponseData<'createArticlePlatformDraft_v1'>>(
         sql.fragment`api.finish_article_platform_draft(${params.contentId}::uuid, ${begin.claim}::uuid, ${result.articleId},
           ${result.draftUrl ?? null}, ${begin.fingerprint})`,
       ),
@@ -96,18 +105,19 @@ const platformDraft: PhasedRoute<unknown, DraftClaim, ArticleDraftResult> = {
   },
 };
 
-export const articlesRoutes: Record<string, RouteDefinition> = {
+export const articlesRoutes = {
   listArticles_v1: {
     handle: async ({ call, query, storage, workspaceId }) => {
-      const page = await call(sql.fragment`api.list_articles(${query.limit ?? 25}::int, ${query.offset ?? 0}::bigint)`);
-      const articles = await Promise.all((page.articles as unknown[]).map((a) => presentArticle(storage, workspaceId!, a)));
+      type Page = { articles: DbArticle[]; pagination: Schema<'ArticlePagination'> };
+      const page = await call<Page>(sql.fragment`api.list_articles(${query.limit}::int, ${query.offset}::bigint)`);
+      const articles: Schema<'Article'>[] = await Promise.all(page.articles.map((a) => presentArticle(storage, workspaceId!, a)));
       return { data: { articles, pagination: page.pagination }, meta: null };
     },
   },
   createArticle_v1: {
     handle: async ({ call, body, storage, workspaceId, idempotencyKey }) => {
       const key = idempotencyKey;
-      const article = await call(sql.fragment`api.create_article(${json(prepared(body))})`);
+      const article = await call<DbArticle>(sql.fragment`api.create_article(${sql.jsonb(prepared(body))})`);
       return {
         status: 201,
         data: { article: await presentArticle(storage, workspaceId!, article), idempotency: { key, replayed: false } },
@@ -116,15 +126,15 @@ export const articlesRoutes: Record<string, RouteDefinition> = {
   },
   getArticle_v1: {
     handle: async ({ call, params, storage, workspaceId }) => {
-      const r = await call(sql.fragment`api.get_article(${params.contentId}::uuid)`);
+      const r = await call<{ article: DbArticle }>(sql.fragment`api.get_article(${params.contentId}::uuid)`);
       return { data: { article: await presentArticle(storage, workspaceId!, r.article) } };
     },
   },
   updateArticle_v1: {
     handle: async ({ call, params, body, storage, workspaceId }) => {
-      const r = await call(sql.fragment`api.update_article(${params.contentId}::uuid, ${json(prepared(body))})`);
+      const r = await call<{ article: DbArticle }>(sql.fragment`api.update_article(${params.contentId}::uuid, ${sql.jsonb(prepared(body))})`);
       return { data: { article: await presentArticle(storage, workspaceId!, r.article) } };
     },
   },
   createArticlePlatformDraft_v1: platformDraft,
-};
+} satisfies Partial<RouteTable>;

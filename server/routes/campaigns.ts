@@ -1,10 +1,11 @@
 import { sql } from '../db/pool.ts';
-import type { RouteDefinition } from '../http/pipeline.ts';
+import type { RouteTable } from '../http/pipeline.ts';
+import type { ResponseData, ResponseMeta } from '../http/types.ts';
 
-export const campaignsRoutes: Record<string, RouteDefinition> = {
+export const campaignsRoutes = {
   listCampaigns_v1: {
     handle: async ({ call, query }) => ({
-      data: await call(sql.fragment`api.list_campaigns(${query.search ?? null}, ${query.includePhases ?? false})`),
+      data: await call(sql.fragment`api.list_campaigns(${query.search ?? null}, ${query.includePhases})`),
     }),
   },
   createCampaign_v1: {
@@ -49,9 +50,11 @@ export const campaignsRoutes: Record<string, RouteDefinition> = {
   },
   listCampaignContent_v1: {
     handle: async ({ call, params, query }) => {
-      const page = await call(sql.fragment`api.list_campaign_content(${params.id}, ${query.limit ?? 100}, ${query.offset ?? 0},
-        ${query.phase ?? null}, ${query.status ?? null}, ${query.platform ?? null}, ${query.sortDirection ?? 'asc'})`);
+      const page = await call<{ data: ResponseData<'listCampaignContent_v1'>; meta: ResponseMeta<'listCampaignContent_v1'> }>(
+        sql.fragment`api.list_campaign_content(${params.id}, ${query.limit}, ${query.offset},
+          ${query.phase ?? null}, ${query.status ?? null}, ${query.platform ?? null}, ${query.sortDirection})`,
+      );
       return { data: page.data, meta: page.meta };
     },
   },
-};
+} satisfies Partial<RouteTable>;

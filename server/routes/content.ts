@@ -1,18 +1,21 @@
+import type { SerializableValue } from 'slonik';
 import { sql } from '../db/pool.ts';
-import type { RouteDefinition } from '../http/pipeline.ts';
+import type { RouteTable } from '../http/pipeline.ts';
+import type { ItemsPage } from '../http/types.ts';
 
 // Content editions, versions and recurring series: each handler calls one
 // SQL function (api.create_content, api.list_content, ... in db/schema.sql),
 // which enforces roles, statuses, platform rules and the publish job.
-const json = (value: unknown) => sql.jsonb((value ?? {}) as Parameters<typeof sql.jsonb>[0]);
+/** A body as jsonb; an optional body left out is `{}`. */
+const json = (value: SerializableValue | undefined) => sql.jsonb(value ?? {});
 
-export const contentRoutes: Record<string, RouteDefinition> = {
+export const contentRoutes = {
   createContent_v1: {
     handle: async ({ call, body }) => ({ status: 201, data: await call(sql.fragment`api.create_content(${json(body)})`) }),
   },
   listContent_v1: {
     handle: async ({ call, query }) => {
-      const page = await call(sql.fragment`api.list_content(${json(query)})`);
+      const page = await call<ItemsPage<'listContent_v1'>>(sql.fragment`api.list_content(${json(query)})`);
       return { data: page.items, meta: page.meta };
     },
   },
@@ -75,4 +78,4 @@ export const contentRoutes: Record<string, RouteDefinition> = {
       data: await call(sql.fragment`api.cancel_recurring_series(${params.seriesId}::uuid, ${json(body)})`),
     }),
   },
-};
+} satisfies Partial<RouteTable>;

@@ -1,12 +1,13 @@
 import { sql } from '../db/pool.ts';
-import type { RouteDefinition } from '../http/pipeline.ts';
+import type { RouteTable } from '../http/pipeline.ts';
+import type { ItemsPage } from '../http/types.ts';
 
 // The board: content roots (ideas) with their editions. SQL in
 // db/schema.sql (api.list_content_roots, api.get_content_root, ...).
-export const contentRootsRoutes: Record<string, RouteDefinition> = {
+export const contentRootsRoutes = {
   listContentRoots_v1: {
     handle: async ({ call, query }) => {
-      const page = await call(sql.fragment`api.list_content_roots(${query.limit ?? 250}::int, ${query.offset ?? 0}::bigint)`);
+      const page = await call<ItemsPage<'listContentRoots_v1'>>(sql.fragment`api.list_content_roots(${query.limit}::int, ${query.offset}::bigint)`);
       return { data: page.items, meta: page.meta };
     },
   },
@@ -18,4 +19,4 @@ export const contentRootsRoutes: Record<string, RouteDefinition> = {
       data: await call(sql.fragment`api.update_content_root(${params.id}::uuid, ${sql.jsonb(body)})`),
     }),
   },
-};
+} satisfies Partial<RouteTable>;

@@ -1,12 +1,18 @@
 import { sql } from '../db/pool.ts';
 import { ApiError } from '../http/errors.ts';
-import type { HandlerContext, RouteDefinition } from '../http/pipeline.ts';
+import type { HandlerContext, RouteTable } from '../http/pipeline.ts';
 import { ConnectorError, type IntegrationRef, type PlatformOption } from '../platforms/types.ts';
 import { checkWebhookUrl, WebhookUrlError } from '../net/ssrf.ts';
 
+/** What api.integration_for_listing answers: the integration a connector acts for. */
+type ListingIntegration = Omit<IntegrationRef, 'settings'> & { settings: Record<string, unknown> | null };
+
 /** Boards or video categories: SQL checks role, existence and the platform's capability; the connector lists. */
-async function listOptions(ctx: HandlerContext, capability: 'boards' | 'videoCategories') {
-  const info = await ctx.call(sql.fragment`api.integration_for_listing(${ctx.params.id}, ${capability})`);
+async function listOptions(
+  ctx: HandlerContext<'listIntegrationBoards_v1'> | HandlerContext<'listIntegrationVideoCategories_v1'>,
+  capability: 'boards' | 'videoCategories',
+) {
+  const info = await ctx.call<ListingIntegration>(sql.fragment`api.integration_for_listing(${ctx.params.id}, ${capability})`);
   const integration: IntegrationRef = {
     id: info.id,
     connector: info.connector,
@@ -29,7 +35,7 @@ async function listOptions(ctx: HandlerContext, capability: 'boards' | 'videoCat
   }
 }
 
-export const integrationsRoutes: Record<string, RouteDefinition> = {
+export const integrationsRoutes = {
   listIntegrations_v1: {
     handle: async ({ call }) => ({ data: await call(sql.fragment`api.list_integrations()`) }),
   },
@@ -45,7 +51,7 @@ export const integrationsRoutes: Record<string, RouteDefinition> = {
   createIntegration_v1: {
     // Resolving the webhook host happens before the transaction opens.
     prepare: async ({ body, config }) => {
-      if (body?.connector !== 'webhook' || typeof body.url !== 'string') return null;
+      if (body.connector !== 'webhook' || typeof body.url !== 'string') return null;
       try {
         await checkWebhookUrl(body.url, { allowPrivateNetworks: config.WEBHOOK_ALLOW_PRIVATE_NETWORKS });
       } catch (e) {
@@ -63,4 +69,4 @@ export const integrationsRoutes: Record<string, RouteDefinition> = {
   deleteIntegration_v1: {
     handle: async ({ call, params }) => ({ data: await call(sql.fragment`api.delete_integration(${params.id})`) }),
   },
-};
+} satisfies Partial<RouteTable>;

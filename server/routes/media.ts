@@ -2,9 +2,11 @@
 // label groups. The rules live in SQL (the api.*media* functions of db/schema.sql);
 // what happens here is what SQL cannot do: talk to storage (signed URLs,
 // verifying the uploaded bytes) and sign the list cursors.
+import type { SerializableValue } from 'slonik';
 import { sql } from '../db/pool.ts';
 import { ApiError } from '../http/errors.ts';
-import type { HandlerContext, PhasedRoute, RouteDefinition } from '../http/pipeline.ts';
+import type { HandlerContext, PhasedRoute, RouteTable } from '../http/pipeline.ts';
+import type { Schema } from '../http/types.ts';
 import { decodeCursor, encodeCursor, type CursorScope } from '../storage/cursor.ts';
 import type { MediaType } from '../storage/inspect.ts';
 
@@ -12,31 +14,43 @@ import type { MediaType } from '../storage/inspect.ts';
 export const MEDIA_MAX_BYTES: Record<MediaType, number> = { image: 52_428_800, gif: 52_428_800, video: 536_870_912 };
 const SUPPORTED = ['image/png', 'image/jpeg', 'image/webp', 'image/gif', 'video/mp4', 'video/quicktime', 'video/webm'];
 
-const call = (ctx: HandlerContext, fragment: ReturnType<typeof sql.fragment>) => ctx.call(fragment);
+const call = <T>(ctx: HandlerContext, fragment: ReturnType<typeof sql.fragment>) => ctx.call<T>(fragment);
 const uuids = (ids: string[]) => sql.array(ids, 'uuid');
-const jsonb = (value: unknown) => sql.jsonb(value as never);
+const jsonb = (value: SerializableValue) => sql.jsonb(value);
+type SqlValue = ReturnType<typeof jsonb>;
 
 /** Copies the keys present in `body` (so null, "clear it", differs from absent). */
-function present(body: Record<string, unknown> | undefined, keys: string[]): Record<string, unknown> {
-  const out: Record<string, unknown> = {};
+function present<B extends object, K extends keyof B>(body: B | undefined, keys: K[]): Partial<Pick<B, K>> {
+  const out: Partial<Pick<B, K>> = {};
   for (const k of keys) if (body && Object.hasOwn(body, k)) out[k] = body[k];
   return out;
 }
 
+/** The operations answered by `page`. */
+type CursorListContext = HandlerContext<'listMedia_v1'> | HandlerContext<'listMediaFolders_v1'> | HandlerContext<'listMediaUsageHistory_v1'>;
+
 /** A cursor-paginated answer from an api.* list function returning {items, hasMore, last}. */
-async function page(ctx: HandlerContext, scope: CursorScope, run: (after: unknown) => ReturnType<typeof sql.fragment>) {
+async function page<T>(ctx: CursorListContext, scope: CursorScope, run: (after: SqlValue | null) => ReturnType<typeof sql.fragment>) {
   const storage = ctx.storage;
-  const cursor = ctx.query.cursor as string | undefined;
+  const cursor = ctx.query.cursor;
   const after = cursor ? { k: await decodeCursor(storage, scope, cursor) } : null;
-  const r = await ctx.call(run(after ? jsonb(after) : null));
+  const r = await ctx.call<{ items: T[]; hasMore: boolean; last: unknown[] | null }>(run(after ? jsonb(after) : null));
   const nextCursor = r.hasMore && r.last ? await encodeCursor(storage, scope, r.last) : null;
   return { data: r.items, meta: { nextCursor, hasMore: Boolean(r.hasMore) } };
 }
 
+/** An upload session as the api.* functions answer it: with its storage key, without where to send the bytes. */
+type DbUploadSession = Omit<Schema<'MediaUploadSession'>, 'uploadUrl' | 'method' | 'headers'> & { storageKey: string; canUpload?: boolean };
+
+/** What api.begin_media_upload_completion answers (api.claim_media_upload_completion adds the claim to a pending one). */
+type UploadCompletionBegin =
+  | { state: 'completed'; media: Schema<'MediaItem'> }
+  | { state: 'pending'; sessionId: string; uploadKey: string; finalKey: string; declaredSize: number; contentType: string; filename: string; folderId: string | null };
+
 /** The session as the API shows it: the SQL record plus where and how to send the bytes. */
-async function uploadSession(ctx: HandlerContext, s: any) {
+async function uploadSession(ctx: HandlerContext, s: DbUploadSession): Promise<Schema<'MediaUploadSession'>> {
   const { storageKey, canUpload, ...rest } = s;
-  const base = { ...rest, uploadUrl: null as string | null, method: 'PUT', headers: { 'Content-Type': s.contentType } as Record<string, string> };
+  const base = { ...rest, uploadUrl: null as string | null, method: 'PUT' as const, headers: { 'Content-Type': s.contentType } as Record<string, string> };
   if (s.state !== 'pending' || canUpload === false) return base;
   const target = await ctx.storage.driver.uploadTarget({
     sessionId: s.sessionId, key: storageKey, contentType: s.contentType, size: Number(s.size), expiresAt: new Date(s.expiresAt),
@@ -44,13 +58,24 @@ async function uploadSession(ctx: HandlerContext, s: any) {
   return { ...base, uploadUrl: target.url, method: target.method, headers: target.headers };
 }
 
-async function objectUrl(ctx: HandlerContext, disposition: 'inline' | 'attachment') {
-  const o = await ctx.call(sql.fragment`api.media_object(${ctx.params.id})`);
+/** What api.media_object answers: where the item's bytes are. */
+interface MediaObject {
+  id: string;
+  storageKey: string;
+  contentType: string;
+  filename: string;
+  fileSize: number;
+  state: string;
+  checksumSha256: string | null;
+}
+
+async function objectUrl(ctx: HandlerContext<'getMediaViewUrl_v1'> | HandlerContext<'getMediaDownloadUrl_v1'>, disposition: 'inline' | 'attachment') {
+  const o = await ctx.call<MediaObject>(sql.fragment`api.media_object(${ctx.params.id})`);
   const expiresAt = new Date((Math.floor(Date.now() / 1000) + ctx.config.SIGNED_URL_TTL_SECONDS) * 1000);
   const url = await ctx.storage.driver.objectUrl({
     mediaId: o.id, key: o.storageKey, contentType: o.contentType, filename: o.filename, disposition, expiresAt,
   });
-  return { data: { url, method: 'GET', disposition, expiresAt: expiresAt.toISOString(), contentType: o.contentType, fileSize: o.fileSize } };
+  return { data: { url, method: 'GET' as const, disposition, expiresAt: expiresAt.toISOString(), contentType: o.contentType, fileSize: o.fileSize } };
 }
 
 /**
@@ -60,12 +85,20 @@ async function objectUrl(ctx: HandlerContext, disposition: 'inline' | 'attachmen
  */
 const COMPLETION_CLAIM_SECONDS = 600;
 
-interface CompletionClaim {
-  claim: string;
-  uploadKey: string;
-  finalKey: string;
-  declaredSize: number | string;
-}
+/** The pending answer of api.claim_media_upload_completion: what verifying the bytes needs, and the claim. */
+type CompletionClaim = Extract<UploadCompletionBegin, { state: 'pending' }> & { claim: string };
+
+/** What the bytes turned out to be: p_facts of api.finish_media_upload_completion. */
+type VerifiedUpload = {
+  type: MediaType;
+  contentType: string | null;
+  fileSize: number;
+  width: number | null;
+  height: number | null;
+  durationMs: number | null;
+  checksumSha256: string;
+  storageKey: string;
+};
 
 /**
  * POST .../complete, in three steps (server/http/pipeline.ts, phased routes):
@@ -75,17 +108,19 @@ interface CompletionClaim {
  * a refused or failed verification gives the claim up, so the client can PUT
  * the bytes again and retry.
  */
-const completeUpload: PhasedRoute<unknown, CompletionClaim, Record<string, unknown>> = {
+const completeUpload: PhasedRoute<'completeMediaUpload_v1', never, CompletionClaim, VerifiedUpload> = {
   // A second completion waits for the first and answers its item, as it did
   // when it waited on the session's row lock.
   whileClaimed: { code: 'UPLOAD_COMPLETION_IN_PROGRESS', maxMs: () => 60_000 },
   phases: {
     begin: async (ctx) => {
-      const begin = await ctx.call(sql.fragment`api.claim_media_upload_completion(${ctx.params.sessionId}, ${COMPLETION_CLAIM_SECONDS}::int)`);
+      const begin = await ctx.call<Exclude<UploadCompletionBegin, { state: 'pending' }> | CompletionClaim>(
+        sql.fragment`api.claim_media_upload_completion(${ctx.params.sessionId}, ${COMPLETION_CLAIM_SECONDS}::int)`,
+      );
       return begin.state === 'completed' ? { answer: { data: begin.media } } : { claim: begin };
     },
     work: async (ctx, begin) => {
-      const sessionId = ctx.params.sessionId as string;
+      const sessionId = ctx.params.sessionId;
       const driver = ctx.storage.driver;
       // The bytes move to the item's own key first: a URL that is used again
       // can only write to the upload key, never to what is verified here. On a
@@ -114,7 +149,7 @@ const completeUpload: PhasedRoute<unknown, CompletionClaim, Record<string, unkno
         await refuse(new ApiError(413, 'MEDIA_TOO_LARGE', `A ${type} may be at most ${MEDIA_MAX_BYTES[type]} bytes; this one is ${facts.size} bytes.`,
           { sessionId, type, size: facts.size, maxBytes: MEDIA_MAX_BYTES[type] }));
       }
-      const expected = (ctx.body?.checksumSha256 as string | undefined)?.toLowerCase();
+      const expected = ctx.body?.checksumSha256?.toLowerCase();
       if (expected && expected !== facts.sha256) {
         await refuse(new ApiError(400, 'CHECKSUM_MISMATCH', 'The SHA-256 of the bytes that arrived differs from checksumSha256; PUT the bytes again.',
           { sessionId, expected, actual: facts.sha256 }));
@@ -125,7 +160,7 @@ const completeUpload: PhasedRoute<unknown, CompletionClaim, Record<string, unkno
       };
     },
     finish: async (ctx, begin, facts) => ({
-      data: await ctx.call(sql.fragment`api.finish_media_upload_completion(${ctx.params.sessionId}, ${begin.claim}::uuid,
+      data: await ctx.call<Schema<'MediaItem'>>(sql.fragment`api.finish_media_upload_completion(${ctx.params.sessionId}, ${begin.claim}::uuid,
         ${jsonb(facts)}, ${jsonb(present(ctx.body, ['altText', 'folderId']))})`),
     }),
     abandon: async (ctx, begin) => {
@@ -134,33 +169,32 @@ const completeUpload: PhasedRoute<unknown, CompletionClaim, Record<string, unkno
   },
 };
 
-const MEDIA_FILTERS = ['folderId', 'rootOnly', 'isUnlabeled', 'type', 'search', 'isFavorite', 'isUsed', 'isUnused', 'state', 'sortBy', 'order', 'source'];
+const MEDIA_FILTERS = [
+  'folderId', 'rootOnly', 'isUnlabeled', 'type', 'search', 'isFavorite', 'isUsed', 'isUnused', 'state', 'sortBy', 'order', 'source',
+] as const satisfies (keyof HandlerContext<'listMedia_v1'>['query'])[];
 
-function bulk(action: string, args: (body: any, ctx: HandlerContext) => Record<string, unknown> = () => ({})): RouteDefinition {
-  return {
-    handle: async (ctx) => ({
-      data: await call(ctx, sql.fragment`api.bulk_media(${action}, ${uuids(ctx.body.ids)}, ${jsonb(args(ctx.body, ctx))})`),
-    }),
-  };
+/** One bulk action on the items `ids`: api.bulk_media answers a MediaBulkResult. */
+async function bulk(ctx: HandlerContext, action: string, ids: string[], args: Record<string, SerializableValue> = {}) {
+  return { data: await call<Schema<'MediaBulkResult'>>(ctx, sql.fragment`api.bulk_media(${action}, ${uuids(ids)}, ${jsonb(args)})`) };
 }
 
-export const mediaRoutes: Record<string, RouteDefinition> = {
+export const mediaRoutes = {
   // Uploads ------------------------------------------------------------------
   initMediaUpload_v1: {
     handle: async (ctx) => {
       const b = ctx.body;
-      const s = await ctx.call(sql.fragment`api.init_media_upload(${b.filename}, ${b.contentType}, ${b.size}, ${b.folderId ?? null},
+      const s = await ctx.call<DbUploadSession>(sql.fragment`api.init_media_upload(${b.filename}, ${b.contentType}, ${b.size}, ${b.folderId ?? null},
         ${b.altText ?? null}, ${ctx.config.UPLOAD_SESSION_TTL_SECONDS})`);
       return { status: 201, data: await uploadSession(ctx, s) };
     },
   },
   getMediaUpload_v1: {
-    handle: async (ctx) => ({ data: await uploadSession(ctx, await ctx.call(sql.fragment`api.get_media_upload(${ctx.params.sessionId})`)) }),
+    handle: async (ctx) => ({ data: await uploadSession(ctx, await ctx.call<DbUploadSession>(sql.fragment`api.get_media_upload(${ctx.params.sessionId})`)) }),
   },
   completeMediaUpload_v1: completeUpload,
   abortMediaUpload_v1: {
     handle: async (ctx) => {
-      const s = await ctx.call(sql.fragment`api.abort_media_upload(${ctx.params.sessionId})`);
+      const s = await ctx.call<DbUploadSession>(sql.fragment`api.abort_media_upload(${ctx.params.sessionId})`);
       // Also queued for the purge job; removed now when possible.
       const driver = ctx.storage.driver;
       await Promise.allSettled([driver.delete(s.storageKey), driver.delete(`media/${ctx.workspaceId}/${s.sessionId}`)]);
@@ -177,7 +211,7 @@ export const mediaRoutes: Record<string, RouteDefinition> = {
       if (typeof q.labelIds === 'string') filters.labelIds = [...new Set(q.labelIds.split(',').map((s: string) => s.trim().toLowerCase()))].sort();
       if (typeof filters.folderId === 'string') filters.folderId = filters.folderId.toLowerCase();
       const scope: CursorScope = { list: 'media', workspaceId: ctx.workspaceId!, filters };
-      return page(ctx, scope, (after) => sql.fragment`api.list_media(${jsonb(filters)}, ${after as never}, ${q.limit})`);
+      return page(ctx, scope, (after) => sql.fragment`api.list_media(${jsonb(filters)}, ${after}, ${q.limit})`);
     },
   },
   getMedia_v1: { handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.get_media(${ctx.params.id})`) }) },
@@ -205,17 +239,17 @@ export const mediaRoutes: Record<string, RouteDefinition> = {
   },
   listMediaUsageHistory_v1: {
     handle: (ctx) =>
-      page(ctx, { list: 'usage-history', workspaceId: ctx.workspaceId!, filters: { mediaId: String(ctx.params.id).toLowerCase() } },
-        (after) => sql.fragment`api.list_media_usage_history(${ctx.params.id}, ${after as never}, ${ctx.query.limit})`),
+      page(ctx, { list: 'usage-history', workspaceId: ctx.workspaceId!, filters: { mediaId: ctx.params.id.toLowerCase() } },
+        (after) => sql.fragment`api.list_media_usage_history(${ctx.params.id}, ${after}, ${ctx.query.limit})`),
   },
 
   // Bulk -----------------------------------------------------------------------
-  bulkDeleteMedia_v1: bulk('delete', (_b, ctx) => ({ retentionSeconds: ctx.config.MEDIA_BIN_RETENTION_SECONDS })),
-  bulkRestoreMedia_v1: bulk('restore'),
-  bulkDeleteMediaForever_v1: bulk('delete_forever'),
-  bulkMoveMedia_v1: bulk('move', (b) => ({ folderId: b.folderId })),
-  bulkLabelMedia_v1: bulk('label', (b) => ({ labelIds: b.labelIds })),
-  bulkUnlabelMedia_v1: bulk('unlabel', (b) => ({ labelIds: b.labelIds })),
+  bulkDeleteMedia_v1: { handle: (ctx) => bulk(ctx, 'delete', ctx.body.ids, { retentionSeconds: ctx.config.MEDIA_BIN_RETENTION_SECONDS }) },
+  bulkRestoreMedia_v1: { handle: (ctx) => bulk(ctx, 'restore', ctx.body.ids) },
+  bulkDeleteMediaForever_v1: { handle: (ctx) => bulk(ctx, 'delete_forever', ctx.body.ids) },
+  bulkMoveMedia_v1: { handle: (ctx) => bulk(ctx, 'move', ctx.body.ids, { folderId: ctx.body.folderId }) },
+  bulkLabelMedia_v1: { handle: (ctx) => bulk(ctx, 'label', ctx.body.ids, { labelIds: ctx.body.labelIds }) },
+  bulkUnlabelMedia_v1: { handle: (ctx) => bulk(ctx, 'unlabel', ctx.body.ids, { labelIds: ctx.body.labelIds }) },
 
   // Folders --------------------------------------------------------------------
   createMediaFolder_v1: {
@@ -225,7 +259,7 @@ export const mediaRoutes: Record<string, RouteDefinition> = {
     handle: (ctx) => {
       const parent = typeof ctx.query.parentId === 'string' ? ctx.query.parentId.toLowerCase() : null;
       return page(ctx, { list: 'folders', workspaceId: ctx.workspaceId!, filters: { parentId: parent } },
-        (after) => sql.fragment`api.list_media_folders(${parent}, ${after as never}, ${ctx.query.limit})`);
+        (after) => sql.fragment`api.list_media_folders(${parent}, ${after}, ${ctx.query.limit})`);
     },
   },
   getMediaFolder_v1: { handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.get_media_folder(${ctx.params.id})`) }) },
@@ -247,7 +281,7 @@ export const mediaRoutes: Record<string, RouteDefinition> = {
   },
   listMediaLabels_v1: {
     handle: async (ctx) => ({
-      data: await call(ctx, sql.fragment`api.list_media_labels(${ctx.query.groupId ?? null}, ${ctx.query.includeMerged ?? false}, ${ctx.query.search ?? null})`),
+      data: await call(ctx, sql.fragment`api.list_media_labels(${ctx.query.groupId ?? null}, ${ctx.query.includeMerged}, ${ctx.query.search ?? null})`),
     }),
   },
   getMediaLabelUsage_v1: { handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.media_label_usage()`) }) },
@@ -286,7 +320,8 @@ export const mediaRoutes: Record<string, RouteDefinition> = {
   },
   deleteMediaLabelGroup_v1: {
     handle: async (ctx) => ({
+      // The validator fills in `labels` of a body; `ungroup` here is for a request without one.
       data: await call(ctx, sql.fragment`api.delete_media_label_group(${ctx.params.id}, ${ctx.body?.labels ?? 'ungroup'})`),
     }),
   },
-};
+} satisfies Partial<RouteTable>;

@@ -1,7 +1,7 @@
 import { sql } from '../db/pool.ts';
-import type { RouteDefinition } from '../http/pipeline.ts';
+import type { RouteTable } from '../http/pipeline.ts';
 
-export const memberRoutes: Record<string, RouteDefinition> = {
+export const memberRoutes = {
   listMembers_v1: {
     handle: async ({ call }) => ({ data: await call(sql.fragment`api.list_members()`) }),
   },
@@ -14,4 +14,4 @@ export const memberRoutes: Record<string, RouteDefinition> = {
   removeMember_v1: {
     handle: async ({ call, params }) => ({ data: await call(sql.fragment`api.remove_member(${params.userId})`) }),
   },
-};
+} satisfies Partial<RouteTable>;

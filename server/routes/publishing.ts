@@ -1,27 +1,32 @@
+import type { SerializableValue } from 'slonik';
 import { sql } from '../db/pool.ts';
 import { ApiError } from '../http/errors.ts';
-import type { PhasedRoute, RouteDefinition } from '../http/pipeline.ts';
+import type { PhasedRoute, RouteTable } from '../http/pipeline.ts';
+import type { ItemsPage } from '../http/types.ts';
 import { requestSandboxStore } from '../platforms/stores.ts';
 import { ConnectorError, type CaptionEditResult, type IntegrationRef } from '../platforms/types.ts';
 
 // Publishing routes: each calls one api function; the published-caption
 // route calls the channel's connector between its check and its record, with
 // no transaction open (db/migrations/committed/000003-house-rulebook.sql, split 60-slow-work-outside-transactions.sql).
-const json = (value: unknown) => sql.jsonb((value ?? {}) as Parameters<typeof sql.jsonb>[0]);
 
-/** What api.claim_published_caption_edit returns. */
-interface CaptionTarget {
-  claim: string;
+/** A body as jsonb; an optional body left out is `{}`. */
+const json = (value: SerializableValue | undefined) => sql.jsonb(value ?? {});
+
+/** What api.published_caption_target answers: the published post and the channel that edits it. */
+interface CaptionTarget extends Omit<IntegrationRef, 'id' | 'settings' | 'webhookSecret' | 'capabilities'> {
+  contentId: string;
   integrationId: string;
-  connector: IntegrationRef['connector'];
-  platform: string;
-  name: string;
-  username: string | null;
   settings: Record<string, unknown> | null;
-  webhookUrl: string | null;
-  webhookSecret: string | null;
   platformPostId: string | null;
+  caption: string | null;
   attempt: number;
+}
+
+/** What api.claim_published_caption_edit answers: the target, the claim, and the webhook secret for a webhook channel. */
+interface CaptionClaim extends CaptionTarget {
+  claim: string;
+  webhookSecret: string | null;
 }
 
 /**
@@ -30,14 +35,14 @@ interface CaptionTarget {
  * no transaction open (up to PUBLISH_TIMEOUT_MS), record the caption; a
  * refusal or failure of the platform gives the claim up.
  */
-const updatePublishedCaption: PhasedRoute<unknown, CaptionTarget, CaptionEditResult> = {
+const updatePublishedCaption: PhasedRoute<'updatePublishedCaption_v1', never, CaptionClaim, CaptionEditResult> = {
   // Edits of one caption take turns (each reaches the platform), as when the
   // second waited on the content's row lock.
   whileClaimed: { code: 'CAPTION_EDIT_IN_PROGRESS', maxMs: (config) => config.PUBLISH_TIMEOUT_MS + 5000 },
   phases: {
     begin: async ({ call, params, config }) => {
       const seconds = Math.ceil(config.PUBLISH_TIMEOUT_MS / 1000) + 60;
-      return { claim: await call(sql.fragment`api.claim_published_caption_edit(${params.id}::uuid, ${seconds}::int)`) };
+      return { claim: await call<CaptionClaim>(sql.fragment`api.claim_published_caption_edit(${params.id}::uuid, ${seconds}::int)`) };
     },
     work: async (ctx, t) => {
       const integration: IntegrationRef = {
@@ -76,7 +81,7 @@ const updatePublishedCaption: PhasedRoute<unknown, CaptionTarget, CaptionEditRes
   },
 };
 
-export const publishingRoutes: Record<string, RouteDefinition> = {
+export const publishingRoutes = {
   publishContent_v1: {
     handle: async ({ call, params }) => ({ data: await call(sql.fragment`api.publish_content(${params.id}::uuid)`) }),
   },
@@ -92,10 +97,10 @@ export const publishingRoutes: Record<string, RouteDefinition> = {
   updatePublishedCaption_v1: updatePublishedCaption,
   listSandboxPosts_v1: {
     handle: async ({ call, params, query }) => {
-      const limit = Number(query.limit ?? 50);
-      const offset = Number(query.offset ?? 0);
-      const page = await call(sql.fragment`api.list_sandbox_posts(${params.id}::uuid, ${limit}::int, ${offset}::bigint)`);
+      const page = await call<ItemsPage<'listSandboxPosts_v1'>>(
+        sql.fragment`api.list_sandbox_posts(${params.id}::uuid, ${query.limit}::int, ${query.offset}::bigint)`,
+      );
       return { data: page.items, meta: page.meta };
     },
   },
-};
+} satisfies Partial<RouteTable>;

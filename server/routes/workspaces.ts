@@ -1,14 +1,14 @@
 import { sql } from '../db/pool.ts';
-import type { RouteDefinition } from '../http/pipeline.ts';
+import type { RouteTable } from '../http/pipeline.ts';
 
-export const workspaceRoutes: Record<string, RouteDefinition> = {
+export const workspaceRoutes = {
   listWorkspaces_v1: {
     handle: async ({ call }) => ({ data: await call(sql.fragment`api.list_workspaces()`) }),
   },
   createWorkspace_v1: {
     handle: async ({ call, body }) => ({
       status: 201,
-      data: await call(sql.fragment`api.create_workspace(${body.name}, ${body.timezone ?? 'UTC'})`),
+      data: await call(sql.fragment`api.create_workspace(${body.name}, ${body.timezone})`),
     }),
   },
-};
+} satisfies Partial<RouteTable>;
