@@ -9,8 +9,9 @@
 #   1. an installed /usr/share/postgresql/*/extension/pgtap.control;
 #   2. `apt-get download postgresql-15-pgtap` (after `apt-get update` when the
 #      first download fails), unpacked with dpkg-deb into a temp dir.
-# When pgTAP cannot be had: exits 1 if REQUIRE_PGTAP=1 (CI), else prints a
-# SKIPPED line and exits 0 (the caller re-checks availability).
+# When pgTAP cannot be had: prints how to get it by hand, then exits 1 if
+# REQUIRE_PGTAP=1 (CI), else prints a SKIPPED line and exits 0 (the caller
+# re-checks availability).
 set -euo pipefail
 
 target="${1:-}"
@@ -19,13 +20,30 @@ if [[ -z "$target" ]]; then
   exit 2
 fi
 
+# How to get pgTAP by hand (README.md, "Set up", says the same).
+how_to() {
+  cat >&2 <<EOF
+ensure-pgtap: to get pgTAP, install it for some local PostgreSQL, then run the tests again:
+ensure-pgtap:   - Debian, Ubuntu, the postgres Docker image: apt-get install postgresql-NN-pgtap
+ensure-pgtap:     (NN: that server's major version; this script then copies it from
+ensure-pgtap:     /usr/share/postgresql/NN/extension);
+ensure-pgtap:   - PGXN client: pgxn install pgtap;
+ensure-pgtap:   - from source (pgTAP's release tarball): make && make install.
+ensure-pgtap: Installed anywhere but /usr/share/postgresql/*/extension, copy pgtap.control and
+ensure-pgtap: pgtap--*.sql from that extension directory (pg_config --sharedir, then extension/)
+ensure-pgtap: into $target
+EOF
+}
+
 give_up() {
   local why="$1"
   if [[ "${REQUIRE_PGTAP:-}" == "1" ]]; then
     echo "ensure-pgtap: ERROR: pgTAP is required (REQUIRE_PGTAP=1) but could not be installed into $target: $why" >&2
+    how_to
     exit 1
   fi
-  echo "ensure-pgtap: SKIPPED: pgTAP could not be installed into $target ($why); database tests will not run." >&2
+  echo "ensure-pgtap: SKIPPED: pgTAP could not be installed into $target ($why); the database tests will NOT run." >&2
+  how_to
   exit 0
 }
 

@@ -9,7 +9,9 @@
 //
 // Prints each file's TAP lines, then exactly one closing line
 // `N passed, N failed`. Exits 1 when an assertion failed, a plan did not
-// match, a file errored, or no test ran.
+// match, a file errored, or no test ran. A run skipped for want of pgTAP
+// names the skipped files and closes with `0 passed, 0 failed, N skipped`,
+// N being the tests their plans announce, and exits 0.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -123,10 +125,13 @@ async function pgtapAvailable(ownerUrl: string): Promise<boolean> {
     (await c.query(`select 1 from pg_available_extensions where name = 'pgtap'`)).rowCount === 1);
 }
 
-/** True when pgTAP is available; false when it is not and not required (the run is skipped). */
-async function ensurePgtap(cluster: Cluster): Promise<boolean> {
+/**
+ * Null when pgTAP is available; when it is not and not required (the run is
+ * skipped), the extension directory it was to be installed into.
+ */
+async function ensurePgtap(cluster: Cluster): Promise<string | null> {
   const url = cluster.url('postgres');
-  if (await pgtapAvailable(url)) return true;
+  if (await pgtapAvailable(url)) return null;
   const required = process.env.REQUIRE_PGTAP === '1';
   const dir = await extensionDir(url);
   console.log(`# pgTAP is not available on the server; installing it into ${dir}`);
@@ -134,9 +139,9 @@ async function ensurePgtap(cluster: Cluster): Promise<boolean> {
   if (r.status !== 0) {
     throw new Error(`scripts/ensure-pgtap.sh ${dir} exited with ${r.status ?? r.signal}`);
   }
-  if (await pgtapAvailable(url)) return true;
+  if (await pgtapAvailable(url)) return null;
   if (required) throw new Error(`pgTAP is still not available on the server after installing into ${dir} (REQUIRE_PGTAP=1)`);
-  return false;
+  return dir;
 }
 
 const ASSERTION = /^(not )?ok\b\s*(\d+)?/;
@@ -318,6 +323,33 @@ function report(r: FileResult): void {
   console.log(out.join('\n'));
 }
 
+/** The test count a file announces with `select plan(N)`, read without running it; null when it has none. */
+function announcedPlan(file: string): number | null {
+  try {
+    const m = /\bplan\(\s*(\d+)\s*\)/.exec(expandIncludes(readFileSync(file, 'utf8')));
+    return m ? Number(m[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The closing lines of a run skipped for want of pgTAP: why, which files, how many tests. */
+function reportSkipped(files: string[], extensionDir: string): void {
+  const skipped = files.map((f) => ({ file: path.basename(f), plan: announcedPlan(f) }));
+  // A file whose plan cannot be read still counts as one skipped test, so a skip never reads as 0.
+  const total = skipped.reduce((n, f) => n + (f.plan ?? 1), 0);
+  console.log([
+    '#',
+    '# SKIPPED: pgTAP is not installed on this PostgreSQL server and scripts/ensure-pgtap.sh could not',
+    '# install it, so NO DATABASE TEST RAN. Get pgTAP as README.md ("Set up") says, so that',
+    `# pgtap.control and pgtap--*.sql are in ${extensionDir}; REQUIRE_PGTAP=1 (set by CI)`,
+    '# makes a missing pgTAP fail the run instead.',
+    `# skipped files (${skipped.length}): ` +
+      skipped.map((f) => `${f.file} (${f.plan === null ? 'no plan found' : `${f.plan} tests`})`).join(', '),
+    `0 passed, 0 failed, ${total} skipped`,
+  ].join('\n'));
+}
+
 async function main(): Promise<number> {
   const filters = process.argv.slice(2);
   const files = readdirSync(HERE)
@@ -337,9 +369,9 @@ async function main(): Promise<number> {
     throw new Error(`cannot start or reach ${where}: ${(e as Error | undefined)?.message ?? String(e)}`);
   }
   try {
-    if (!(await ensurePgtap(cluster))) {
-      console.log('SKIPPED: pgTAP is not available on this PostgreSQL server and could not be installed; ' +
-        'no database test ran (set REQUIRE_PGTAP=1 to make this an error).');
+    const missingPgtap = await ensurePgtap(cluster);
+    if (missingPgtap !== null) {
+      reportSkipped(files, missingPgtap);
       return 0;
     }
     const template = await ensureTemplate(cluster);
