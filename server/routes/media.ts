@@ -4,14 +4,12 @@
 // verifying the uploaded bytes) and sign the list cursors.
 import type { SerializableValue } from 'slonik';
 import { sql } from '../db/pool.ts';
-import { ApiError } from '../http/errors.ts';
+import { ApiError, toApiError } from '../http/errors.ts';
 import type { HandlerContext, PhasedRoute, RouteTable } from '../http/pipeline.ts';
 import type { Schema } from '../http/types.ts';
 import { decodeCursor, encodeCursor, type CursorScope } from '../storage/cursor.ts';
 import type { MediaType } from '../storage/inspect.ts';
 
-/** The limits of openapi.yaml (app.media_max_bytes in SQL enforces them too). */
-export const MEDIA_MAX_BYTES: Record<MediaType, number> = { image: 52_428_800, gif: 52_428_800, video: 536_870_912 };
 const SUPPORTED = ['image/png', 'image/jpeg', 'image/webp', 'image/gif', 'video/mp4', 'video/quicktime', 'video/webm'];
 
 const call = <T>(ctx: HandlerContext, fragment: ReturnType<typeof sql.fragment>) => ctx.call<T>(fragment);
@@ -145,10 +143,8 @@ const completeUpload: PhasedRoute<'completeMediaUpload_v1', never, CompletionCla
           { sessionId, supported: SUPPORTED }));
       }
       const type = facts.type as MediaType;
-      if (facts.size > MEDIA_MAX_BYTES[type]) {
-        await refuse(new ApiError(413, 'MEDIA_TOO_LARGE', `A ${type} may be at most ${MEDIA_MAX_BYTES[type]} bytes; this one is ${facts.size} bytes.`,
-          { sessionId, type, size: facts.size, maxBytes: MEDIA_MAX_BYTES[type] }));
-      }
+      // The size limit of each type is SQL's to decide (app.media_max_bytes, in
+      // api.finish_media_upload_completion); abandon removes refused bytes.
       const expected = ctx.body?.checksumSha256?.toLowerCase();
       if (expected && expected !== facts.sha256) {
         await refuse(new ApiError(400, 'CHECKSUM_MISMATCH', 'The SHA-256 of the bytes that arrived differs from checksumSha256; PUT the bytes again.',
@@ -163,7 +159,10 @@ const completeUpload: PhasedRoute<'completeMediaUpload_v1', never, CompletionCla
       data: await ctx.call<Schema<'MediaItem'>>(sql.fragment`api.finish_media_upload_completion(${ctx.params.sessionId}, ${begin.claim}::uuid,
         ${jsonb(facts)}, ${jsonb(present(ctx.body, ['altText', 'folderId']))})`),
     }),
-    abandon: async (ctx, begin) => {
+    abandon: async (ctx, begin, error) => {
+      // SQL refused the bytes for good (too large for their type): they go at
+      // once. Other failures keep them under the final key for a retry.
+      if (toApiError(error)?.code === 'MEDIA_TOO_LARGE') await ctx.storage.driver.delete(begin.finalKey);
       await ctx.call(sql.fragment`api.release_work_claim('media_upload_completion', ${ctx.params.sessionId}::uuid, ${begin.claim}::uuid)`);
     },
   },
