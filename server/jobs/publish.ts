@@ -21,7 +21,7 @@ import { sql } from '../db/pool.ts';
 import { asWorker } from '../db/worker.ts';
 import type { AppDeps } from '../deps.ts';
 import { workerSandboxStore } from '../platforms/stores.ts';
-import { ConnectorError, type IntegrationRef, type PublishResult, type SandboxStore } from '../platforms/types.ts';
+import { ConnectorError, integrationRef, type IntegrationRef, type PublishResult, type SandboxStore } from '../platforms/types.ts';
 import { QUEUES } from './queues.ts';
 
 export interface PublishJobData {
@@ -116,16 +116,8 @@ export async function publishOne(
   const g = e.integration;
   let result: PublishResult;
   // A channel that is disconnected or deleted was failed by app.publish_claim.
-  const integration: IntegrationRef = {
-    id: g.id,
-    connector: g.connector,
-    platform: g.platform,
-    name: g.name,
-    username: g.username,
-    settings: g.settings ?? {},
-    webhookUrl: g.webhookUrl,
-    webhookSecret: g.webhookSecret,
-  };
+  const integration = integrationRef(g);
+
   const urls = await signedMediaUrls(deps, [...e.media.map((m) => m.id), ...e.thread.flatMap((t) => t.mediaIds)]);
   // Every id resolves (the claim checked the media); the URN is a last resort for bytes that cannot be signed.
   const mediaUrl = (id: string) => urls.get(id) ?? `urn:pressroom:media:${id}`;

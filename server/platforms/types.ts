@@ -31,6 +31,21 @@ export interface IntegrationRef {
   webhookSecret?: string | null;
 }
 
+/** The integration a connector works on, from a row the SQL functions return (settings may be null there). */
+export function integrationRef(row: Omit<IntegrationRef, 'settings'> & { settings: Record<string, unknown> | null }): IntegrationRef {
+  return {
+    id: row.id,
+    connector: row.connector,
+    platform: row.platform,
+    name: row.name,
+    username: row.username,
+    settings: row.settings ?? {},
+    ...(row.capabilities ? { capabilities: row.capabilities } : {}),
+    webhookUrl: row.webhookUrl,
+    webhookSecret: row.webhookSecret,
+  };
+}
+
 export interface MediaRef {
   id: string;
   type: MediaKind;

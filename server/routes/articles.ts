@@ -4,7 +4,7 @@ import { sql } from '../db/pool.ts';
 import { ApiError } from '../http/errors.ts';
 import type { PhasedRoute, RouteTable } from '../http/pipeline.ts';
 import type { RequestBody, ResponseData, Schema } from '../http/types.ts';
-import { ConnectorError, type ArticleDraftResult, type IntegrationRef } from '../platforms/index.ts';
+import { ConnectorError, integrationRef, type ArticleDraftResult, type IntegrationRef } from '../platforms/index.ts';
 
 // Articles (openapi.yaml: tag Articles, schema Article): each handler
 // sanitizes the body (the HTML allowlist, server/articles/html.ts), calls one
@@ -70,17 +70,8 @@ const platformDraft: PhasedRoute<'createArticlePlatformDraft_v1', never, DraftCl
     work: async (ctx, begin) => {
       const id = ctx.params.contentId;
       const g = begin.integration;
-      const integration: IntegrationRef = {
-        id: g.id,
-        connector: g.connector,
-        platform: g.platform,
-        name: g.name,
-        username: g.username,
-        settings: g.settings ?? {},
-        capabilities: g.capabilities,
-        webhookUrl: g.webhookUrl,
-        webhookSecret: g.webhookSecret,
-      };
+      const integration = integrationRef(g);
+
       const article = begin.article;
       const media = await articleMediaRefs(ctx.storage, ctx.workspaceId!, article);
       const shown = await presentArticle(ctx.storage, ctx.workspaceId!, article);
