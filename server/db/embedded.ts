@@ -251,8 +251,13 @@ export async function startEmbedded(opts: {
 
   const { postgres } = await binaries();
   // detached: a new session and process group (setsid), out of reach of the
-  // terminal's Ctrl-C and of signals sent to the server's group.
-  const child = spawn(postgres, ['-D', databaseDir, '-p', String(opts.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'], {
+  // terminal's Ctrl-C and of signals sent to the server's group. TCP on
+  // 127.0.0.1 only: no Unix socket, whose lock file in /tmp would outlive a
+  // killed postmaster and name it (as a zombie, until it is reaped).
+  const child = spawn(postgres, [
+    '-D', databaseDir, '-p', String(opts.port),
+    '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200',
+  ], {
     ...postgresUser(),
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
