@@ -261,7 +261,7 @@ export async function startEmbedded(opts: {
     ...postgresUser(),
     detached: true,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, LC_MESSAGES: 'C' },
+    env: { ...process.env, LC_MESSAGES: 'C' }, // messages in English until postgresql.conf is read, as failed() reads them
   });
   child.stdout!.on('data', (c: Buffer) => log(c.toString('utf8').trim()));
   child.stderr!.on('data', (c: Buffer) => log(c.toString('utf8').trim()));
