@@ -59,8 +59,12 @@ export async function main() {
       process.exit(1);
     }
   };
-  process.on('SIGTERM', () => void shutdown('SIGTERM'));
-  process.on('SIGINT', () => void shutdown('SIGINT'));
+  // `npm start` execs this process (package.json), so a signal to npm reaches
+  // it; the embedded PostgreSQL runs in a process group of its own
+  // (server/db/embedded.ts), so Ctrl-C reaches only this process, which stops
+  // the database after draining. SIGHUP (the terminal closed) drains too,
+  // rather than ending the process and orphaning the database.
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => void shutdown(signal));
 }
 
 if (import.meta.main) {

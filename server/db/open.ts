@@ -42,7 +42,15 @@ export async function openDatabase(config: Config, log = createLogger(config.LOG
   let ownerUrl = config.DATABASE_URL;
   if (!ownerUrl) {
     log.info('starting embedded PostgreSQL', { dataDir: path.resolve(config.DATA_DIR), port: config.EMBEDDED_PG_PORT });
-    embedded = await startEmbedded({ dataDir: config.DATA_DIR, port: config.EMBEDDED_PG_PORT, database: EMBEDDED_DATABASE, log: (m) => log.debug(m, { component: 'postgres' }) });
+    embedded = await startEmbedded({
+      dataDir: config.DATA_DIR,
+      port: config.EMBEDDED_PG_PORT,
+      database: EMBEDDED_DATABASE,
+      // PostgreSQL's own lines at debug; what was done to recover the data
+      // directory after a killed run (server/db/embedded.ts) at info and warn.
+      log: (m) => log.debug(m, { component: 'postgres' }),
+      notice: (level, msg, fields) => log[level](msg, { component: 'postgres', ...fields }),
+    });
     ownerUrl = embedded.ownerUrl();
   }
   await migrate(ownerUrl, { quiet: config.LOG_LEVEL === 'silent' });
