@@ -4,6 +4,7 @@ import { sql } from './db/pool.ts';
 import type { AppDeps } from './deps.ts';
 import { ApiError, errorBody } from './errors.ts';
 import { bodyParserError, toApiError } from './http/errors.ts';
+import { assertJsonDepth } from './http/guard.ts';
 import { loadOpenApi, type OpenApi } from './http/openapi.ts';
 import { pipeline, requestIdOf } from './http/pipeline.ts';
 import { routes } from './routes/index.ts';
@@ -71,7 +72,13 @@ export function createApp(deps: AppDeps, options: AppOptions = {}) {
   // Signed upload, view and download URLs of the disk storage driver.
   app.use(createStorageRouter(deps));
 
-  const json = express.json({ limit: config.BODY_LIMIT_BYTES, strict: false, type: ['application/json', 'application/*+json'] });
+  // The nesting depth is checked on the raw bytes before they are parsed (server/http/guard.ts).
+  const json = express.json({
+    limit: config.BODY_LIMIT_BYTES,
+    strict: false,
+    type: ['application/json', 'application/*+json'],
+    verify: (_req, _res, buf) => assertJsonDepth(buf),
+  });
   const router = express.Router();
   const allowed = new Map<string, string[]>();
   for (const op of openapi.operations) {
@@ -97,6 +104,9 @@ export function createApp(deps: AppDeps, options: AppOptions = {}) {
   // Body-parser failures (malformed JSON, too large) and anything unforeseen.
   app.use((err: any, _req: Request, res: Response, _next: NextFunction) => {
     const e =
+      (err instanceof URIError
+        ? new ApiError(400, 'MALFORMED_URL', 'The URL is not valid: a percent-encoded sequence is not UTF-8.')
+        : null) ??
       bodyParserError(err, config.BODY_LIMIT_BYTES) ??
       toApiError(err) ??
       new ApiError(500, 'INTERNAL', 'Something went wrong on our side; quote the request id to support.');

@@ -8,7 +8,7 @@ import type { ConnectorRegistry } from '../platforms/index.ts';
 import { sha256 } from '../security.ts';
 import type { MediaStorage } from '../storage/index.ts';
 import { ApiError, errorBody } from '../errors.ts';
-import { bodyParserError, toApiError } from './errors.ts';
+import { bodyParserError, dataExceptionFields, toApiError } from './errors.ts';
 import type { Operation } from './openapi.ts';
 import { checkQueryDefaults, type IdempotencyKey, type OperationId, type PathParams, type QueryParams, type RequestBody, type TypedResult } from './types.ts';
 
@@ -263,6 +263,8 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
     let idem: { key: string; claimed: boolean } | null = null;
     let actor: HandlerResult['actor'];
     const wsParam = typeof req.params.workspaceId === 'string' && UUID.test(req.params.workspaceId) ? req.params.workspaceId : null;
+    // What validation accepted, to name the field of a data exception SQL raises later.
+    let input: Record<string, unknown> = {};
 
     try {
       const token = bearer(req);
@@ -295,6 +297,7 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
       if (op.idempotent && req.get('idempotency-key') !== undefined) hdrs['idempotency-key'] = req.get('idempotency-key');
       const body: unknown = req.body;
       const problems = op.validate({ params, query, headers: hdrs, body });
+      input = { path: params, query, body };
       if (problems.length) {
         throw new ApiError(400, 'VALIDATION_FAILED', 'The request is not valid; see details.fields.', { fields: problems });
       }
@@ -394,8 +397,10 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
       status = result.status;
       payload = status === 204 ? undefined : result.envelope;
     } catch (error) {
-      const apiError = toApiError(error) ?? bodyParserError(error, config.BODY_LIMIT_BYTES);
+      let apiError = toApiError(error) ?? bodyParserError(error, config.BODY_LIMIT_BYTES);
       if (apiError) {
+        const fields = apiError.code === 'VALIDATION_FAILED' && !apiError.details?.fields ? dataExceptionFields(error, input) : [];
+        if (fields.length) apiError = new ApiError(apiError.status, apiError.code, apiError.message, { ...apiError.details, fields }, apiError.headers);
         status = apiError.status;
         errorCode = apiError.code;
         payload = errorBody(requestId, apiError);
