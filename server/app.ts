@@ -7,6 +7,7 @@ import { bodyParserError, toApiError } from './http/errors.ts';
 import { assertJsonDepth } from './http/guard.ts';
 import { loadOpenApi, type OpenApi } from './http/openapi.ts';
 import { pipeline, requestIdOf } from './http/pipeline.ts';
+import { recordUnmatchedCall } from './http/unmatched.ts';
 import { routes } from './routes/index.ts';
 import { createStorageRouter } from './storage/router.ts';
 
@@ -41,6 +42,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}) {
   app.use((req: Request, res: Response, next: NextFunction) => {
     const id = requestIdOf(req);
     res.locals.requestId = id;
+    res.locals.startedAt = performance.now();
     res.setHeader('X-Request-Id', id);
     next();
   });
@@ -91,18 +93,20 @@ export function createApp(deps: AppDeps, options: AppOptions = {}) {
     if (!openapi.operations.some((o) => o.operationId === id)) throw new Error(`Handler ${id} has no operation in openapi.yaml`);
   }
   for (const [p, methods] of allowed) {
-    router.all(p, (req, res) => {
+    router.all(p, async (req, res) => {
+      await recordUnmatchedCall(deps, req, res, 405, 'METHOD_NOT_ALLOWED');
       res.setHeader('Allow', methods.join(', '));
       res.status(405).json(errorBody(res.locals.requestId, new ApiError(405, 'METHOD_NOT_ALLOWED', `${req.method} is not allowed here; use ${methods.join(', ')}.`, { allow: methods })));
     });
   }
   app.use(router);
 
-  app.use((req: Request, res: Response) => {
+  app.use(async (req: Request, res: Response) => {
+    await recordUnmatchedCall(deps, req, res, 404, 'NOT_FOUND');
     res.status(404).json(errorBody(res.locals.requestId, new ApiError(404, 'NOT_FOUND', `No route ${req.method} ${req.path}.`)));
   });
   // Body-parser failures (malformed JSON, too large) and anything unforeseen.
-  app.use((err: any, _req: Request, res: Response, _next: NextFunction) => {
+  app.use(async (err: any, req: Request, res: Response, _next: NextFunction) => {
     const e =
       (err instanceof URIError
         ? new ApiError(400, 'MALFORMED_URL', 'The URL is not valid: a percent-encoded sequence is not UTF-8.')
@@ -111,6 +115,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}) {
       toApiError(err) ??
       new ApiError(500, 'INTERNAL', 'Something went wrong on our side; quote the request id to support.');
     if (e.status >= 500) log.error('unhandled error', { requestId: res.locals.requestId, err });
+    if (e.code === 'MALFORMED_URL') await recordUnmatchedCall(deps, req, res, e.status, e.code);
     res.status(e.status).json(errorBody(res.locals.requestId, e));
   });
   return app;

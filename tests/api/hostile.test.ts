@@ -152,3 +152,76 @@ describe('answers Node or the router used to give outside the envelope', () => {
     expect(rows.rows).toEqual([{ status: 400, route: null, error_code: 'MALFORMED_URL', actor_kind: 'api_key' }]);
   });
 });
+
+describe('audit of calls that match no route', () => {
+  it('an authenticated call to an unknown path or method writes one row with route null; anonymous noise writes none', async () => {
+    const nf = await api.get('/v1/no-such-thing', { token: key });
+    expect(nf.status).toBe(404);
+    const na = await api.request('PUT', '/v1/workspaces', { token: owner.token });
+    expect(na.status).toBe(405);
+    const bogus = await api.get('/v1/no-such-thing', { token: 'prk_bogus' });
+    expect(bogus.status).toBe(404);
+    const none = await api.get('/v1/no-such-thing');
+    expect(none.status).toBe(404);
+    const ids = [nf, na, bogus, none].map((r) => r.body.error.requestId);
+    const rows = await server.owner.query(
+      `select request_id, actor_kind, method, route, status, error_code, organization_id, calls from audit.api_calls where request_id = any($1) order by status`,
+      [ids],
+    );
+    expect(rows.rows).toEqual([
+      { request_id: ids[0], actor_kind: 'api_key', method: 'GET', route: null, status: 404, error_code: 'NOT_FOUND', organization_id: owner.organizationId, calls: 1 },
+      { request_id: ids[1], actor_kind: 'user', method: 'PUT', route: null, status: 405, error_code: 'METHOD_NOT_ALLOWED', organization_id: owner.organizationId, calls: 1 },
+    ]);
+  });
+});
+
+describe('failed credentials', () => {
+  /** Waits out the end of a minute, so a burst stays in one window. */
+  async function awayFromMinuteEnd() {
+    const s = new Date().getUTCSeconds();
+    if (s >= 54) await new Promise((r) => setTimeout(r, (61 - s) * 1000));
+  }
+
+  it('are throttled per client address: 429 AUTH_THROTTLED with Retry-After, the first N audited, the rest in one summary row', async () => {
+    const limited = await startTestServer('authfail', { AUTH_FAILURE_LIMIT: 20, AUTH_FAILURE_AUDIT: 5, TRUST_PROXY: true });
+    try {
+      const c = client(limited);
+      const o = await signup(c);
+      const good = await createKey(c, o.token, o.workspaceId, { role: 'viewer' });
+      await awayFromMinuteEnd();
+      const from = { 'x-forwarded-for': '203.0.113.7' };
+      const answers = [];
+      for (let i = 0; i < 40; i++) {
+        answers.push(await c.get('/v1/workspaces', { token: i % 2 ? `prk_bogus${i}` : undefined, headers: from }));
+      }
+      const statuses = answers.map((a) => a.status);
+      expect(statuses.slice(0, 20)).toEqual(Array(20).fill(401));
+      expect(statuses.slice(20)).toEqual(Array(20).fill(429));
+      const throttled = answers[20];
+      expect(throttled.body.error.code).toBe('AUTH_THROTTLED');
+      expect(codes.has('AUTH_THROTTLED')).toBe(true);
+      expect(Number(throttled.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+      // A right credential from the throttled address is refused the same way (no oracle) ...
+      const right = await c.get('/v1/workspaces', { token: good.key, headers: from });
+      expect(right.status).toBe(429);
+      // ... and another address is not throttled.
+      const other = await c.get('/v1/workspaces', { token: good.key, headers: { 'x-forwarded-for': '198.51.100.9' } });
+      expect(other.status).toBe(200);
+
+      const ids = [...answers, right].map((a) => a.body.error.requestId);
+      const one = await limited.owner.query(`select count(*)::int as n from audit.api_calls where request_id = any($1)`, [ids]);
+      expect(one.rows[0].n).toBe(5);
+      // The window closes: one summary row stands for the 36 refusals not audited one by one.
+      await limited.owner.query(`update app.auth_failures set window_start = window_start - interval '1 minute'`);
+      await limited.owner.query(`select app.flush_auth_failures()`);
+      const summary = await limited.owner.query(
+        `select method, route, status, error_code, calls, actor_kind from audit.api_calls where error_code = 'AUTH_FAILURE_BURST'`,
+      );
+      expect(summary.rows).toEqual([{ method: '*', route: null, status: 401, error_code: 'AUTH_FAILURE_BURST', calls: 36, actor_kind: 'anonymous' }]);
+      expect(codes.has('AUTH_FAILURE_BURST')).toBe(true);
+      expect(await limited.owner.query(`select * from app.auth_failures`).then((r) => r.rowCount)).toBe(0);
+    } finally {
+      await limited.close();
+    }
+  });
+});

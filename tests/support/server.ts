@@ -45,7 +45,7 @@ export async function startTestServer(label: string, overrides: Partial<Config> 
   const db = await cloneDatabase(injectedCluster(), inject('template'), label);
   // Limits are out of the way unless a test sets them.
   const config = loadConfig(
-    { LOG_LEVEL: 'silent', ALLOW_SIGNUP: 'true', RATE_LIMIT_READ: '100000', RATE_LIMIT_WRITE: '100000', RATE_LIMIT_EXPENSIVE: '100000' } as NodeJS.ProcessEnv,
+    { LOG_LEVEL: 'silent', ALLOW_SIGNUP: 'true', RATE_LIMIT_READ: '100000', RATE_LIMIT_WRITE: '100000', RATE_LIMIT_EXPENSIVE: '100000', AUTH_FAILURE_LIMIT: '100000', AUTH_FAILURE_AUDIT: '100000' } as NodeJS.ProcessEnv,
     overrides,
   );
   // The request pool: 5 connections unless a test sets DB_POOL_SIZE.
