@@ -1,4 +1,5 @@
 import { createRequire } from 'node:module';
+import cors from 'cors';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { sql } from './db/pool.ts';
 import type { AppDeps } from './deps.ts';
@@ -18,6 +19,19 @@ export interface AppOptions {
   /** Whether this process has applied every migration (set by main). */
   isMigrated?: () => boolean;
 }
+
+/** The response headers a browser client may read (CORS `Access-Control-Expose-Headers`). */
+export const CORS_EXPOSED_HEADERS = [
+  'X-Request-Id',
+  'Idempotent-Replayed',
+  'Retry-After',
+  'RateLimit-Policy',
+  'RateLimit',
+  'X-RateLimit-Limit',
+  'X-RateLimit-Remaining',
+  'X-RateLimit-Reset',
+  'Allow',
+] as const;
 
 const REDOC_PAGE = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Pressroom API reference</title>
@@ -46,6 +60,22 @@ export function createApp(deps: AppDeps, options: AppOptions = {}) {
     res.setHeader('X-Request-Id', id);
     next();
   });
+
+  // Browser clients (CORS_ORIGINS): preflights answer 204 with the methods and
+  // headers the API takes; answers expose the headers integrators read.
+  if (config.CORS_ORIGINS.length) {
+    const origins = config.CORS_ORIGINS;
+    app.use(
+      cors({
+        origin: origins.includes('*') ? '*' : origins,
+        methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+        allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id'],
+        exposedHeaders: [...CORS_EXPOSED_HEADERS],
+        maxAge: 600,
+        optionsSuccessStatus: 204,
+      }),
+    );
+  }
 
   app.get('/healthz', (_req, res) => {
     res.json({ data: { status: 'ok' }, meta: null });

@@ -285,6 +285,11 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
         headers['X-RateLimit-Limit'] = String(gate.rate.limit);
         headers['X-RateLimit-Remaining'] = String(gate.rate.remaining);
         headers['X-RateLimit-Reset'] = String(gate.rate.reset);
+        // The same, as the IETF HTTPAPI working group's RateLimit fields
+        // (draft-ietf-httpapi-ratelimit-headers): the policy of the class
+        // (quota per 60-second window) and what is left of it (README.md).
+        headers['RateLimit-Policy'] = `"${gate.rate.class}";q=${gate.rate.limit};w=60`;
+        headers.RateLimit = `"${gate.rate.class}";r=${gate.rate.remaining};t=${gate.rate.reset}`;
       }
       if (gate.error) {
         const retryAfter = gate.retryAfter ?? (gate.error.status === 429 ? gate.rate?.reset : undefined);

@@ -225,3 +225,80 @@ describe('failed credentials', () => {
     }
   });
 });
+
+describe('unknown query parameters', () => {
+  it('are refused on every operation, GET media/labels included, with the parameter named', async () => {
+    for (const path of [`${ws}/media/labels?surprise=1`, `${ws}/media/labels?search=a&search[x]=1`, `${ws}/members?groupId=1`, `/v1/workspaces?a[b]=c`]) {
+      const res = await api.get(path, { token: key });
+      expect(res.status, path).toBe(400);
+      expect(res.body.error.code).toBe('VALIDATION_FAILED');
+    }
+    const named = await api.get(`${ws}/media/labels?surprise=1`, { token: key });
+    expect(named.body.error.details.fields).toEqual([{ field: 'query.surprise', code: 'unknown_property', message: expect.any(String) }]);
+  });
+});
+
+describe('browser clients (CORS_ORIGINS)', () => {
+  it('is off by default: no CORS headers, a preflight is not answered 204', async () => {
+    const pre = await fetch(`${server.baseUrl}/v1/workspaces`, { method: 'OPTIONS', headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST' } });
+    expect(pre.status).toBe(405);
+    expect(pre.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
+  it('answers preflights 204 for listed origins and exposes the headers integrators read', async () => {
+    const s = await startTestServer('cors', { CORS_ORIGINS: ['https://app.example.com', 'http://localhost:5173'] });
+    try {
+      const pre = await fetch(`${s.baseUrl}/v1/workspaces/${crypto.randomUUID()}/content`, {
+        method: 'OPTIONS',
+        headers: { origin: 'https://app.example.com', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type, idempotency-key' },
+      });
+      expect(pre.status).toBe(204);
+      expect(pre.headers.get('access-control-allow-origin')).toBe('https://app.example.com');
+      expect(pre.headers.get('access-control-allow-methods')).toBe('GET,POST,PUT,PATCH,DELETE');
+      expect(pre.headers.get('access-control-allow-headers')?.toLowerCase()).toBe('authorization,content-type,idempotency-key,x-request-id');
+      const other = await fetch(`${s.baseUrl}/v1/workspaces`, { method: 'OPTIONS', headers: { origin: 'https://evil.example', 'access-control-request-method': 'GET' } });
+      expect(other.headers.get('access-control-allow-origin')).toBeNull();
+
+      const c = client(s);
+      const o = await signup(c);
+      const res = await c.get('/v1/workspaces', { token: o.token, headers: { origin: 'http://localhost:5173' } });
+      expect(res.status).toBe(200);
+      expect(res.headers.get('access-control-allow-origin')).toBe('http://localhost:5173');
+      const exposed = res.headers.get('access-control-expose-headers')!.split(',');
+      for (const h of ['X-Request-Id', 'Idempotent-Replayed', 'Retry-After', 'RateLimit-Policy', 'RateLimit', 'X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']) {
+        expect(exposed).toContain(h);
+      }
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('CORS_ORIGINS=* allows any origin', async () => {
+    const s = await startTestServer('cors-any', { CORS_ORIGINS: ['*'] });
+    try {
+      const pre = await fetch(`${s.baseUrl}/v1/workspaces`, { method: 'OPTIONS', headers: { origin: 'https://anywhere.example', 'access-control-request-method': 'GET' } });
+      expect(pre.status).toBe(204);
+      expect(pre.headers.get('access-control-allow-origin')).toBe('*');
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+describe('rate-limit headers', () => {
+  it('sends the IETF RateLimit-Policy and RateLimit fields beside X-RateLimit-*', async () => {
+    const s = await startTestServer('ratelimit-fields', { RATE_LIMIT_READ: 5 });
+    try {
+      const c = client(s);
+      const o = await signup(c);
+      const first = await c.get(`/v1/workspaces/${o.workspaceId}/members`, { token: o.token });
+      expect(first.headers.get('ratelimit-policy')).toBe('"read";q=5;w=60');
+      expect(first.headers.get('ratelimit')).toMatch(/^"read";r=4;t=\d+$/);
+      expect(first.headers.get('x-ratelimit-remaining')).toBe('4');
+      const t = Number(/t=(\d+)/.exec(first.headers.get('ratelimit')!)![1]);
+      expect(t).toBe(Number(first.headers.get('x-ratelimit-reset')));
+    } finally {
+      await s.close();
+    }
+  });
+});
