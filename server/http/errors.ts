@@ -107,8 +107,8 @@ export function dataExceptionFields(error: unknown, input: Record<string, unknow
   const stack: [string, unknown][] = Object.entries(input);
   while (stack.length && out.length < 20) {
     const [field, v] = stack.pop()!;
-    if (typeof v === 'string') {
-      if (v === quoted) out.push({ field, code: 'invalid_value', message: 'is not a value this field can take' });
+    if (typeof v === 'string' || typeof v === 'number') {
+      if (String(v) === quoted || (typeof v === 'number' && Number(quoted) === v)) out.push({ field, code: 'invalid_value', message: 'is not a value this field can take' });
     } else if (v && typeof v === 'object') {
       for (const [k, x] of Object.entries(v)) stack.push([`${field}.${k}`, x]);
     }

@@ -131,6 +131,8 @@ function badValues(s: Schema): [string, fc.Arbitrary<unknown>][] {
     if (s.maximum !== undefined) out.push(['over maximum', fc.integer({ min: 1, max: 1e6 }).map((n) => s.maximum + n)]);
     if (s.minimum !== undefined) out.push(['under minimum', fc.integer({ min: 1, max: 1e6 }).map((n) => s.minimum - n)]);
     if (t === 'integer') out.push(['not an integer', fc.constantFrom(1.5, -0.25)]);
+    // No maximum in the contract: beyond what the database's integers hold.
+    if (s.maximum === undefined) out.push(['beyond 64 bits', fc.constantFrom(2 ** 63, 1e300, -(2 ** 64))]);
   }
   if (t === 'array') {
     if (s.maxItems !== undefined) out.push(['too many items', fc.constant(Array.from({ length: s.maxItems + 1 }, () => sample(s.items ?? {})))]);

@@ -3,6 +3,7 @@
 // refuses, undecodable paths (server/http/guard.ts, server/http/server.ts).
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dataExceptionFields, toApiError } from '../../server/http/errors.ts';
 import { MAX_JSON_DEPTH } from '../../server/http/guard.ts';
 import { client, createKey, signup } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -92,6 +93,27 @@ describe('date-times PostgreSQL cannot store', () => {
       const res = await api.get(`${ws}/content?since=${encodeURIComponent(since)}`, { token: key });
       expect(res.status, since).toBe(400);
       expect(res.body.error.code).toBe('VALIDATION_FAILED');
+    }
+  });
+});
+
+describe('PostgreSQL data exceptions (SQLSTATE class 22) that get past validation', () => {
+  it('are 400 VALIDATION_FAILED, naming the request field that holds the value PostgreSQL quoted', async () => {
+    const cases: [string, string, Record<string, unknown>, string][] = [
+      [`select '2030-01-01T00:00:00+16:00'::timestamptz`, '22009', { body: { plan: { scheduledAt: '2030-01-01T00:00:00+16:00' } } }, 'body.plan.scheduledAt'],
+      [`select 'nope'::uuid`, '22P02', { query: { folderId: 'nope' } }, 'query.folderId'],
+      [`select '100000000000000000000'::int`, '22003', { body: { position: 1e20 } }, 'body.position'],
+      [`select 1/0`, '22012', { body: {} }, ''],
+    ];
+    for (const [query, sqlstate, input, field] of cases) {
+      const err = await server.owner.query(query).then(
+        () => null,
+        (e) => e,
+      );
+      expect(err?.code, query).toBe(sqlstate);
+      const api = toApiError(err)!;
+      expect([api.status, api.code, api.details?.sqlstate]).toEqual([400, 'VALIDATION_FAILED', sqlstate]);
+      expect(dataExceptionFields(err, input).map((f) => f.field)).toEqual(field ? [field] : []);
     }
   });
 });
