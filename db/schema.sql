@@ -215,6 +215,23 @@ grant update (platform_draft_url) on table app.articles to pressroom_api;
 grant update (platform_draft_sent_at) on table app.articles to pressroom_api;
 grant update (platform_draft_fingerprint) on table app.articles to pressroom_api;
 
+create table app.auth_failures (
+  client text not null,
+  window_start timestamp with time zone not null,
+  failures integer not null,
+  audited integer not null,
+  constraint auth_failures_audited_check CHECK ((audited >= 0)),
+  constraint auth_failures_failures_check CHECK ((failures >= 0)),
+  constraint auth_failures_pkey PRIMARY KEY (client, window_start)
+);
+comment on table app.auth_failures is 'Failed credentials (no, malformed or unknown bearer) per client address and minute, counted by api.gate_guarded so that the limit holds across API processes: over the limit the address is answered 429 AUTH_THROTTLED before any credential is looked at; only the first refusals are audited one by one (audited), the rest become one summary row (app.flush_auth_failures). Not tenant data: unlogged, reached by pressroom_definer only.';
+alter table app.auth_failures enable row level security;
+alter table app.auth_failures force row level security;
+create policy auth_failures_definer on app.auth_failures as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+grant delete, insert, select, update on table app.auth_failures to pressroom_definer;
+
 create table app.campaign_phases (
   id uuid default gen_random_uuid() not null,
   organization_id uuid not null,
@@ -3631,6 +3648,34 @@ grant execute on function app.field_problem(text,text,text) to pressroom_definer
 grant execute on function app.field_problem(text,text,text) to pressroom_worker;
 revoke all on function app.field_problem(text,text,text) from public;
 
+CREATE OR REPLACE FUNCTION app.flush_auth_failures(p_client text DEFAULT NULL::text)
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_rows int;
+begin
+  with closed as (
+    delete from app.auth_failures
+    where window_start < date_trunc('minute', now()) and (p_client is null or client = p_client)
+    returning client, window_start, failures, audited
+  )
+  insert into audit.api_calls (occurred_at, actor_kind, method, route, status, duration_ms, outcome, error_code,
+                               request_id, calls)
+  select window_start, 'anonymous', '*', null, 401, 0, 'client_error', 'AUTH_FAILURE_BURST',
+         'auth-failures:' || client || ':' || to_char(window_start at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI"Z"'),
+         failures - audited
+  from closed where failures > audited;
+  get diagnostics v_rows = row_count;
+  return v_rows;
+end
+$function$;
+alter function app.flush_auth_failures(text) owner to pressroom_definer;
+comment on function app.flush_auth_failures(text) is 'For each closed minute of app.auth_failures (of one client address, or all): one audit row (error_code AUTH_FAILURE_BURST, route null, calls = the refusals not audited one by one), then the window is forgotten. Run by api.gate_guarded for the caller''s address and by app.purge_expired for all.';
+revoke all on function app.flush_auth_failures(text) from public;
+
 CREATE OR REPLACE FUNCTION app.gate_with_limit(p_token_hash bytea, p_workspace_id uuid, p_class text, p_limit integer, p_min_plan text DEFAULT 'basic'::text, p_bucket text DEFAULT NULL::text)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -5314,6 +5359,7 @@ declare
   v_idem int;
   v_sessions int;
   v_counters int;
+  v_bursts int;
 begin
   delete from app.idempotency_keys where expires_at <= now();
   get diagnostics v_idem = row_count;
@@ -5322,7 +5368,9 @@ begin
   get diagnostics v_sessions = row_count;
   delete from app.rate_limit_counters where window_start < date_trunc('minute', now()) - interval '1 minute';
   get diagnostics v_counters = row_count;
-  return jsonb_build_object('idempotencyKeys', v_idem, 'sessions', v_sessions, 'rateLimitWindows', v_counters);
+  v_bursts := app.flush_auth_failures(null);
+  return jsonb_build_object('idempotencyKeys', v_idem, 'sessions', v_sessions, 'rateLimitWindows', v_counters,
+                            'authFailureSummaries', v_bursts);
 end
 $function$;
 alter function app.purge_expired() owner to pressroom_definer;
@@ -8639,6 +8687,53 @@ grant execute on function api.gate(bytea,uuid,text,text,text) to pressroom_app;
 grant execute on function api.gate(bytea,uuid,text,text,text) to pressroom_request;
 revoke all on function api.gate(bytea,uuid,text,text,text) from public;
 
+CREATE OR REPLACE FUNCTION api.gate_guarded(p_token_hash bytea, p_workspace_id uuid, p_class text, p_min_plan text, p_bucket text, p_client text, p_failure_limit integer, p_audit_first integer)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_window timestamptz := date_trunc('minute', now());
+  v_reset int := greatest(1, ceil(extract(epoch from (date_trunc('minute', now()) + interval '1 minute' - clock_timestamp())))::int);
+  v_failures int;
+  v_audited int;
+  v_result jsonb;
+begin
+  select failures into v_failures from app.auth_failures where client = p_client and window_start = v_window;
+  if coalesce(v_failures, 0) >= p_failure_limit then
+    -- Over the limit: refused before the credential is looked at (a right
+    -- guess would answer like a wrong one), counted in the window's summary.
+    update app.auth_failures set failures = failures + 1 where client = p_client and window_start = v_window;
+    return jsonb_build_object('audit', false, 'retryAfter', v_reset,
+      'error', jsonb_build_object('status', 429, 'code', 'AUTH_THROTTLED',
+        'message', 'Too many failed credentials from this address; retry after the time in Retry-After.',
+        'details', jsonb_build_object('retryAfter', v_reset)));
+  end if;
+  if p_token_hash is null and p_bucket is null then
+    v_result := jsonb_build_object('error', jsonb_build_object('status', 401, 'code', 'UNAUTHENTICATED',
+      'message', 'Send a bearer credential: Authorization: Bearer <API key or session token>.'));
+  else
+    v_result := api.gate(p_token_hash, p_workspace_id, p_class, p_min_plan, p_bucket);
+  end if;
+  if v_result -> 'error' ->> 'code' = 'UNAUTHENTICATED' then
+    perform app.flush_auth_failures(p_client);
+    insert into app.auth_failures as f (client, window_start, failures, audited)
+    values (p_client, v_window, 1, case when p_audit_first >= 1 then 1 else 0 end)
+    on conflict (client, window_start) do update
+      set failures = f.failures + 1,
+          audited = f.audited + case when f.failures < p_audit_first then 1 else 0 end
+    returning failures, audited into v_failures, v_audited;
+    v_result := v_result || jsonb_build_object('audit', v_failures <= p_audit_first);
+  end if;
+  return v_result;
+end
+$function$;
+alter function api.gate_guarded(bytea,uuid,text,text,text,text,integer,integer) owner to pressroom_definer;
+comment on function api.gate_guarded(bytea,uuid,text,text,text,text,integer,integer) is 'Runs first for every /v1 call (server/http/pipeline.ts), as pressroom_app: api.gate guarded by the failed-credential limit of the client address (p_client, honouring TRUST_PROXY). An address with p_failure_limit failed credentials (401 UNAUTHENTICATED) in the current minute is answered 429 AUTH_THROTTLED with retryAfter before its credential is looked at; a failure is audited one by one (audit: true) only among the first p_audit_first of the minute, the rest in one summary row (app.flush_auth_failures). A missing credential (p_token_hash and p_bucket null) counts as a failure.';
+grant execute on function api.gate_guarded(bytea,uuid,text,text,text,text,integer,integer) to pressroom_app;
+revoke all on function api.gate_guarded(bytea,uuid,text,text,text,text,integer,integer) from public;
+
 CREATE OR REPLACE FUNCTION api.get_article(p_id uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -10049,6 +10144,31 @@ comment on function api.record_published_caption(uuid,text) is 'Serves PATCH /v1
 grant execute on function api.record_published_caption(uuid,text) to pressroom_request;
 revoke all on function api.record_published_caption(uuid,text) from public;
 
+CREATE OR REPLACE FUNCTION api.record_unmatched_call(p_token_hash bytea, p_method text, p_status integer, p_error_code text, p_duration_ms numeric, p_request_id text)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_gate jsonb := api.gate(p_token_hash, null, 'read', 'basic', null);
+  v_principal jsonb := v_gate -> 'principal';
+begin
+  if v_principal is null then
+    return false;
+  end if;
+  perform audit.record(v_principal ->> 'actorKind',
+    coalesce(v_principal ->> 'apiKeyId', v_principal ->> 'userId')::uuid,
+    v_principal ->> 'apiKeyPrefix', (v_principal ->> 'organizationId')::uuid, null,
+    p_method, null, p_status, p_duration_ms, p_error_code, p_request_id);
+  return true;
+end
+$function$;
+alter function api.record_unmatched_call(bytea,text,integer,text,numeric,text) owner to pressroom_definer;
+comment on function api.record_unmatched_call(bytea,text,integer,text,numeric,text) is 'For a call that matched no route (404 NOT_FOUND, 405 METHOD_NOT_ALLOWED, 400 MALFORMED_URL; server/app.ts), as pressroom_app: when the bearer authenticates (api.gate with the read class, so it counts against the credential''s read limit), writes its audit row with route null and returns true; an unauthenticated call writes nothing and returns false.';
+grant execute on function api.record_unmatched_call(bytea,text,integer,text,numeric,text) to pressroom_app;
+revoke all on function api.record_unmatched_call(bytea,text,integer,text,numeric,text) from public;
+
 CREATE OR REPLACE FUNCTION api.release_work_claim(p_kind text, p_subject uuid, p_claim uuid)
  RETURNS boolean
  LANGUAGE plpgsql
@@ -11011,19 +11131,23 @@ create table audit.api_calls (
   organization_id uuid,
   workspace_id uuid,
   method text not null,
-  route text not null,
+  route text,
   status integer not null,
   duration_ms numeric(12,3) not null,
   outcome text not null,
   error_code text,
   request_id text not null,
+  calls integer default 1 not null,
   constraint api_calls_actor_kind_check CHECK ((actor_kind = ANY (ARRAY['user'::text, 'api_key'::text, 'anonymous'::text]))),
+  constraint api_calls_calls_check CHECK ((calls >= 1)),
   constraint api_calls_duration_ms_check CHECK ((duration_ms >= (0)::numeric)),
   constraint api_calls_outcome_check CHECK ((outcome = ANY (ARRAY['success'::text, 'client_error'::text, 'server_error'::text]))),
   constraint api_calls_pkey PRIMARY KEY (id, occurred_at),
   constraint api_calls_status_check CHECK (((status >= 100) AND (status <= 599)))
 ) partition by RANGE (occurred_at);
 comment on table audit.api_calls is 'One row per call to /v1, failures included: actor, organization, workspace, method, route template, status, duration, outcome, error code and request id, written by audit.record after the request''s own transaction. Partitioned by month (audit.ensure_partitions, run by a daily job, makes the partitions ahead). Append-only: triggers api_calls_10_append_only and api_calls_10_append_only_truncate refuse UPDATE, DELETE and TRUNCATE (409 AUDIT_APPEND_ONLY); only pressroom_definer inserts and reads it (policies api_calls_definer_insert, api_calls_definer_select); BI reads reporting.api_calls.';
+comment on column audit.api_calls.route is 'The operation''s path template (openapi.yaml); null for a call that matched no route (unknown path, method or an undecodable path) and for a summary row of refused credentials.';
+comment on column audit.api_calls.calls is 'How many calls this row stands for: 1, except a summary row of refused credentials (error_code AUTH_FAILURE_BURST, written by app.flush_auth_failures), which counts the refusals of one client address and minute that were not audited one by one. sum(calls) is the number of /v1 calls made.';
 CREATE INDEX api_calls_organization_id_idx ON ONLY audit.api_calls USING btree (organization_id, occurred_at);
 CREATE INDEX api_calls_workspace_id_idx ON ONLY audit.api_calls USING btree (workspace_id, occurred_at);
 alter table audit.api_calls enable row level security;
@@ -11118,7 +11242,8 @@ create view reporting.api_calls as
     duration_ms,
     outcome,
     request_id,
-    error_code
+    error_code,
+    calls
    FROM audit.api_calls;
 grant select on table reporting.api_calls to pressroom_bi;
 

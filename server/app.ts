@@ -1,11 +1,14 @@
 import { createRequire } from 'node:module';
+import cors from 'cors';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { sql } from './db/pool.ts';
 import type { AppDeps } from './deps.ts';
 import { ApiError, errorBody } from './errors.ts';
 import { bodyParserError, toApiError } from './http/errors.ts';
+import { assertJsonDepth } from './http/guard.ts';
 import { loadOpenApi, type OpenApi } from './http/openapi.ts';
 import { pipeline, requestIdOf } from './http/pipeline.ts';
+import { recordUnmatchedCall } from './http/unmatched.ts';
 import { routes } from './routes/index.ts';
 import { createStorageRouter } from './storage/router.ts';
 
@@ -16,6 +19,19 @@ export interface AppOptions {
   /** Whether this process has applied every migration (set by main). */
   isMigrated?: () => boolean;
 }
+
+/** The response headers a browser client may read (CORS `Access-Control-Expose-Headers`). */
+export const CORS_EXPOSED_HEADERS = [
+  'X-Request-Id',
+  'Idempotent-Replayed',
+  'Retry-After',
+  'RateLimit-Policy',
+  'RateLimit',
+  'X-RateLimit-Limit',
+  'X-RateLimit-Remaining',
+  'X-RateLimit-Reset',
+  'Allow',
+] as const;
 
 const REDOC_PAGE = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Pressroom API reference</title>
@@ -40,9 +56,26 @@ export function createApp(deps: AppDeps, options: AppOptions = {}) {
   app.use((req: Request, res: Response, next: NextFunction) => {
     const id = requestIdOf(req);
     res.locals.requestId = id;
+    res.locals.startedAt = performance.now();
     res.setHeader('X-Request-Id', id);
     next();
   });
+
+  // Browser clients (CORS_ORIGINS): preflights answer 204 with the methods and
+  // headers the API takes; answers expose the headers integrators read.
+  if (config.CORS_ORIGINS.length) {
+    const origins = config.CORS_ORIGINS;
+    app.use(
+      cors({
+        origin: origins.includes('*') ? '*' : origins,
+        methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+        allowedHeaders: ['Authorization', 'Content-Type', 'Idempotency-Key', 'X-Request-Id'],
+        exposedHeaders: [...CORS_EXPOSED_HEADERS],
+        maxAge: 600,
+        optionsSuccessStatus: 204,
+      }),
+    );
+  }
 
   app.get('/healthz', (_req, res) => {
     res.json({ data: { status: 'ok' }, meta: null });
@@ -71,7 +104,13 @@ export function createApp(deps: AppDeps, options: AppOptions = {}) {
   // Signed upload, view and download URLs of the disk storage driver.
   app.use(createStorageRouter(deps));
 
-  const json = express.json({ limit: config.BODY_LIMIT_BYTES, strict: false, type: ['application/json', 'application/*+json'] });
+  // The nesting depth is checked on the raw bytes before they are parsed (server/http/guard.ts).
+  const json = express.json({
+    limit: config.BODY_LIMIT_BYTES,
+    strict: false,
+    type: ['application/json', 'application/*+json'],
+    verify: (_req, _res, buf) => assertJsonDepth(buf),
+  });
   const router = express.Router();
   const allowed = new Map<string, string[]>();
   for (const op of openapi.operations) {
@@ -84,23 +123,29 @@ export function createApp(deps: AppDeps, options: AppOptions = {}) {
     if (!openapi.operations.some((o) => o.operationId === id)) throw new Error(`Handler ${id} has no operation in openapi.yaml`);
   }
   for (const [p, methods] of allowed) {
-    router.all(p, (req, res) => {
+    router.all(p, async (req, res) => {
+      await recordUnmatchedCall(deps, req, res, 405, 'METHOD_NOT_ALLOWED');
       res.setHeader('Allow', methods.join(', '));
       res.status(405).json(errorBody(res.locals.requestId, new ApiError(405, 'METHOD_NOT_ALLOWED', `${req.method} is not allowed here; use ${methods.join(', ')}.`, { allow: methods })));
     });
   }
   app.use(router);
 
-  app.use((req: Request, res: Response) => {
+  app.use(async (req: Request, res: Response) => {
+    await recordUnmatchedCall(deps, req, res, 404, 'NOT_FOUND');
     res.status(404).json(errorBody(res.locals.requestId, new ApiError(404, 'NOT_FOUND', `No route ${req.method} ${req.path}.`)));
   });
   // Body-parser failures (malformed JSON, too large) and anything unforeseen.
-  app.use((err: any, _req: Request, res: Response, _next: NextFunction) => {
+  app.use(async (err: any, req: Request, res: Response, _next: NextFunction) => {
     const e =
+      (err instanceof URIError
+        ? new ApiError(400, 'MALFORMED_URL', 'The URL is not valid: a percent-encoded sequence is not UTF-8.')
+        : null) ??
       bodyParserError(err, config.BODY_LIMIT_BYTES) ??
       toApiError(err) ??
       new ApiError(500, 'INTERNAL', 'Something went wrong on our side; quote the request id to support.');
     if (e.status >= 500) log.error('unhandled error', { requestId: res.locals.requestId, err });
+    if (e.code === 'MALFORMED_URL') await recordUnmatchedCall(deps, req, res, e.status, e.code);
     res.status(e.status).json(errorBody(res.locals.requestId, e));
   });
   return app;

@@ -27,6 +27,18 @@ export const ConfigSchema = z.object({
   SHUTDOWN_TIMEOUT_MS: int(25_000, 0),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error', 'silent']).default('info'),
   TRUST_PROXY: bool.default(false),
+  // Failed credentials (no, malformed or unknown bearer) per client address
+  // and minute before it is answered 429 AUTH_THROTTLED, and how many of them
+  // are audited one by one (the rest: one summary row per address and minute).
+  AUTH_FAILURE_LIMIT: int(30, 1),
+  AUTH_FAILURE_AUDIT: int(10, 0),
+  // Browser clients: origins allowed to call the API (comma-separated, or *);
+  // unset or empty: no CORS headers, and preflights are not answered.
+  CORS_ORIGINS: z
+    .string()
+    .optional()
+    .transform((v) => (v ?? '').split(',').map((o) => o.trim().replace(/\/+$/, '')).filter(Boolean))
+    .refine((list) => list.every((o) => o === '*' || /^https?:\/\/[^/\s]+$/i.test(o)), 'each origin is * or scheme://host[:port]'),
   // Connectors: webhook URLs that resolve to loopback or private networks are
   // refused (server-side request forgery) unless this is true.
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: bool.default(false),

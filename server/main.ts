@@ -1,5 +1,6 @@
-import { createServer } from 'node:http';
+import type { createServer } from 'node:http';
 import { createApp } from './app.ts';
+import { createHttpServer } from './http/server.ts';
 import { loadConfig } from './config.ts';
 import { openDatabase } from './db/open.ts';
 import { openPool } from './db/pool.ts';
@@ -20,7 +21,7 @@ export async function main() {
   let server: ReturnType<typeof createServer> | null = null;
   if (config.RUN_API) {
     const app = createApp(deps, { isMigrated: () => true });
-    server = createServer(app);
+    server = createHttpServer(app);
     // Uploads of large videos may take longer than Node's default 300 s.
     server.requestTimeout = 0;
     await new Promise<void>((resolve, reject) => {

@@ -4110,7 +4110,7 @@ export interface components {
         };
     };
     responses: {
-        /** @description Malformed JSON, unknown properties, or a value of the wrong type or out of bounds (`VALIDATION_FAILED` lists one entry per field in `details.fields`). */
+        /** @description Malformed JSON (`MALFORMED_JSON`), JSON nested deeper than 64 levels (`NESTING_TOO_DEEP`), an undecodable path (`MALFORMED_URL`), unknown properties or query parameters, a NUL character, or a value of the wrong type or out of bounds (`VALIDATION_FAILED` lists one entry per field in `details.fields`). */
         BadRequest: {
             headers: {
                 [name: string]: unknown;
@@ -4209,7 +4209,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The workspace's limit for this class of request is used up (`RATE_LIMITED`). */
+        /** @description The workspace's limit for this class of request is used up (`RATE_LIMITED`), or the client address sent too many failed credentials this minute (`AUTH_THROTTLED`). */
         RateLimited: {
             headers: {
                 "Retry-After": components["headers"]["Retry-After"];

@@ -45,6 +45,8 @@ const BUILTIN: Record<string, [number, string, string]> = {
   '42501': [403, 'FORBIDDEN', 'The credential may not do this.'],
 };
 
+const DATA_EXCEPTION: [number, string, string] = [400, 'VALIDATION_FAILED', 'A value is not valid for its field.'];
+
 export function toApiError(error: unknown): ApiError | null {
   if (error instanceof ApiError) return error;
   const pg = findPgError(error);
@@ -61,11 +63,15 @@ export function toApiError(error: unknown): ApiError | null {
     }
     return new ApiError(Number(m[1]), pg.detail || 'ERROR', pg.message ?? 'Request refused.', details);
   }
-  const builtin = BUILTIN[pg.code];
+  // Any other data exception (SQLSTATE class 22: a value the column or
+  // function cannot take, e.g. 22009 for a UTC offset beyond ±15:59) is the
+  // client's value, never a server failure.
+  const builtin = BUILTIN[pg.code] ?? (pg.code.startsWith('22') ? DATA_EXCEPTION : undefined);
   if (builtin) {
     const details: Record<string, unknown> = {};
     if (pg.constraint) details.constraint = pg.constraint;
     if (pg.column) details.field = pg.column;
+    if (pg.code.startsWith('22')) details.sqlstate = pg.code;
     return new ApiError(builtin[0], builtin[1], builtin[2], Object.keys(details).length ? details : null);
   }
   return null;
@@ -73,6 +79,7 @@ export function toApiError(error: unknown): ApiError | null {
 
 /** Errors of express.json (body-parser) as API errors. */
 export function bodyParserError(err: any, limitBytes: number): ApiError | null {
+  if (err?.type === 'entity.nesting.too.deep') return new ApiError(400, 'NESTING_TOO_DEEP', String(err.message));
   if (err?.type === 'entity.parse.failed') return new ApiError(400, 'MALFORMED_JSON', 'The body is not valid JSON.');
   if (err?.type === 'entity.too.large') return new ApiError(413, 'PAYLOAD_TOO_LARGE', `The body is larger than ${limitBytes} bytes.`);
   if (err?.type === 'encoding.unsupported' || err?.type === 'charset.unsupported') {
@@ -82,4 +89,29 @@ export function bodyParserError(err: any, limitBytes: number): ApiError | null {
     return new ApiError(err.status, 'BAD_REQUEST', String(err.message ?? 'Bad request.'));
   }
   return null;
+}
+
+/**
+ * The request fields a data exception (SQLSTATE class 22) is about, where it
+ * can be told: PostgreSQL quotes the value it could not take ('invalid input
+ * syntax for type uuid: "x"', 'time zone displacement out of range:
+ * "2030-01-01T00:00:00+16:00"'), and the fields of the request holding that
+ * very string are named. Empty when nothing matches.
+ */
+export function dataExceptionFields(error: unknown, input: Record<string, unknown>): { field: string; code: string; message: string }[] {
+  const pg = findPgError(error);
+  if (!pg?.code?.startsWith('22')) return [];
+  const quoted = /"((?:[^"\\]|\\.)*)"/.exec(pg.message ?? '')?.[1];
+  if (!quoted) return [];
+  const out: { field: string; code: string; message: string }[] = [];
+  const stack: [string, unknown][] = Object.entries(input);
+  while (stack.length && out.length < 20) {
+    const [field, v] = stack.pop()!;
+    if (typeof v === 'string' || typeof v === 'number') {
+      if (String(v) === quoted || (typeof v === 'number' && Number(quoted) === v)) out.push({ field, code: 'invalid_value', message: 'is not a value this field can take' });
+    } else if (v && typeof v === 'object') {
+      for (const [k, x] of Object.entries(v)) stack.push([`${field}.${k}`, x]);
+    }
+  }
+  return out.sort((a, b) => a.field.localeCompare(b.field));
 }

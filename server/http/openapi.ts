@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { parse } from 'yaml';
+import { isStorableDate, isStorableDateTime, nulProblems } from './guard.ts';
 
 // ajv-formats ships CommonJS; its default export is the function.
 type AddFormats = (ajv: Ajv) => Ajv;
@@ -68,6 +69,11 @@ export function loadOpenApi(file = OPENAPI_PATH) {
   const coercing = new Ajv({ allErrors: true, strict: false, validateSchema: false, coerceTypes: 'array', useDefaults: true });
   for (const ajv of [strict, coercing]) {
     addFormats(ajv);
+    // RFC 3339 as ajv-formats checks it, narrowed to what PostgreSQL stores
+    // (offsets up to ±15:59, years 0001-9999), so such a value is refused
+    // here with its field named instead of by SQL (server/http/guard.ts).
+    ajv.addFormat('date-time', isStorableDateTime);
+    ajv.addFormat('date', isStorableDate);
     ajv.addSchema(doc, 'openapi.json');
   }
   const resolve = (obj: any): any => {
@@ -123,7 +129,13 @@ export function loadOpenApi(file = OPENAPI_PATH) {
         bodyRequired: Boolean(rb?.required),
         idempotent: params.some((x: any) => x.in === 'header' && x.name.toLowerCase() === 'idempotency-key'),
         validate({ params: pv, query, headers, body }) {
-          const problems: FieldProblem[] = [];
+          // NUL in any string or key, wherever it arrives (server/http/guard.ts).
+          const problems: FieldProblem[] = [
+            ...nulProblems('path', pv),
+            ...nulProblems('query', query),
+            ...nulProblems('header', headers),
+            ...nulProblems('body', body),
+          ];
           if (!pathV(pv)) problems.push(...formatErrors('path', pathV.errors));
           if (!queryV(query)) problems.push(...formatErrors('query', queryV.errors));
           if (!headerV(headers)) problems.push(...formatErrors('header', headerV.errors));

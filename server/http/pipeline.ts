@@ -8,7 +8,7 @@ import type { ConnectorRegistry } from '../platforms/index.ts';
 import { sha256 } from '../security.ts';
 import type { MediaStorage } from '../storage/index.ts';
 import { ApiError, errorBody } from '../errors.ts';
-import { bodyParserError, toApiError } from './errors.ts';
+import { bodyParserError, dataExceptionFields, toApiError } from './errors.ts';
 import type { Operation } from './openapi.ts';
 import { checkQueryDefaults, type IdempotencyKey, type OperationId, type PathParams, type QueryParams, type RequestBody, type TypedResult } from './types.ts';
 
@@ -31,6 +31,10 @@ interface GateResult {
   workspaceRole?: string | null;
   rate?: { class: string; limit: number; remaining: number; reset: number; allowed: boolean };
   error?: { status: number; code: string; message: string; details?: Record<string, unknown> };
+  /** From api.gate_guarded: false for a refused credential beyond the first ones of the minute (summarized instead). */
+  audit?: boolean;
+  /** Seconds until a throttled address may try again (429 AUTH_THROTTLED). */
+  retryAfter?: number;
 }
 
 /** The success envelope as the pipeline sends it, whatever the operation. */
@@ -262,24 +266,34 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
     const headers: Record<string, string> = {};
     let idem: { key: string; claimed: boolean } | null = null;
     let actor: HandlerResult['actor'];
+    let audited = true;
     const wsParam = typeof req.params.workspaceId === 'string' && UUID.test(req.params.workspaceId) ? req.params.workspaceId : null;
+    // What validation accepted, to name the field of a data exception SQL raises later.
+    let input: Record<string, unknown> = {};
 
     try {
       const token = bearer(req);
-      if (token === '' || (token === null && !op.anonymous)) {
-        throw new ApiError(401, 'UNAUTHENTICATED', 'Send a bearer credential: Authorization: Bearer <API key or session token>.');
-      }
-      const bucket = op.anonymous ? `ip:${req.ip}` : null;
+      // A malformed bearer (or none, on a route that needs one) is a failed
+      // credential: api.gate_guarded counts it against the client address.
+      const sendsCredential = Boolean(token);
+      const bucket = op.anonymous && token !== '' ? `ip:${req.ip}` : null;
       gate = (await pool.oneFirst(sql.type(jsonResult)`
-        select api.gate(${token ? sql.binary(sha256(token)) : null}, ${wsParam}, ${op.throttle},
-                        ${op.minPlan}, ${bucket}) as result`)) as GateResult;
+        select api.gate_guarded(${sendsCredential ? sql.binary(sha256(token!)) : null}, ${wsParam}, ${op.throttle},
+                        ${op.minPlan}, ${bucket}, ${`ip:${req.ip}`}, ${config.AUTH_FAILURE_LIMIT}, ${config.AUTH_FAILURE_AUDIT}) as result`)) as GateResult;
+      if (gate.audit === false) audited = false;
       if (gate.rate) {
         headers['X-RateLimit-Limit'] = String(gate.rate.limit);
         headers['X-RateLimit-Remaining'] = String(gate.rate.remaining);
         headers['X-RateLimit-Reset'] = String(gate.rate.reset);
+        // The same, as the IETF HTTPAPI working group's RateLimit fields
+        // (draft-ietf-httpapi-ratelimit-headers): the policy of the class
+        // (quota per 60-second window) and what is left of it (README.md).
+        headers['RateLimit-Policy'] = `"${gate.rate.class}";q=${gate.rate.limit};w=60`;
+        headers.RateLimit = `"${gate.rate.class}";r=${gate.rate.remaining};t=${gate.rate.reset}`;
       }
       if (gate.error) {
-        const extra: Record<string, string> = gate.error.status === 429 && gate.rate ? { 'Retry-After': String(gate.rate.reset) } : {};
+        const retryAfter = gate.retryAfter ?? (gate.error.status === 429 ? gate.rate?.reset : undefined);
+        const extra: Record<string, string> = retryAfter !== undefined ? { 'Retry-After': String(retryAfter) } : {};
         throw new ApiError(gate.error.status, gate.error.code, gate.error.message, gate.error.details ?? null, extra);
       }
 
@@ -295,6 +309,7 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
       if (op.idempotent && req.get('idempotency-key') !== undefined) hdrs['idempotency-key'] = req.get('idempotency-key');
       const body: unknown = req.body;
       const problems = op.validate({ params, query, headers: hdrs, body });
+      input = { path: params, query, body };
       if (problems.length) {
         throw new ApiError(400, 'VALIDATION_FAILED', 'The request is not valid; see details.fields.', { fields: problems });
       }
@@ -394,8 +409,10 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
       status = result.status;
       payload = status === 204 ? undefined : result.envelope;
     } catch (error) {
-      const apiError = toApiError(error) ?? bodyParserError(error, config.BODY_LIMIT_BYTES);
+      let apiError = toApiError(error) ?? bodyParserError(error, config.BODY_LIMIT_BYTES);
       if (apiError) {
+        const fields = apiError.code === 'VALIDATION_FAILED' && !apiError.details?.fields ? dataExceptionFields(error, input) : [];
+        if (fields.length) apiError = new ApiError(apiError.status, apiError.code, apiError.message, { ...apiError.details, fields }, apiError.headers);
         status = apiError.status;
         errorCode = apiError.code;
         payload = errorBody(requestId, apiError);
@@ -425,7 +442,7 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
       const actorKind = p?.actorKind ?? (actor ? 'user' : 'anonymous');
       const actorId = p ? ((p.actorKind === 'api_key' ? p.apiKeyId : p.userId) ?? null) : (actor?.userId ?? null);
       try {
-        await pool.query(sql.unsafe`
+        if (audited) await pool.query(sql.unsafe`
           select audit.record(${actorKind}, ${actorId},
             ${p?.apiKeyPrefix ?? null}, ${p?.organizationId ?? actor?.organizationId ?? null}, ${gate.workspaceId ?? wsParam},
             ${op.method}, ${op.path}, ${status}, ${Number(durationMs.toFixed(3))}, ${errorCode}, ${requestId})`);

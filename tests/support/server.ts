@@ -1,6 +1,6 @@
 // A real Pressroom HTTP server on an ephemeral port over a fresh clone of
 // the migrated template, for one test file.
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import type { DatabasePool } from 'slonik';
@@ -11,6 +11,7 @@ import { openPool } from '../../server/db/pool.ts';
 import { applySettings } from '../../server/db/settings.ts';
 import { createAppDeps, type AppDeps } from '../../server/deps.ts';
 import { loadOpenApi } from '../../server/http/openapi.ts';
+import { createHttpServer } from '../../server/http/server.ts';
 import { createLogger } from '../../server/log.ts';
 import { cloneDatabase, type Cluster, type TestDatabase } from './db.ts';
 
@@ -44,7 +45,7 @@ export async function startTestServer(label: string, overrides: Partial<Config> 
   const db = await cloneDatabase(injectedCluster(), inject('template'), label);
   // Limits are out of the way unless a test sets them.
   const config = loadConfig(
-    { LOG_LEVEL: 'silent', ALLOW_SIGNUP: 'true', RATE_LIMIT_READ: '100000', RATE_LIMIT_WRITE: '100000', RATE_LIMIT_EXPENSIVE: '100000' } as NodeJS.ProcessEnv,
+    { LOG_LEVEL: 'silent', ALLOW_SIGNUP: 'true', RATE_LIMIT_READ: '100000', RATE_LIMIT_WRITE: '100000', RATE_LIMIT_EXPENSIVE: '100000', AUTH_FAILURE_LIMIT: '100000', AUTH_FAILURE_AUDIT: '100000' } as NodeJS.ProcessEnv,
     overrides,
   );
   // The request pool: 5 connections unless a test sets DB_POOL_SIZE.
@@ -52,7 +53,7 @@ export async function startTestServer(label: string, overrides: Partial<Config> 
   await applySettings(pool, config);
   const deps = createAppDeps({ pool, config, log: createLogger('silent') });
   const app = createApp(deps, { openapi });
-  const server: Server = createServer(app);
+  const server: Server = createHttpServer(app);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const owner = new pg.Client({ connectionString: db.ownerUrl });
   await owner.connect();
