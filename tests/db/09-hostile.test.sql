@@ -1,4 +1,4 @@
--- Hostile traffic (db/migrations/current/40-hostile.sql): failed credentials
+-- Hostile traffic (db/migrations/committed/000004-hostile-input.sql): failed credentials
 -- limited per client address and minute, audited one by one only up to a
 -- number and then as one summary row; authenticated calls matching no route
 -- audited with route null.

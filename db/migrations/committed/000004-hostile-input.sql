@@ -1,3 +1,8 @@
+--! Previous: sha1:2e63ce44744d6ada69295248c1de82d877242422
+--! Hash: sha1:3c98fcceb93f36e61c988d61391fcea5c1ca4aab
+--! Message: hostile input
+
+--! split: 40-hostile.sql
 -- Hostile traffic: failed credentials throttled per client address, bursts of
 -- them audited as one summary row per window, and authenticated calls to
 -- routes that do not exist audited with route null (README.md "Limits and
