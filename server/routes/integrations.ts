@@ -3,6 +3,7 @@ import { ApiError } from '../http/errors.ts';
 import type { HandlerContext, RouteDefinition } from '../http/pipeline.ts';
 import { ConnectorError, type IntegrationRef, type PlatformOption } from '../platforms/types.ts';
 import { checkWebhookUrl, WebhookUrlError } from '../net/ssrf.ts';
+import { issueWebhookSecret } from '../platforms/webhook.ts';
 
 /** Boards or video categories: SQL checks role, existence and the platform's capability; the connector lists. */
 async function listOptions(ctx: HandlerContext, capability: 'boards' | 'videoCategories') {
@@ -54,11 +55,14 @@ export const integrationsRoutes: Record<string, RouteDefinition> = {
       }
       return null;
     },
-    handle: async ({ call, body }) => ({
-      status: 201,
-      data: await call(sql.fragment`api.create_integration(${body.connector}, ${body.platform}, ${body.name},
-        ${body.username ?? null}, ${body.settings ? sql.jsonb(body.settings) : null}, ${body.url ?? null}, ${body.secret ?? null})`),
-    }),
+    // A webhook without a secret gets a Standard Webhooks one, shown in this
+    // answer only (db/migrations/current/20-webhook-secrets.sql checks its form).
+    handle: async ({ call, body }) => {
+      const issued = body.connector === 'webhook' && body.secret === undefined ? issueWebhookSecret() : null;
+      const data = await call(sql.fragment`api.create_integration(${body.connector}, ${body.platform}, ${body.name},
+        ${body.username ?? null}, ${body.settings ? sql.jsonb(body.settings) : null}, ${body.url ?? null}, ${issued ?? body.secret ?? null})`);
+      return { status: 201, data: issued ? { ...data, secret: issued } : data };
+    },
   },
   deleteIntegration_v1: {
     handle: async ({ call, params }) => ({ data: await call(sql.fragment`api.delete_integration(${params.id})`) }),
