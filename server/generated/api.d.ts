@@ -4208,7 +4208,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The request conflicts with the current state (`LAST_MANAGER`, `ALREADY_MEMBER`, `EMAIL_TAKEN`, `IDEMPOTENCY_KEY_IN_USE`, `CONFLICT`). */
+        /** @description The request conflicts with the current state (`LAST_MANAGER`, `ALREADY_MEMBER`, `IDEMPOTENCY_KEY_IN_USE`, `CONFLICT`). */
         Conflict: {
             headers: {
                 [name: string]: unknown;
