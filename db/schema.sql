@@ -2050,8 +2050,9 @@ create table app.users (
   constraint users_pkey PRIMARY KEY (id),
   constraint users_status_check CHECK ((status = ANY (ARRAY['active'::text, 'invited'::text, 'disabled'::text])))
 );
-comment on table app.users is 'A person with an account in exactly one organization, with an organization role (owner, admin, member) and a status (an active user has a password hash, an invited one has none). Emails are unique on the server, ignoring case (index users_email_key). A request sees its organization''s users (policy users_api_select) and may only add invited members without a password (policy users_api_insert, used by api.add_member).';
-CREATE UNIQUE INDEX users_email_key ON app.users USING btree (lower(email));
+comment on table app.users is 'A person with an account in exactly one organization, or an invitation of an organization, with an organization role (owner, admin, member) and a status (an active user has a password hash, an invited one has none). An address is one account on the server (index users_email_key, invitations excepted) and one user per organization (index users_organization_email_key), ignoring case. A request sees its organization''s users (policy users_api_select) and may only add invited members without a password (policy users_api_insert, used by api.add_member).';
+CREATE UNIQUE INDEX users_email_key ON app.users USING btree (lower(email)) WHERE (status <> 'invited'::text);
+CREATE UNIQUE INDEX users_organization_email_key ON app.users USING btree (organization_id, lower(email));
 CREATE INDEX users_organization_id_idx ON app.users USING btree (organization_id);
 alter table app.users enable row level security;
 alter table app.users force row level security;
@@ -5934,6 +5935,8 @@ declare
   v_user app.users;
   v_ws app.workspaces;
   v_session app.sessions;
+  v_refused constant text := 'Sign-up is not possible with these details. If you have an account, sign in; '
+    'otherwise ask an administrator of your organization to add you.';
 begin
   -- One sign-up at a time decides whether the install is still empty.
   perform pg_advisory_xact_lock(hashtext('pressroom.signup'));
@@ -5941,17 +5944,22 @@ begin
     perform app.raise(403, 'SIGNUP_CLOSED',
       'Sign-up is closed on this server; ask an administrator for an account (ALLOW_SIGNUP=true opens it).');
   end if;
-  if exists (select 1 from app.users where lower(email) = lower(p_email)) then
-    perform app.raise(409, 'EMAIL_TAKEN', 'An account with this email already exists.',
-      jsonb_build_object('field', 'email'));
+  -- An address with an account (active or disabled) cannot sign up again;
+  -- the refusal names no reason. Invitations are not accounts.
+  if exists (select 1 from app.users where lower(email) = lower(p_email) and status <> 'invited') then
+    perform app.raise(403, 'SIGNUP_REFUSED', v_refused);
   end if;
   insert into app.organizations (name, plan, trial_ends_at)
   values (p_organization_name, p_plan,
           case when p_plan = 'trial' then now() + make_interval(days => p_trial_days) end)
   returning * into v_org;
-  insert into app.users (organization_id, email, password_hash, org_role, status)
-  values (v_org.id, p_email, p_password_hash, 'owner', 'active')
-  returning * into v_user;
+  begin
+    insert into app.users (organization_id, email, password_hash, org_role, status)
+    values (v_org.id, p_email, p_password_hash, 'owner', 'active')
+    returning * into v_user;
+  exception when unique_violation then
+    perform app.raise(403, 'SIGNUP_REFUSED', v_refused);
+  end;
   insert into app.workspaces (organization_id, name) values (v_org.id, p_workspace_name)
   returning * into v_ws;
   insert into app.workspace_members (workspace_id, user_id, organization_id, role)
@@ -5967,7 +5975,7 @@ begin
 end
 $function$;
 alter function app.signup_with_policy(text,text,text,text,bytea,integer,boolean,text,integer) owner to pressroom_definer;
-comment on function app.signup_with_policy(text,text,text,text,bytea,integer,boolean,text,integer) is 'Sign-up''s body with the policy given; called by api.signup with the settings in force.';
+comment on function app.signup_with_policy(text,text,text,text,bytea,integer,boolean,text,integer) is 'Sign-up''s body with the policy given; called by api.signup with the settings in force. Raises 403 SIGNUP_CLOSED, and 403 SIGNUP_REFUSED (no reason named) for an address that has an account.';
 revoke all on function app.signup_with_policy(text,text,text,text,bytea,integer,boolean,text,integer) from public;
 
 CREATE OR REPLACE FUNCTION app.snapshot_effective(p jsonb)
@@ -7074,6 +7082,31 @@ grant execute on function app.user_workspace_roles(uuid) to pressroom_api;
 grant execute on function app.user_workspace_roles(uuid) to pressroom_worker;
 revoke all on function app.user_workspace_roles(uuid) from public;
 
+CREATE OR REPLACE FUNCTION app.webhook_secret_key_length(p_secret text)
+ RETURNS integer
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $function$
+declare
+  v_len int;
+begin
+  if p_secret is null or p_secret !~ '^whsec_[A-Za-z0-9+/]+={0,2}$' or length(p_secret) > 6 + 88 then
+    return null;
+  end if;
+  begin
+    v_len := length(decode(substr(p_secret, 7), 'base64'));
+  exception when others then
+    return null;
+  end;
+  return case when v_len between 24 and 64 then v_len end;
+end
+$function$;
+comment on function app.webhook_secret_key_length(text) is 'Bytes of key material of a Standard Webhooks secret whsec_<base64> (24 to 64), or null when the text is not such a secret; api.create_integration refuses new secrets for which it is null.';
+grant execute on function app.webhook_secret_key_length(text) to pressroom_api;
+grant execute on function app.webhook_secret_key_length(text) to pressroom_definer;
+grant execute on function app.webhook_secret_key_length(text) to pressroom_worker;
+revoke all on function app.webhook_secret_key_length(text) from public;
+
 CREATE OR REPLACE FUNCTION app.work_claim(p_kind text, p_subject uuid, p_seconds integer)
  RETURNS uuid
  LANGUAGE plpgsql
@@ -7214,17 +7247,20 @@ declare
   v_member app.workspace_members;
 begin
   perform app.require_role('manager');
+  -- The request sees only its organization's users (policy users_api_select):
+  -- what happens next never depends on other organizations.
   select id into v_user from app.users where lower(email) = lower(p_email);
   if v_user.id is null then
-    -- Not in this organization (another organization's users are invisible
-    -- here): create an invited user of this organization.
+    -- Not a user of this organization: invite one, whether or not the
+    -- address has an account elsewhere (an invitation is not an account).
     begin
       insert into app.users (organization_id, email, org_role, status)
       values (app.current_organization_id(), p_email, 'member', 'invited')
       returning id into v_user;
     exception when unique_violation then
-      perform app.raise(409, 'EMAIL_TAKEN', 'This email belongs to an account outside this organization.',
-        jsonb_build_object('field', 'email'));
+      -- Only users_organization_email_key can refuse an invitation: a
+      -- concurrent request invited the same address into this organization.
+      select id into v_user from app.users where lower(email) = lower(p_email);
     end;
   end if;
   if exists (select 1 from app.workspace_members
@@ -7239,7 +7275,7 @@ begin
 end
 $function$;
 alter function api.add_member(text,text) owner to pressroom_api;
-comment on function api.add_member(text,text) is 'Serves POST /v1/workspaces/{workspaceId}/members (addMember_v1). Adds a user of the organization to the workspace with a role, inviting a new user of the organization when the email is unknown. Requires the manager role; raises 409 ALREADY_MEMBER and 409 EMAIL_TAKEN (the email belongs to another organization).';
+comment on function api.add_member(text,text) is 'Serves POST /v1/workspaces/{workspaceId}/members (addMember_v1). Adds a user of the organization to the workspace with a role, inviting a new user of the organization when the address is not one of its users, whether or not it has an account in another organization (nothing outside the caller''s organization is looked at). Requires the manager role; raises 409 ALREADY_MEMBER.';
 grant execute on function api.add_member(text,text) to pressroom_request;
 revoke all on function api.add_member(text,text) from public;
 
@@ -8035,9 +8071,11 @@ begin
         'The webhook url must be an http or https URL without credentials, at most 2048 characters.',
         jsonb_build_object('field', 'url'));
     end if;
-    if length(p_webhook_secret) not between 16 and 512 then
-      perform app.raise(400, 'VALIDATION_FAILED', 'secret must have 16 to 512 characters.',
-        jsonb_build_object('fields', jsonb_build_array(jsonb_build_object('field', 'body.secret', 'code', 'length', 'message', 'must have 16 to 512 characters'))));
+    if app.webhook_secret_key_length(p_webhook_secret) is null then
+      perform app.raise(400, 'VALIDATION_FAILED',
+        'secret must be a Standard Webhooks secret: whsec_ followed by the base64 of 24 to 64 random bytes (omit it and one is issued).',
+        jsonb_build_object('fields', jsonb_build_array(jsonb_build_object('field', 'body.secret', 'code', 'format',
+          'message', 'must be whsec_ followed by the base64 of 24 to 64 bytes'))));
     end if;
     select array_agg(k) into v_bad from jsonb_object_keys(v_settings) k where k <> 'boards';
     if v_bad is not null
@@ -8067,7 +8105,7 @@ begin
 end
 $function$;
 alter function api.create_integration(text,text,text,text,jsonb,text,text) owner to pressroom_api;
-comment on function api.create_integration(text,text,text,text,jsonb,text,text) is 'Serves POST /v1/workspaces/{workspaceId}/integrations (createIntegration_v1). Connects an account through a connector that needs no OAuth (sandbox, or webhook whose URL the server resolved and checked before this call) and normalizes its settings. Requires the manager role; raises 400 UNKNOWN_CONNECTOR, UNKNOWN_PLATFORM, INVALID_SETTINGS, INVALID_WEBHOOK_URL and VALIDATION_FAILED.';
+comment on function api.create_integration(text,text,text,text,jsonb,text,text) is 'Serves POST /v1/workspaces/{workspaceId}/integrations (createIntegration_v1). Connects an account through a connector that needs no OAuth (sandbox, or webhook whose URL the server resolved and checked before this call, with a Standard Webhooks secret whsec_<base64 of 24 to 64 bytes>, issued by the server when the request names none) and normalizes its settings. Requires the manager role; raises 400 UNKNOWN_CONNECTOR, UNKNOWN_PLATFORM, INVALID_SETTINGS, INVALID_WEBHOOK_URL and VALIDATION_FAILED.';
 grant execute on function api.create_integration(text,text,text,text,jsonb,text,text) to pressroom_definer;
 grant execute on function api.create_integration(text,text,text,text,jsonb,text,text) to pressroom_request;
 revoke all on function api.create_integration(text,text,text,text,jsonb,text,text) from public;
@@ -9699,16 +9737,20 @@ CREATE OR REPLACE FUNCTION api.list_members()
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
+declare
+  v_sees_email boolean;
 begin
-  perform app.require_role('manager');
+  perform app.require_role('viewer');
+  v_sees_email := app.current_workspace_role() = 'manager';
   return (
-    select coalesce(jsonb_agg(app.member_json(m) order by m.created_at, m.user_id), '[]')
+    select coalesce(jsonb_agg(case when v_sees_email then app.member_json(m) else app.member_json(m) - 'email' end
+                              order by m.created_at, m.user_id), '[]')
     from app.workspace_members m
     where m.workspace_id = app.current_workspace_id());
 end
 $function$;
 alter function api.list_members() owner to pressroom_api;
-comment on function api.list_members() is 'Serves GET /v1/workspaces/{workspaceId}/members (listMembers_v1). The members of the workspace with their roles. Requires the manager role.';
+comment on function api.list_members() is 'Serves GET /v1/workspaces/{workspaceId}/members (listMembers_v1). The members of the workspace with their roles. Requires the viewer role; email is included only for a caller whose role in the workspace is manager.';
 grant execute on function api.list_members() to pressroom_request;
 revoke all on function api.list_members() from public;
 
@@ -10577,7 +10619,7 @@ AS $function$
     app.setting('default_plan') #>> '{}', app.setting_int('trial_days'))
 $function$;
 alter function api.signup(text,text,text,text,bytea) owner to pressroom_definer;
-comment on function api.signup(text,text,text,text,bytea) is 'Serves POST /v1/auth/signup (signup_v1): creates an organization with the plan in force (default_plan, trial_days), its owner, a first workspace and a session. After the first organization, refused with 403 SIGNUP_CLOSED unless allow_signup is on.';
+comment on function api.signup(text,text,text,text,bytea) is 'Serves POST /v1/auth/signup (signup_v1): creates an organization with the plan in force (default_plan, trial_days), its owner, a first workspace and a session. After the first organization, refused with 403 SIGNUP_CLOSED unless allow_signup is on; an address that has an account is refused with 403 SIGNUP_REFUSED, which names no reason.';
 grant execute on function api.signup(text,text,text,text,bytea) to pressroom_request;
 revoke all on function api.signup(text,text,text,text,bytea) from public;
 

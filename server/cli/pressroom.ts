@@ -38,9 +38,14 @@ Commands:
   create-user     --org ORG_ID --email EMAIL <password> [--org-role owner|admin|member]
                   Creates an active user who can sign in (org role: member unless
                   given). Prints the user (never the password hash).
-  reset-password  --email EMAIL <password>
+  reset-password  --email EMAIL [--org ORG_ID] <password>
                   Sets a user's password, makes the user active (an invited user
-                  can then sign in) and revokes the user's open sessions.
+                  can then sign in) and revokes the user's open sessions. An
+                  address may be one account and invitations of other
+                  organizations: without --org the account is chosen, else the
+                  oldest invitation; --org picks that organization's user. An
+                  invitation cannot be activated while its address has an
+                  account elsewhere (EMAIL_TAKEN).
                   Prints {userId, email, status, previousStatus, sessionsRevoked}.
   app-password    <password>
                   Sets the login password of pressroom_app, the role the API pool
@@ -292,20 +297,32 @@ export const COMMANDS: Record<string, Command> = {
 
   'reset-password': command({
     summary: "Sets a user's password and revokes the user's sessions",
-    flags: ['email'],
+    flags: ['email', 'org'],
     required: ['email'],
     takesPassword: true,
-    schema: z.object({ email, password }),
+    schema: z.object({ email, password, org: orgId.optional() }),
     run: async ({ client }, input) => {
       const hash = await hashPassword(input.password);
       return inTransaction(client, async () => {
+        // Invitations of several organizations may share an address with one
+        // account (db/migrations/current/30-no-email-enumeration.sql): the
+        // account first, then the oldest invitation, unless --org chooses.
         const found = await client.query<{ id: string; email: string; status: string }>(
-          'select id, email, status from app.users where lower(email) = lower($1) for update',
-          [input.email],
+          `select id, email, status from app.users
+           where lower(email) = lower($1) and ($2::uuid is null or organization_id = $2::uuid)
+           order by status = 'invited', created_at, id limit 1 for update`,
+          [input.email, input.org ?? null],
         );
         const user = found.rows[0];
-        if (!user) throw new CliError('USER_NOT_FOUND', `No user has the email ${input.email}.`, { field: '--email' });
-        await client.query(`update app.users set password_hash = $2, status = 'active' where id = $1`, [user.id, hash]);
+        if (!user) throw new CliError('USER_NOT_FOUND', `No user has the email ${input.email}${input.org ? ' in that organization' : ''}.`, { field: '--email' });
+        try {
+          await client.query(`update app.users set password_hash = $2, status = 'active' where id = $1`, [user.id, hash]);
+        } catch (e) {
+          if ((e as { constraint?: string }).constraint === 'users_email_key') {
+            throw new CliError('EMAIL_TAKEN', `The address ${input.email} has an account in another organization; this invitation stays pending.`, { field: '--email' });
+          }
+          throw e;
+        }
         const revoked = await client.query(
           'update app.sessions set revoked_at = now() where user_id = $1 and revoked_at is null and expires_at > now()',
           [user.id],

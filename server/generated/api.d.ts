@@ -18,6 +18,15 @@ export interface paths {
          * @description Open while the server has no organization yet, or when the operator set
          *     `ALLOW_SIGNUP=true`; otherwise 403 `SIGNUP_CLOSED`. The new organization gets the
          *     server's default plan (`DEFAULT_PLAN`, default `trial`).
+         *
+         *     An address that already belongs to an account (of any organization) cannot sign up
+         *     again: the answer is 403 `SIGNUP_REFUSED`, whose message and details name no reason and
+         *     no organization, so it does not say that or where the address has an account. (Sign-up
+         *     creates a session at once and the server sends no e-mail, so on a server with open
+         *     sign-up a refusal itself tells the caller that this address cannot be used; the route is
+         *     throttled per client with the `expensive` class, and a server whose sign-up is closed
+         *     answers `SIGNUP_CLOSED` to every address before looking at it.) An address that was only
+         *     invited by some organization, without an account, may sign up.
          */
         post: operations["signup_v1"];
         delete?: never;
@@ -94,14 +103,28 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** List the workspace's members (manager role) */
+        /**
+         * List the workspace's members (viewer role)
+         * @description Every role of the workspace may list its members (reviews pick approvers from them).
+         *     E-mail addresses are private to managers: a caller whose role in the workspace is
+         *     `manager` (organization owners and admins act as managers) sees `email` on every member;
+         *     viewers and editors see each member's `userId`, `role`, `orgRole`, `status`, `createdAt`
+         *     and `updatedAt`, without `email`. An API key sees what its effective role allows.
+         */
         get: operations["listMembers_v1"];
         put?: never;
         /**
          * Add a member (manager role)
-         * @description Adds a user of the organization with the given role, or creates an invited user for an
-         *     email not yet known (an invited user signs in once an administrator sets a password with
-         *     `pressroom reset-password`).
+         * @description Adds a user of the organization with the given role, or, for an address that is not a
+         *     user of this organization, creates an invited user of this organization (`status:
+         *     invited`) and adds it. The answer is the same 201 whether or not the address has an
+         *     account in another organization: another organization's users are never looked at, so
+         *     this operation reveals nothing about addresses outside the caller's organization, and an
+         *     account elsewhere is left untouched. An invitation is pending until its address's owner
+         *     accepts it, which today means an administrator of the server sets its password with
+         *     `pressroom reset-password --email ADDRESS --org ORG_ID`; a person has one active account,
+         *     so an invitation whose address has an account elsewhere stays pending until that account
+         *     is gone. 409 `ALREADY_MEMBER` when the user is already a member of this workspace.
          */
         post: operations["addMember_v1"];
         delete?: never;
@@ -907,12 +930,20 @@ export interface paths {
          *       is refused for good), `transient-then-succeed` (the first attempt fails temporarily,
          *       retries succeed) or `unknown` (the outcome is never confirmed).
          *       `{"connector": "sandbox", "platform": "x", "name": "Acme on X"}`
-         *     - `webhook` sends each publish as a signed HTTP POST (`X-Pressroom-Signature:
-         *       t=<unix>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`) to `url`; `secret` is stored to
-         *       sign and is never shown again. A board platform's receiver may name its boards in
-         *       `settings.boards`.
+         *     - `webhook` sends each publish as an HTTP POST to `url`, signed the Standard Webhooks
+         *       way (https://www.standardwebhooks.com): headers `webhook-id`, `webhook-timestamp` and
+         *       `webhook-signature: v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">`.
+         *       The HMAC key is the secret's key material: for `whsec_<base64>` the decoded bytes.
+         *       Omit `secret` and the server issues `whsec_` + base64 of 32 random bytes, returned once
+         *       as `data.secret`; or send your own `whsec_` secret (24 to 64 bytes of key material). It
+         *       is stored to sign and never shown again. Receivers verify with any Standard Webhooks
+         *       library as is, e.g. `new Webhook(secret).verify(body, headers)` of the `standardwebhooks`
+         *       npm package. (Integrations created before secrets were issued this way may hold a secret
+         *       without the prefix; they are still signed with its UTF-8 bytes as the key, so their
+         *       receivers keep working and pass `{format: 'raw'}` to that library.) A board platform's
+         *       receiver may name its boards in `settings.boards`.
          *       `{"connector": "webhook", "platform": "linkedin", "name": "Acme on LinkedIn", "url":
-         *       "https://hooks.example.com/pressroom", "secret": "a-long-random-signing-secret"}`
+         *       "https://hooks.example.com/pressroom"}`
          *
          *     The webhook `url` must be `http` or `https` without credentials. Its host is resolved
          *     when the integration is created (and again at every delivery): when any of its
@@ -922,8 +953,9 @@ export interface paths {
          *     `WEBHOOK_ALLOW_PRIVATE_NETWORKS=true`; a host that does not resolve answers 400
          *     `WEBHOOK_HOST_UNRESOLVABLE`; a malformed URL 400 `INVALID_WEBHOOK_URL`.
          *     Other refusals: 400 `UNKNOWN_PLATFORM`, `INVALID_SETTINGS` (a setting of the other
-         *     connector, or an unknown behavior), `VALIDATION_FAILED` (`url`/`secret` missing for a
-         *     webhook or sent for a sandbox).
+         *     connector, or an unknown behavior), `VALIDATION_FAILED` (`url` missing for a webhook,
+         *     `url`/`secret` sent for a sandbox, or a `secret` that is not `whsec_` + base64 of 24 to 64
+         *     bytes).
          *
          *     `data.id` of the answer is the integration id used by content (`channels[].integrationId`).
          */
@@ -2448,7 +2480,8 @@ export interface components {
         Member: {
             /** Format: uuid */
             userId: string;
-            email: string;
+            /** @description The member's address; present only when the caller's role in the workspace is manager (addresses are private to managers). */
+            email?: string;
             /** @enum {string} */
             role: "viewer" | "editor" | "manager";
             /** @enum {string} */
@@ -3345,6 +3378,12 @@ export interface components {
             settings: components["schemas"]["IntegrationSettings"];
             /** @description The webhook connector's URL; null for other connectors. The secret is never returned. */
             webhookUrl: string | null;
+            /**
+             * @description Only in the 201 answer that created a webhook integration without a `secret` in the
+             *     request: the Standard Webhooks secret the server issued (`whsec_` + base64 of 32 random
+             *     bytes). It is shown this once; store it in the receiver.
+             */
+            secret?: string;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -3408,7 +3447,7 @@ export interface components {
         };
         /**
          * @description `{"connector": "sandbox", "platform", "name", "username"?, "settings"?: {"behavior"}}` or
-         *     `{"connector": "webhook", "platform", "name", "username"?, "url", "secret", "settings"?: {"boards"}}`.
+         *     `{"connector": "webhook", "platform", "name", "username"?, "url", "secret"?, "settings"?: {"boards"}}`.
          */
         CreateIntegrationDto: {
             /** @enum {string} */
@@ -3421,7 +3460,12 @@ export interface components {
             settings?: components["schemas"]["IntegrationSettings"];
             /** @description Webhook only (required there). Where each signed POST goes. */
             url?: string;
-            /** @description Webhook only (required there). Signs each POST; stored, never returned. */
+            /**
+             * @description Webhook only, optional: a Standard Webhooks secret, `whsec_` followed by the base64 of 24 to
+             *     64 random bytes. Omit it and the server issues one (32 bytes) and returns it once in the
+             *     answer's `secret`. Stored, never shown again.
+             * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
+             */
             secret?: string;
         };
         IntegrationDeletion: {
@@ -4146,7 +4190,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The credential may not do this (`WORKSPACE_FORBIDDEN`, `ROLE_REQUIRED`, `SESSION_REQUIRED`, `SIGNUP_CLOSED`). */
+        /** @description The credential may not do this (`WORKSPACE_FORBIDDEN`, `ROLE_REQUIRED`, `SESSION_REQUIRED`, `SIGNUP_CLOSED`, `SIGNUP_REFUSED`). */
         Forbidden: {
             headers: {
                 [name: string]: unknown;
@@ -4164,7 +4208,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description The request conflicts with the current state (`LAST_MANAGER`, `ALREADY_MEMBER`, `EMAIL_TAKEN`, `IDEMPOTENCY_KEY_IN_USE`, `CONFLICT`). */
+        /** @description The request conflicts with the current state (`LAST_MANAGER`, `ALREADY_MEMBER`, `IDEMPOTENCY_KEY_IN_USE`, `CONFLICT`). */
         Conflict: {
             headers: {
                 [name: string]: unknown;
@@ -4366,7 +4410,6 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             403: components["responses"]["Forbidden"];
-            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];

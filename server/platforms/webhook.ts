@@ -17,14 +17,19 @@
 // seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of
 // "<webhook-id>.<webhook-timestamp>.<raw body>">`. The HMAC key is the
 // secret's bytes: for a Standard Webhooks secret `whsec_<base64>` the decoded
-// base64, otherwise the secret's UTF-8 bytes. verifyWebhookSignature() is the
-// receiver's side. `X-Pressroom-Event` names the event and `Idempotency-Key`
+// base64, otherwise the secret's UTF-8 bytes. New integrations always get a
+// `whsec_` secret (issueWebhookSecret(), or one of that form given by the
+// caller: db/migrations/current/20-webhook-secrets.sql), which receivers pass
+// as is to a Standard Webhooks library; integrations created before hold a
+// secret without the prefix, documented then as raw, and are still signed
+// with its UTF-8 bytes (their receivers use the library's `{format: 'raw'}`).
+// verifyWebhookSignature() is the receiver's side. `X-Pressroom-Event` names the event and `Idempotency-Key`
 // repeats the message id.
 //
 // Answers: 2xx published (a JSON `permalink` and `platformPostId`/`id` in the
 // answer are recorded), 4xx a permanent failure, any other answer transient,
 // no answer after the request was sent (timeout, reset) an unknown outcome.
-import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
@@ -63,6 +68,14 @@ export {
 // ---------------------------------------------------------------------------
 // Signing and delivery
 // ---------------------------------------------------------------------------
+
+/** Bytes of key material of an issued secret (the convention asks for 24 to 64). */
+export const WEBHOOK_SECRET_BYTES = 32;
+
+/** A new Standard Webhooks secret: `whsec_` + base64 of 32 random bytes. */
+export function issueWebhookSecret(): string {
+  return `whsec_${randomBytes(WEBHOOK_SECRET_BYTES).toString('base64')}`;
+}
 
 /** The HMAC key of a secret: `whsec_<base64>` decoded, otherwise its UTF-8 bytes. */
 export function webhookSecretKey(secret: string): Buffer {

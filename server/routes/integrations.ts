@@ -2,7 +2,9 @@ import { sql } from '../db/pool.ts';
 import { ApiError } from '../http/errors.ts';
 import type { HandlerContext, RouteTable } from '../http/pipeline.ts';
 import { ConnectorError, type IntegrationRef, type PlatformOption } from '../platforms/types.ts';
+import type { ResponseData } from '../http/types.ts';
 import { checkWebhookUrl, WebhookUrlError } from '../net/ssrf.ts';
+import { issueWebhookSecret } from '../platforms/webhook.ts';
 
 /** What api.integration_for_listing answers: the integration a connector acts for. */
 type ListingIntegration = Omit<IntegrationRef, 'settings'> & { settings: Record<string, unknown> | null };
@@ -60,11 +62,14 @@ export const integrationsRoutes = {
       }
       return null;
     },
-    handle: async ({ call, body }) => ({
-      status: 201,
-      data: await call(sql.fragment`api.create_integration(${body.connector}, ${body.platform}, ${body.name},
-        ${body.username ?? null}, ${body.settings ? sql.jsonb(body.settings) : null}, ${body.url ?? null}, ${body.secret ?? null})`),
-    }),
+    // A webhook without a secret gets a Standard Webhooks one, shown in this
+    // answer only (api.create_integration checks its form).
+    handle: async ({ call, body }) => {
+      const issued = body.connector === 'webhook' && body.secret === undefined ? issueWebhookSecret() : null;
+      const data = await call<ResponseData<'createIntegration_v1'>>(sql.fragment`api.create_integration(${body.connector}, ${body.platform}, ${body.name},
+        ${body.username ?? null}, ${body.settings ? sql.jsonb(body.settings) : null}, ${body.url ?? null}, ${issued ?? body.secret ?? null})`);
+      return { status: 201, data: issued ? { ...data, secret: issued } : data };
+    },
   },
   deleteIntegration_v1: {
     handle: async ({ call, params }) => ({ data: await call(sql.fragment`api.delete_integration(${params.id})`) }),

@@ -38,8 +38,14 @@ const HEAD_MAX = 1024 * 1024;
 const MOOV_MAX = 64 * 1024 * 1024;
 const INT_MAX = 2_147_483_647;
 
-const dim = (n: number | null | undefined): number | null => (n && Number.isFinite(n) && n > 0 && n <= INT_MAX ? Math.floor(n) : null);
-const ms = (n: number | null | undefined): number | null => (n !== null && n !== undefined && Number.isFinite(n) && n > 0 && n <= INT_MAX ? Math.round(n) : null);
+/** A whole number in 1..INT_MAX after rounding, else null (damaged headers give 0.3 px or 0.4 ms). */
+const positive = (n: number | null | undefined, round: (x: number) => number): number | null => {
+  if (n === null || n === undefined || !Number.isFinite(n)) return null;
+  const v = round(n);
+  return v > 0 && v <= INT_MAX ? v : null;
+};
+const dim = (n: number | null | undefined): number | null => positive(n, Math.floor);
+const ms = (n: number | null | undefined): number | null => positive(n, Math.round);
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 const none = (reason: string): MediaFacts => ({ type: null, contentType: null, format: null, width: null, height: null, durationMs: null, reason });

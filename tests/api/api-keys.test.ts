@@ -143,10 +143,16 @@ describe('key use', () => {
     const mgr = await orgUser(owner, email);
     await api.post(`/v1/workspaces/${owner.workspaceId}/members`, { email, role: 'manager' }, { token: owner.token });
     const key = await createKey(api, mgr.token, owner.workspaceId, { role: 'manager' });
-    expect((await api.get(`/v1/workspaces/${owner.workspaceId}/members`, { token: key.key })).status).toBe(200);
-    // The creator is demoted to viewer: the key follows at once.
+    const asManager = await api.get(`/v1/workspaces/${owner.workspaceId}/members`, { token: key.key });
+    expect(asManager.status).toBe(200);
+    expect(asManager.body.data.every((m: any) => typeof m.email === 'string')).toBe(true);
+    // The creator is demoted to viewer: the key follows at once (it reads members without
+    // e-mail addresses, and may no longer add any).
     await api.patch(`/v1/workspaces/${owner.workspaceId}/members/${mgr.userId}`, { role: 'viewer' }, { token: owner.token });
-    const res = await api.get(`/v1/workspaces/${owner.workspaceId}/members`, { token: key.key });
+    const listed = await api.get(`/v1/workspaces/${owner.workspaceId}/members`, { token: key.key });
+    expect(listed.status).toBe(200);
+    expect(listed.body.data.some((m: any) => 'email' in m)).toBe(false);
+    const res = await api.post(`/v1/workspaces/${owner.workspaceId}/members`, { email: `late-${owner.userId.slice(0, 6)}@example.com`, role: 'viewer' }, { token: key.key });
     expect(res.status).toBe(403);
     expect(res.body.error.code).toBe('ROLE_REQUIRED');
     const ws = await api.get('/v1/workspaces', { token: key.key });

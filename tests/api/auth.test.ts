@@ -34,10 +34,34 @@ describe('POST /v1/auth/signup', () => {
     expect(sess.rows[0].n).toBe(1);
   });
 
-  it('refuses a taken email (case-insensitively) with 409 EMAIL_TAKEN', async () => {
+  // It used to answer 409 EMAIL_TAKEN "An account with this email already exists."
+  it('refuses an address that has an account (case-insensitively) with 403 SIGNUP_REFUSED, naming no reason', async () => {
     const res = await api.post('/v1/auth/signup', { email: 'ada@example.COM', password: 'correct horse battery staple', organizationName: 'Other', workspaceName: 'X' });
-    expect(res.status).toBe(409);
-    expect(res.body.error.code).toBe('EMAIL_TAKEN');
+    expect(res.status).toBe(403);
+    expect(res.body.error.code).toBe('SIGNUP_REFUSED');
+    expect(res.body.error.message).not.toMatch(/exist|taken|organi[sz]ation .*has/i);
+    expect(res.body.error.details ?? {}).toEqual({});
+    // Nothing was created.
+    const orgs = await server.owner.query(`select count(*)::int as n from app.organizations where name = 'Other'`);
+    expect(orgs.rows[0].n).toBe(0);
+  });
+
+  it('an address only invited by another organization signs up (an invitation is not an account)', async () => {
+    const a = await signup(api);
+    const email = `invited-${a.userId.slice(0, 8)}@example.com`;
+    const inv = await api.post(`/v1/workspaces/${a.workspaceId}/members`, { email, role: 'viewer' }, { token: a.token });
+    expect(inv.status).toBe(201);
+    const res = await api.post('/v1/auth/signup', { email, password: 'correct horse battery staple', organizationName: 'Own', workspaceName: 'W' });
+    expect(res.status).toBe(201);
+    expect(res.body.data.user).toMatchObject({ email, status: 'active', orgRole: 'owner' });
+    expect(res.body.data.user.id).not.toBe(inv.body.data.userId);
+    // The invitation in a's organization stays as it was.
+    const list = await api.get(`/v1/workspaces/${a.workspaceId}/members`, { token: a.token });
+    expect(list.body.data.find((m: any) => m.userId === inv.body.data.userId)).toMatchObject({ email, status: 'invited' });
+    // The new owner signs in to the new account.
+    const session = await api.post('/v1/auth/sessions', { email, password: 'correct horse battery staple' });
+    expect(session.status).toBe(201);
+    expect(session.body.data.user.id).toBe(res.body.data.user.id);
   });
 
   it('validates every field, one entry per field', async () => {
@@ -59,6 +83,10 @@ describe('sign-up closed', () => {
       const second = await c.post('/v1/auth/signup', { email: 'second@example.com', password: 'correct horse battery staple', organizationName: 'Second', workspaceName: 'W' });
       expect(second.status).toBe(403);
       expect(second.body.error.code).toBe('SIGNUP_CLOSED');
+      // Closed, an address with an account gets exactly the answer an unknown one gets.
+      const taken = await c.post('/v1/auth/signup', { email: 'FIRST@example.com', password: 'correct horse battery staple', organizationName: 'Again', workspaceName: 'W' });
+      expect(taken.status).toBe(second.status);
+      expect({ ...taken.body.error, requestId: null }).toEqual({ ...second.body.error, requestId: null });
     } finally {
       await closed.close();
     }

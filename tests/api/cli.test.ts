@@ -306,6 +306,27 @@ describe('pressroom CLI against DATABASE_URL', { timeout: 60_000 }, () => {
     expect(second).toMatchObject({ previousStatus: 'active', sessionsRevoked: 0 });
   });
 
+  it('reset-password with an address that is an account and invitations of other organizations', async () => {
+    // An invitation is not an account (db/migrations/current/30-no-email-enumeration.sql).
+    const [home, first, second] = await Promise.all(['Home Co', 'First Inviter Co', 'Second Inviter Co'].map((n) => ok(['create-org', '--name', n], env)));
+    const email = `shared-${uniq()}@example.com`;
+    const invite = async (orgId: string) =>
+      (await owner.query("insert into app.users (organization_id, email, org_role, status) values ($1, $2, 'member', 'invited') returning id", [orgId, email])).rows[0].id as string;
+    const firstInvite = await invite(first.id);
+    const secondInvite = await invite(second.id);
+    // Only invitations: the oldest is activated, or the one --org names.
+    const oldest = await ok(['reset-password', '--email', email, '--password', 'first password ok'], env);
+    expect(oldest).toMatchObject({ userId: firstInvite, previousStatus: 'invited', status: 'active' });
+    // Now an account exists: another invitation of the address cannot become a second one.
+    const refused = await fails(['reset-password', '--email', email, '--org', second.id, '--password', 'second password ok'], env, 'EMAIL_TAKEN');
+    expect(refused.details).toEqual({ field: '--email' });
+    expect((await owner.query('select status from app.users where id = $1', [secondInvite])).rows[0].status).toBe('invited');
+    // Without --org the account is chosen, never an invitation.
+    const again = await ok(['reset-password', '--email', email.toUpperCase(), '--password', 'third password ok'], env);
+    expect(again).toMatchObject({ userId: firstInvite, previousStatus: 'active' });
+    await fails(['reset-password', '--email', email, '--org', home.id, '--password', 'fourth password ok'], env, 'USER_NOT_FOUND');
+  });
+
   it('reset-password refuses an unknown email or a short password', async () => {
     const [unknown, short, missing] = await Promise.all([
       fails(['reset-password', '--email', `nobody-${uniq()}@example.com`, '--password', 'long enough password'], env, 'USER_NOT_FOUND'),

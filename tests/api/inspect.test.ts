@@ -142,7 +142,7 @@ describe('inspect: truncated, damaged and random bytes are refused, never thrown
     );
     await fc.assert(fc.asyncProperty(inputs, fc.integer({ min: 1, max: 5000 }), async (bytes, size) => {
       wellFormed(await inspect(bytes, size), bytes);
-    }), { numRuns: 300 });
+    }), { numRuns: Number(process.env.FUZZ_RUNS ?? 300), seed: Number(process.env.FUZZ_SEED ?? 16) });
   });
 });
 

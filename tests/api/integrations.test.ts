@@ -8,6 +8,7 @@
 // /etc/hosts) go through an injected lookup.
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createConnectorRegistry } from '../../server/platforms/index.ts';
 import { createSandboxConnector, sandboxBoards } from '../../server/platforms/sandbox.ts';
@@ -17,12 +18,16 @@ import {
   classifyAddress,
   createWebhookConnector,
   deliverWebhook,
+  issueWebhookSecret,
   parseIPv6,
   verifyWebhookSignature,
   type HostLookup,
 } from '../../server/platforms/webhook.ts';
 import { client, createKey, signup } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
+
+// A Standard Webhooks secret of the form new integrations take (32 bytes of key material).
+const WHSEC = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
 
 const PLATFORMS = ['x', 'linkedin', 'instagram', 'facebook', 'pinterest', 'youtube', 'tiktok', 'threads', 'bluesky', 'mastodon'];
 
@@ -293,6 +298,24 @@ describe('webhook connector (unit, receiver on 127.0.0.1)', () => {
     expect(JSON.parse(got.body)).toMatchObject({ event: 'content.publish', contentId: edition().id, integration: { id: hook().id, platform: 'linkedin' }, caption: 'Hello' });
   });
 
+  it('standardwebhooks verifies an issued whsec_ secret as is, and a raw secret of an earlier integration with {format: raw}', async () => {
+    const connector = createWebhookConnector({ timeoutMs: 2000, allowPrivateNetworks: true });
+    receiver.answer = { status: 200, body: { platformPostId: 'li-9' } };
+    const issued = issueWebhookSecret();
+    receiver.got = [];
+    await connector.publish(hook({ webhookSecret: issued }), edition());
+    const got = receiver.got[0];
+    expect(new Webhook(issued).verify(got.body, got.headers as Record<string, string>)).toMatchObject({ event: 'content.publish', contentId: edition().id });
+    expect(() => new Webhook(issueWebhookSecret()).verify(got.body, got.headers as Record<string, string>)).toThrow(/signature/i);
+    // The raw secret (the const above) is still signed with its UTF-8 bytes.
+    receiver.got = [];
+    await connector.publish(hook(), edition());
+    const legacy = receiver.got[0];
+    expect(new Webhook(secret, { format: 'raw' }).verify(legacy.body, legacy.headers as Record<string, string>)).toMatchObject({ contentId: edition().id });
+    // Without {format: 'raw'} the library cannot use it: the reason new secrets are whsec_.
+    expect(() => new Webhook(secret).verify(legacy.body, legacy.headers as Record<string, string>)).toThrow();
+  });
+
   it('maps answers: 4xx (429 too) permanent, 5xx transient, silence unknown, no listener not-sent', async () => {
     const connector = createWebhookConnector({ timeoutMs: 300, allowPrivateNetworks: true });
     receiver.answer = { status: 422, body: { error: 'caption too long' } };
@@ -487,19 +510,22 @@ describe('integrations over HTTP', () => {
       [{ connector: 'sandbox', platform: 'x', name: 'M', extra: true }, 400, 'VALIDATION_FAILED', 'body.extra'],
       [{ connector: 'sandbox', platform: 'x', name: 'nul\u0000' }, 400, 'VALIDATION_FAILED', 'body.name'],
       [{ connector: 'sandbox', platform: 'x', name: 'M', username: 'nul\u0000' }, 400, 'VALIDATION_FAILED', 'body.username'],
-      [{ connector: 'webhook', platform: 'x', name: 'M', url: 'https://93.184.215.14/\u0000', secret: 'a-long-random-signing-secret' }, 400, 'VALIDATION_FAILED', 'body.url'],
-      [{ connector: 'webhook', platform: 'x', name: 'M', url: 'https://93.184.215.14/', secret: 'a-long-random-signing-secret\u0000' }, 400, 'VALIDATION_FAILED', 'body.secret'],
+      [{ connector: 'webhook', platform: 'x', name: 'M', url: 'https://93.184.215.14/\u0000', secret: WHSEC }, 400, 'VALIDATION_FAILED', 'body.url'],
+      [{ connector: 'webhook', platform: 'x', name: 'M', url: 'https://93.184.215.14/', secret: `${WHSEC}\u0000` }, 400, 'VALIDATION_FAILED', 'body.secret'],
       [{ connector: 'sandbox', platform: 'x', name: 'M', settings: { behavior: 'explode' } }, 400, 'VALIDATION_FAILED', 'body.settings.behavior'],
       [{ connector: 'sandbox', platform: 'x', name: 'M', settings: { other: 1 } }, 400, 'VALIDATION_FAILED', 'body.settings.other'],
       [{ connector: 'sandbox', platform: 'pinterest', name: 'M', settings: { boards: [{ id: 'b', name: 'B' }] } }, 400, 'INVALID_SETTINGS'],
-      [{ connector: 'sandbox', platform: 'x', name: 'M', url: 'https://93.184.215.14/', secret: 'a-long-random-signing-secret' }, 400, 'VALIDATION_FAILED', 'body.url'],
-      [{ connector: 'webhook', platform: 'x', name: 'M', secret: 'a-long-random-signing-secret' }, 400, 'VALIDATION_FAILED', 'body.url'],
-      [{ connector: 'webhook', platform: 'x', name: 'M', url: 'https://93.184.215.14/' }, 400, 'VALIDATION_FAILED', 'body.secret'],
+      [{ connector: 'sandbox', platform: 'x', name: 'M', url: 'https://93.184.215.14/', secret: WHSEC }, 400, 'VALIDATION_FAILED', 'body.url'],
+      [{ connector: 'webhook', platform: 'x', name: 'M', secret: WHSEC }, 400, 'VALIDATION_FAILED', 'body.url'],
+      // A new secret must be a Standard Webhooks one: whsec_ + base64 of 24 to 64 bytes.
+      [{ connector: 'webhook', platform: 'x', name: 'M', url: 'https://93.184.215.14/', secret: 'a-long-random-signing-secret' }, 400, 'VALIDATION_FAILED', 'body.secret'],
+      [{ connector: 'webhook', platform: 'x', name: 'M', url: 'https://93.184.215.14/', secret: `whsec_${Buffer.alloc(23, 1).toString('base64')}` }, 400, 'VALIDATION_FAILED', 'body.secret'],
+      [{ connector: 'webhook', platform: 'x', name: 'M', url: 'https://93.184.215.14/', secret: `whsec_${Buffer.alloc(65, 1).toString('base64')}` }, 400, 'VALIDATION_FAILED', 'body.secret'],
       [{ connector: 'webhook', platform: 'x', name: 'M', url: 'https://93.184.215.14/', secret: 'short' }, 400, 'VALIDATION_FAILED', 'body.secret'],
-      [{ connector: 'webhook', platform: 'x', name: 'M', url: 'ftp://93.184.215.14/', secret: 'a-long-random-signing-secret' }, 400, 'VALIDATION_FAILED', 'body.url'],
-      [{ connector: 'webhook', platform: 'x', name: 'M', url: 'https://u:p@93.184.215.14/', secret: 'a-long-random-signing-secret' }, 400, 'INVALID_WEBHOOK_URL'],
-      [{ connector: 'webhook', platform: 'x', name: 'M', url: `https://93.184.215.14/${'a'.repeat(2040)}`, secret: 'a-long-random-signing-secret' }, 400, 'VALIDATION_FAILED', 'body.url'],
-      [{ connector: 'webhook', platform: 'x', name: 'M', url: 'https://93.184.215.14/', secret: 'a-long-random-signing-secret', settings: { behavior: 'fail' } }, 400, 'INVALID_SETTINGS'],
+      [{ connector: 'webhook', platform: 'x', name: 'M', url: 'ftp://93.184.215.14/', secret: WHSEC }, 400, 'VALIDATION_FAILED', 'body.url'],
+      [{ connector: 'webhook', platform: 'x', name: 'M', url: 'https://u:p@93.184.215.14/', secret: WHSEC }, 400, 'INVALID_WEBHOOK_URL'],
+      [{ connector: 'webhook', platform: 'x', name: 'M', url: `https://93.184.215.14/${'a'.repeat(2040)}`, secret: WHSEC }, 400, 'VALIDATION_FAILED', 'body.url'],
+      [{ connector: 'webhook', platform: 'x', name: 'M', url: 'https://93.184.215.14/', secret: WHSEC, settings: { behavior: 'fail' } }, 400, 'INVALID_SETTINGS'],
     ];
     for (const [body, status, code, field] of cases) {
       const r = await api.post(base, body, { token: owner.token });
@@ -534,7 +560,7 @@ describe('integrations over HTTP', () => {
       'http://[ff02::1]/hook',
     ];
     for (const url of urls) {
-      const r = await api.post(base, { connector: 'webhook', platform: 'linkedin', name: 'Hook', url, secret: 'a-long-random-signing-secret' }, { token: owner.token });
+      const r = await api.post(base, { connector: 'webhook', platform: 'linkedin', name: 'Hook', url, secret: WHSEC }, { token: owner.token });
       expect(r.status, url).toBe(400);
       expect(r.body.error.code, url).toBe('WEBHOOK_URL_PRIVATE_NETWORK');
       expect(r.body.error.details.addresses.length, url).toBeGreaterThan(0);
@@ -545,7 +571,7 @@ describe('integrations over HTTP', () => {
   it('with WEBHOOK_ALLOW_PRIVATE_NETWORKS a local webhook connects; the secret is stored and never shown', async () => {
     const owner = await signup(openApi);
     const base = `/v1/workspaces/${owner.workspaceId}/integrations`;
-    const secret = 'the-signing-secret-0123456789';
+    const secret = `whsec_${Buffer.alloc(48, 9).toString('base64')}`;
     const r = await openApi.post(
       base,
       { connector: 'webhook', platform: 'pinterest', name: 'Local pins', username: 'acme', url: 'http://127.0.0.1:9/hook', secret, settings: { boards: [{ id: 'b-1', name: 'Recipes' }] } },
@@ -564,6 +590,32 @@ describe('integrations over HTTP', () => {
     expect(priv.rows[0].p).toBe(false);
     // localhost by name is allowed there too.
     expect((await openApi.post(base, { connector: 'webhook', platform: 'x', name: 'By name', url: 'http://localhost:9/h', secret }, { token: owner.token })).status).toBe(201);
+  });
+
+  it('issues a Standard Webhooks secret when none is given: whsec_ + base64 of 32 bytes, shown once, stored', async () => {
+    const owner = await signup(openApi);
+    const base = `/v1/workspaces/${owner.workspaceId}/integrations`;
+    const r = await openApi.post(base, { connector: 'webhook', platform: 'linkedin', name: 'Issued', url: 'http://127.0.0.1:9/hook' }, { token: owner.token });
+    expect(r.status).toBe(201);
+    const issued: string = r.body.data.secret;
+    expect(issued).toMatch(/^whsec_[A-Za-z0-9+/]+={0,2}$/);
+    expect(Buffer.from(issued.slice(6), 'base64')).toHaveLength(32);
+    const row = await open.owner.query('select webhook_secret from app.integrations where id = $1', [r.body.data.id]);
+    expect(row.rows[0].webhook_secret).toBe(issued);
+    // Shown once: neither the detail nor the list carries it.
+    const detail = await openApi.get(`${base}/${r.body.data.id}`, { token: owner.token });
+    expect(detail.body.data).not.toHaveProperty('secret');
+    expect(JSON.stringify(detail.body)).not.toContain(issued);
+    expect(JSON.stringify((await openApi.get(base, { token: owner.token })).body)).not.toContain(issued);
+    // Each integration gets its own; a given secret is not echoed; a sandbox gets none.
+    const second = await openApi.post(base, { connector: 'webhook', platform: 'x', name: 'Issued 2', url: 'http://127.0.0.1:9/hook' }, { token: owner.token });
+    expect(second.body.data.secret).toMatch(/^whsec_/);
+    expect(second.body.data.secret).not.toBe(issued);
+    const given = await openApi.post(base, { connector: 'webhook', platform: 'x', name: 'Given', url: 'http://127.0.0.1:9/hook', secret: WHSEC }, { token: owner.token });
+    expect(given.status).toBe(201);
+    expect(given.body.data).not.toHaveProperty('secret');
+    const sandbox = await openApi.post(base, { connector: 'sandbox', platform: 'x', name: 'S' }, { token: owner.token });
+    expect(sandbox.body.data).not.toHaveProperty('secret');
   });
 
   it('disconnect: refused while editions are scheduled (listing them), then a soft delete answering 404 everywhere', async () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { client, signup } from '../support/http.ts';
+import { client, createKey, signup } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
 let server: TestServer;
@@ -55,15 +55,79 @@ describe('members', () => {
     expect((await api.patch(`${path}/${owner.userId}`, { role: 'editor' }, { token: owner.token })).status).toBe(200);
   });
 
-  it('an email of another organization is refused with 409 EMAIL_TAKEN', async () => {
+  // Adding a member by address must not tell whether the address has an account in another
+  // organization (it used to answer 409 EMAIL_TAKEN there and 201 for an unknown address).
+  it('an address with an account in another organization is invited exactly like an unknown address', async () => {
     const a = await signup(api);
     const b = await signup(api);
-    const res = await api.post(`/v1/workspaces/${a.workspaceId}/members`, { email: b.email, role: 'viewer' }, { token: a.token });
-    expect(res.status).toBe(409);
-    expect(res.body.error.code).toBe('EMAIL_TAKEN');
-    // Nothing of b's organization moved.
-    const row = await server.owner.query('select organization_id from app.users where lower(email) = lower($1)', [b.email]);
-    expect(row.rows[0].organization_id).toBe(b.organizationId);
+    const path = `/v1/workspaces/${a.workspaceId}/members`;
+    const unknownEmail = `unknown-${a.userId.slice(0, 8)}@example.com`;
+    const elsewhere = await api.post(path, { email: b.email, role: 'viewer' }, { token: a.token });
+    const unknown = await api.post(path, { email: unknownEmail, role: 'viewer' }, { token: a.token });
+    // Same status, same headers, same body shape and values but for the ids, times and the address given.
+    expect(elsewhere.status).toBe(201);
+    expect(unknown.status).toBe(201);
+    const headerNames = (r: typeof unknown) => [...r.headers.keys()].sort();
+    expect(headerNames(elsewhere)).toEqual(headerNames(unknown));
+    const shape = (v: unknown): unknown =>
+      v && typeof v === 'object' ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, shape(x)])) : typeof v;
+    expect(shape(elsewhere.body)).toEqual(shape(unknown.body));
+    const stable = (d: any) => ({ ...d, userId: undefined, email: undefined, createdAt: undefined, updatedAt: undefined });
+    expect(stable(elsewhere.body.data)).toEqual(stable(unknown.body.data));
+    expect(elsewhere.body.data).toMatchObject({ email: b.email, role: 'viewer', orgRole: 'member', status: 'invited' });
+    expect(elsewhere.body.data.userId).not.toBe(b.userId);
+    // Both are members like any invitation: listed, changed, refused twice, removed.
+    const list = await api.get(path, { token: a.token });
+    const listed = (id: string) => list.body.data.find((m: any) => m.userId === id);
+    expect(stable(listed(elsewhere.body.data.userId))).toEqual(stable(listed(unknown.body.data.userId)));
+    for (const [r, email] of [[elsewhere, b.email.toUpperCase()], [unknown, unknownEmail.toUpperCase()]] as const) {
+      const again = await api.post(path, { email, role: 'editor' }, { token: a.token });
+      expect(again.status).toBe(409);
+      expect(again.body.error.code).toBe('ALREADY_MEMBER');
+      const patch = await api.patch(`${path}/${r.body.data.userId}`, { role: 'editor' }, { token: a.token });
+      expect(patch.status).toBe(200);
+      expect(patch.body.data.role).toBe('editor');
+    }
+    expect((await api.delete(`${path}/${elsewhere.body.data.userId}`, { token: a.token })).status).toBe(200);
+    expect((await api.delete(`${path}/${unknown.body.data.userId}`, { token: a.token })).status).toBe(200);
+    // The account in b's organization is untouched: same row, its session works, it still signs in.
+    const row = await server.owner.query('select organization_id, status, org_role from app.users where id = $1', [b.userId]);
+    expect(row.rows[0]).toEqual({ organization_id: b.organizationId, status: 'active', org_role: 'owner' });
+    expect((await api.get('/v1/workspaces', { token: b.token })).status).toBe(200);
+    const signIn = await api.post('/v1/auth/sessions', { email: b.email, password: b.password });
+    expect(signIn.status).toBe(201);
+    expect(signIn.body.data.user.id).toBe(b.userId);
+    // Nothing of b's organization is visible to a.
+    expect((await api.get(`/v1/workspaces/${b.workspaceId}/members`, { token: a.token })).status).toBe(403);
+  });
+
+  it('every role lists the members; e-mail addresses only for managers', async () => {
+    const owner = await signup(api);
+    const path = `/v1/workspaces/${owner.workspaceId}/members`;
+    const invited = await api.post(path, { email: `colleague-${owner.userId.slice(0, 8)}@example.com`, role: 'editor' }, { token: owner.token });
+    expect(invited.status).toBe(201);
+    const ids = [owner.userId, invited.body.data.userId];
+    const asManager = await api.get(path, { token: owner.token });
+    expect(asManager.status).toBe(200);
+    expect(asManager.body.data.map((m: any) => m.userId)).toEqual(ids);
+    expect(asManager.body.data.map((m: any) => m.email)).toEqual([owner.email, invited.body.data.email]);
+    const managerKey = await createKey(api, owner.token, owner.workspaceId, { role: 'manager' });
+    const withKey = await api.get(path, { token: managerKey.key });
+    expect(withKey.body.data.every((m: any) => typeof m.email === 'string')).toBe(true);
+    for (const role of ['viewer', 'editor']) {
+      const key = await createKey(api, owner.token, owner.workspaceId, { role });
+      const res = await api.get(path, { token: key.key });
+      expect(res.status, role).toBe(200);
+      expect(res.body.data.map((m: any) => m.userId), role).toEqual(ids);
+      for (const m of res.body.data) {
+        expect(Object.keys(m).sort(), role).toEqual(['createdAt', 'orgRole', 'role', 'status', 'updatedAt', 'userId']);
+      }
+      expect(JSON.stringify(res.body), role).not.toContain('@');
+      // Reading is all they may do.
+      const add = await api.post(path, { email: `nope-${role}@example.com`, role: 'viewer' }, { token: key.key });
+      expect(add.status, role).toBe(403);
+      expect(add.body.error.code, role).toBe('ROLE_REQUIRED');
+    }
   });
 
   it('validates bodies and ids', async () => {

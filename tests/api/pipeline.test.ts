@@ -146,7 +146,7 @@ describe('audit', () => {
     };
     const results = [
       await call('GET', path, owner.token), // 200
-      await call('GET', path, key.key), // 403 ROLE_REQUIRED (viewer)
+      await call('POST', path, key.key, { email: 'viewer-try@example.com', role: 'viewer' }), // 403 ROLE_REQUIRED (viewers read members, do not add them)
       await call('POST', path, owner.token, { email: 'bad', role: 'x' }), // 400
       await call('PATCH', `${path}/${owner.userId}`, owner.token, { role: 'viewer' }), // 409, rolled back
       await call('DELETE', `/v1/workspaces/${owner.workspaceId}/api-keys/00000000-0000-4000-8000-000000000000`, owner.token), // 404

@@ -13,6 +13,7 @@ import { registerPublishJobs } from '../../server/jobs/publish.ts';
 import { PGBOSS_SCHEMA } from '../../server/jobs/queues.ts';
 import { createLogger } from '../../server/log.ts';
 import { verifyWebhookSignature } from '../../server/platforms/webhook.ts';
+import { Webhook, WebhookVerificationError } from 'standardwebhooks';
 import { client, signup } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -48,13 +49,15 @@ function startReceiver() {
       );
       const json = JSON.parse(body);
       received.push({ path: req.url ?? '', headers: req.headers, body, json, valid });
-      if (!valid) return void res.writeHead(401).end();
+      // /any: the test verifies the signature itself (a secret other than SECRET).
+      if (!valid && req.url !== '/any') return void res.writeHead(401).end();
       const answer = (status: number, b?: unknown) => {
         res.writeHead(status, { 'content-type': 'application/json' });
         res.end(b === undefined ? '' : JSON.stringify(b));
       };
       const id = json.contentId ?? json.post?.platformPostId;
       switch (req.url) {
+        case '/any':
         case '/ok':
           return answer(200, { platformPostId: `wh-${id}`, permalink: `https://social.example/p/${id}` });
         case '/reject':
@@ -247,6 +250,34 @@ describe('publishing engine: webhook', () => {
     });
     // Tampered bodies do not verify.
     expect(verifyWebhookSignature(SECRET, { id: got[0].headers['webhook-id'] as string, timestamp: got[0].headers['webhook-timestamp'] as string, signature: got[0].headers['webhook-signature'] as string }, got[0].body + ' ')).toBe(false);
+  });
+
+  it('a webhook created through the API with an issued whsec_ secret: its deliveries verify with the standardwebhooks library as is', async () => {
+    const ws = await workspace();
+    const created = await api.post(`/v1/workspaces/${ws.id}/integrations`, { connector: 'webhook', platform: 'linkedin', name: 'Issued', url: `${receiverUrl}/any` }, { token: ws.token });
+    expect(created.status).toBe(201);
+    const issued: string = created.body.data.secret;
+    const id = await ws.publishNow(created.body.data.id, 'Verified by the library');
+    expect((await settled(ws, id)).status).toBe('sent');
+    const got = received.filter((r) => r.json.contentId === id);
+    expect(got).toHaveLength(1);
+    // What README.md "Publishing" documents: new Webhook(secret).verify(rawBody, headers).
+    const payload = new Webhook(issued).verify(got[0].body, got[0].headers as Record<string, string>);
+    expect(payload).toMatchObject({ event: 'content.publish', contentId: id, caption: 'Verified by the library' });
+    expect(() => new Webhook(issued).verify(got[0].body.replace('Verified', 'Forged'), got[0].headers as Record<string, string>)).toThrow(WebhookVerificationError);
+    // An integration of earlier days with a raw secret keeps being signed with its UTF-8 bytes.
+    const raw = 'a-raw-secret-of-earlier-days';
+    const legacy = (
+      await server.owner.query(
+        `insert into app.integrations (organization_id, workspace_id, connector, platform, name, webhook_url, webhook_secret)
+         select organization_id, id, 'webhook', 'linkedin', 'Legacy', $2, $3 from app.workspaces where id = $1 returning id`,
+        [ws.id, `${receiverUrl}/any`, raw],
+      )
+    ).rows[0].id as string;
+    const legacyId = await ws.publishNow(legacy, 'Raw secret');
+    expect((await settled(ws, legacyId)).status).toBe('sent');
+    const old = received.filter((r) => r.json.contentId === legacyId)[0];
+    expect(new Webhook(raw, { format: 'raw' }).verify(old.body, old.headers as Record<string, string>)).toMatchObject({ contentId: legacyId });
   });
 
   it('sends signed download URLs of the media, which serve the uploaded bytes', async () => {

@@ -122,15 +122,15 @@ select is(jsonb_array_length(api.list_integrations()), 2, 'editor: lists both in
 select pg_temp.act_as('A.manager', 'A1');
 select is(pg_temp.sqlerr($$select api.create_integration('sandbox', 'youtube', 'Tube', 'acme', '{"behavior": "fail"}', null, null)$$), 'ok',
   'manager: connects a sandbox account');
-select is(pg_temp.sqlerr($$select api.create_integration('webhook', 'x', 'Hook', null, null, 'https://93.184.215.14/hook', 'a-long-random-signing-secret')$$), 'ok',
+select is(pg_temp.sqlerr($$select api.create_integration('webhook', 'x', 'Hook', null, null, 'https://93.184.215.14/hook', 'whsec_BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=')$$), 'ok',
   'manager: connects a webhook account');
-select is(pg_temp.sqlerr($$select api.create_integration('webhook', 'x', 'Hook', null, null, 'ftp://93.184.215.14/hook', 'a-long-random-signing-secret')$$),
+select is(pg_temp.sqlerr($$select api.create_integration('webhook', 'x', 'Hook', null, null, 'ftp://93.184.215.14/hook', 'whsec_BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=')$$),
   'PT400 INVALID_WEBHOOK_URL', 'manager: a non-http webhook url -> PT400 INVALID_WEBHOOK_URL');
 select is(pg_temp.sqlerr($$select api.create_integration('sandbox', 'myspace', 'M', null, null, null, null)$$), 'PT400 UNKNOWN_PLATFORM',
   'manager: an unknown platform -> PT400 UNKNOWN_PLATFORM');
 select is(pg_temp.sqlerr($$select api.create_integration('sandbox', 'x', 'M', null, '{"behavior": "explode"}', null, null)$$), 'PT400 INVALID_SETTINGS',
   'manager: an unknown sandbox behavior -> PT400 INVALID_SETTINGS');
-select is((api.create_integration('webhook', 'x', 'Hook', null, null, 'https://93.184.215.14/hook', 'a-long-random-signing-secret') ? 'secret'), false,
+select is((api.create_integration('webhook', 'x', 'Hook', null, null, 'https://93.184.215.14/hook', 'whsec_BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=') ? 'secret'), false,
   'manager: the created webhook integration does not show its secret');
 
 ------------------------------------------------------------------------------
