@@ -305,7 +305,7 @@ export const COMMANDS: Record<string, Command> = {
       const hash = await hashPassword(input.password);
       return inTransaction(client, async () => {
         // Invitations of several organizations may share an address with one
-        // account (db/migrations/current/30-no-email-enumeration.sql): the
+        // account (db/migrations/committed/000005-members-readable-webhook-secrets-no-email-enumeration.sql, split 30-no-email-enumeration.sql): the
         // account first, then the oldest invitation, unless --org chooses.
         const found = await client.query<{ id: string; email: string; status: string }>(
           `select id, email, status from app.users

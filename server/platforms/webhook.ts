@@ -19,7 +19,7 @@
 // secret's bytes: for a Standard Webhooks secret `whsec_<base64>` the decoded
 // base64, otherwise the secret's UTF-8 bytes. New integrations always get a
 // `whsec_` secret (issueWebhookSecret(), or one of that form given by the
-// caller: db/migrations/current/20-webhook-secrets.sql), which receivers pass
+// caller: db/migrations/committed/000005-members-readable-webhook-secrets-no-email-enumeration.sql, split 20-webhook-secrets.sql), which receivers pass
 // as is to a Standard Webhooks library; integrations created before hold a
 // secret without the prefix, documented then as raw, and are still signed
 // with its UTF-8 bytes (their receivers use the library's `{format: 'raw'}`).

@@ -307,7 +307,7 @@ describe('pressroom CLI against DATABASE_URL', { timeout: 60_000 }, () => {
   });
 
   it('reset-password with an address that is an account and invitations of other organizations', async () => {
-    // An invitation is not an account (db/migrations/current/30-no-email-enumeration.sql).
+    // An invitation is not an account (db/migrations/committed/000005-members-readable-webhook-secrets-no-email-enumeration.sql, split 30-no-email-enumeration.sql).
     const [home, first, second] = await Promise.all(['Home Co', 'First Inviter Co', 'Second Inviter Co'].map((n) => ok(['create-org', '--name', n], env)));
     const email = `shared-${uniq()}@example.com`;
     const invite = async (orgId: string) =>

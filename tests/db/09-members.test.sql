@@ -1,5 +1,5 @@
 -- Members readable by every role, e-mail private to managers
--- (db/migrations/current/10-members-readable.sql); no cross-organization
+-- (db/migrations/committed/000005-members-readable-webhook-secrets-no-email-enumeration.sql, split 10-members-readable.sql); no cross-organization
 -- e-mail enumeration by adding members or signing up
 -- (30-no-email-enumeration.sql); Standard Webhooks secrets for new webhook
 -- integrations (20-webhook-secrets.sql). Persona by persona.
