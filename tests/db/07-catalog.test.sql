@@ -2,7 +2,7 @@
 -- catalogs so that a table, function or trigger added later without its
 -- rules fails here. See db/README.md ("Roles", "Tenant policies").
 begin;
-select plan(21);
+select plan(23);
 -- @include personas.sql
 
 ------------------------------------------------------------------------------
@@ -178,6 +178,24 @@ select pg_temp.act_as('A.editor', 'A1');
 select is(pg_temp.write_outcome(format($s$update app.content_items set error = null where id = %L$s$, pg_temp.id('item'))),
   'rows=1', 'editor: clearing the publishing error is allowed');
 select pg_temp.act_as_owner();
+
+------------------------------------------------------------------------------
+-- The rulebook reads from the catalog: every table and api function says
+-- what it is (db/README.md, "Migrations").
+------------------------------------------------------------------------------
+select is(
+  array(select c.oid::regclass::text from pg_class c
+        where c.relnamespace in ('app'::regnamespace, 'audit'::regnamespace) and c.relkind in ('r', 'p')
+          and not c.relispartition and obj_description(c.oid, 'pg_class') is null
+        order by 1),
+  '{}'::text[],
+  'every table of app and audit has a comment');
+select is(
+  array(select p.oid::regprocedure::text from pg_proc p
+        where p.pronamespace = 'api'::regnamespace and obj_description(p.oid, 'pg_proc') is null
+        order by 1),
+  '{}'::text[],
+  'every api function has a comment');
 
 ------------------------------------------------------------------------------
 -- Names say what things do.
