@@ -2622,6 +2622,32 @@ grant execute on function app.assert_publishable(uuid[],text[]) to pressroom_def
 grant execute on function app.assert_publishable(uuid[],text[]) to pressroom_worker;
 revoke all on function app.assert_publishable(uuid[],text[]) from public;
 
+CREATE OR REPLACE FUNCTION app.bin_media(p_id uuid, p_retention_seconds integer)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v app.media_items;
+begin
+  perform app.require_role('editor');
+  v := app.media_item(p_id, true);
+  if v.state = 'active' then
+    update app.media_items set state = 'deleted', deleted_at = now(),
+      delete_after = now() + make_interval(secs => p_retention_seconds)
+    where id = v.id
+    returning * into v;
+  end if;
+  return app.media_json(v);
+end
+$function$;
+alter function app.bin_media(uuid,integer) owner to pressroom_api;
+comment on function app.bin_media(uuid,integer) is 'Moves an active media item to the bin for the given retention (refused with 409 MEDIA_IN_USE while scheduled content uses it); a binned item is returned unchanged. Called by api.delete_media with the setting in force.';
+grant execute on function app.bin_media(uuid,integer) to pressroom_definer;
+grant execute on function app.bin_media(uuid,integer) to pressroom_worker;
+revoke all on function app.bin_media(uuid,integer) from public;
+
 CREATE OR REPLACE FUNCTION app.campaign_for_update(p_id uuid)
  RETURNS app.campaigns
  LANGUAGE plpgsql
@@ -3870,6 +3896,51 @@ grant execute on function app.hashtag_group_json(app.hashtag_groups) to pressroo
 grant execute on function app.hashtag_group_json(app.hashtag_groups) to pressroom_worker;
 revoke all on function app.hashtag_group_json(app.hashtag_groups) from public;
 
+CREATE OR REPLACE FUNCTION app.init_media_upload_with_ttl(p_filename text, p_content_type text, p_size bigint, p_folder_id uuid, p_alt_text text, p_ttl_seconds integer)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v_type text := app.media_type_for_content_type(p_content_type);
+  v_id uuid := gen_random_uuid();
+  v_session app.media_upload_sessions;
+begin
+  perform app.require_role('editor');
+  if v_type is null then
+    perform app.raise(415, 'UNSUPPORTED_MEDIA_FORMAT',
+      format('%s is not a supported media format.', p_content_type),
+      jsonb_build_object('field', 'body.contentType', 'contentType', p_content_type,
+                         'supported', app.media_supported_content_types()));
+  end if;
+  if p_size > app.media_max_bytes(v_type) then
+    perform app.raise(413, 'MEDIA_TOO_LARGE',
+      format('A %s may be at most %s bytes; this one is %s bytes.', v_type, app.media_max_bytes(v_type), p_size),
+      jsonb_build_object('field', 'body.size', 'type', v_type, 'size', p_size, 'maxBytes', app.media_max_bytes(v_type)));
+  end if;
+  if btrim(p_filename) = '' or p_filename ~ '[[:cntrl:]/\\]' then
+    perform app.media_invalid('body.filename', 'invalid', 'must be a file name without slashes or control characters');
+  end if;
+  if p_folder_id is not null then
+    perform app.media_folder(p_folder_id, 'folderId');
+  end if;
+  insert into app.media_upload_sessions (id, organization_id, workspace_id, folder_id, filename, content_type,
+    declared_size, alt_text, storage_key, expires_at, created_by)
+  values (v_id, app.current_organization_id(), app.current_workspace_id(), p_folder_id, btrim(p_filename),
+    lower(btrim(p_content_type)), p_size, p_alt_text,
+    format('uploads/%s/%s', app.current_workspace_id(), v_id),
+    now() + make_interval(secs => p_ttl_seconds), app.current_user_id())
+  returning * into v_session;
+  return app.media_upload_json(v_session);
+end
+$function$;
+alter function app.init_media_upload_with_ttl(text,text,bigint,uuid,text,integer) owner to pressroom_api;
+comment on function app.init_media_upload_with_ttl(text,text,bigint,uuid,text,integer) is 'Starts an upload session of the given lifetime after checking type, declared size and folder; called by api.init_media_upload with the setting in force.';
+grant execute on function app.init_media_upload_with_ttl(text,text,bigint,uuid,text,integer) to pressroom_definer;
+grant execute on function app.init_media_upload_with_ttl(text,text,bigint,uuid,text,integer) to pressroom_worker;
+revoke all on function app.init_media_upload_with_ttl(text,text,bigint,uuid,text,integer) from public;
+
 CREATE OR REPLACE FUNCTION app.integration_json(p_id uuid, p_detail boolean DEFAULT false)
  RETURNS jsonb
  LANGUAGE sql
@@ -4066,7 +4137,7 @@ declare
 begin
   case p_action
     when 'delete' then
-      return api.delete_media(p_id, (p_args ->> 'retentionSeconds')::int);
+      return api.delete_media(p_id);
     when 'restore' then
       return api.restore_media(p_id);
     when 'delete_forever' then
@@ -4094,6 +4165,7 @@ begin
   end case;
 end
 $function$;
+comment on function app.media_bulk_one(text,uuid,jsonb) is 'One item of a bulk media action (delete, restore, delete_forever, move, label, unlabel); raises as the single routes do, so api.bulk_media reports a result per id.';
 grant execute on function app.media_bulk_one(text,uuid,jsonb) to pressroom_api;
 grant execute on function app.media_bulk_one(text,uuid,jsonb) to pressroom_definer;
 grant execute on function app.media_bulk_one(text,uuid,jsonb) to pressroom_worker;
@@ -8409,32 +8481,16 @@ grant execute on function api.delete_integration(uuid) to pressroom_definer;
 grant execute on function api.delete_integration(uuid) to pressroom_request;
 revoke all on function api.delete_integration(uuid) from public;
 
-CREATE OR REPLACE FUNCTION api.delete_media(p_id uuid, p_retention_seconds integer)
+CREATE OR REPLACE FUNCTION api.delete_media(p_id uuid)
  RETURNS jsonb
- LANGUAGE plpgsql
+ LANGUAGE sql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
-AS $function$
-declare
-  v app.media_items;
-begin
-  perform app.require_role('editor');
-  v := app.media_item(p_id, true);
-  if v.state = 'active' then
-    update app.media_items set state = 'deleted', deleted_at = now(),
-      delete_after = now() + make_interval(secs => p_retention_seconds)
-    where id = v.id
-    returning * into v;
-  end if;
-  return app.media_json(v);
-end
-$function$;
-alter function api.delete_media(uuid,integer) owner to pressroom_api;
-comment on function api.delete_media(uuid,integer) is 'Serves DELETE /v1/workspaces/{workspaceId}/media/{id} (deleteMedia_v1). Moves an item to the bin for the retention period; an item already in the bin is answered as it is. Requires the editor role; 404 NOT_FOUND, 409 MEDIA_IN_USE from trigger media_items_20_bin_rule_and_measured_fields.';
-grant execute on function api.delete_media(uuid,integer) to pressroom_definer;
-grant execute on function api.delete_media(uuid,integer) to pressroom_request;
-grant execute on function api.delete_media(uuid,integer) to pressroom_worker;
-revoke all on function api.delete_media(uuid,integer) from public;
+AS $function$ select app.bin_media(p_id, app.setting_int('media_bin_retention_seconds')) $function$;
+alter function api.delete_media(uuid) owner to pressroom_api;
+comment on function api.delete_media(uuid) is 'Serves DELETE /v1/workspaces/{workspaceId}/media/{id} (deleteMedia_v1) and the delete of bulk-delete: bins the item for media_bin_retention_seconds (app.settings). Editor role; 409 MEDIA_IN_USE while scheduled content uses it.';
+grant execute on function api.delete_media(uuid) to pressroom_request;
+revoke all on function api.delete_media(uuid) from public;
 
 CREATE OR REPLACE FUNCTION api.delete_media_folder(p_id uuid)
  RETURNS jsonb
@@ -9041,51 +9097,19 @@ comment on function api.idempotency_release(text,text,text) is 'Called by the re
 grant execute on function api.idempotency_release(text,text,text) to pressroom_request;
 revoke all on function api.idempotency_release(text,text,text) from public;
 
-CREATE OR REPLACE FUNCTION api.init_media_upload(p_filename text, p_content_type text, p_size bigint, p_folder_id uuid, p_alt_text text, p_ttl_seconds integer)
+CREATE OR REPLACE FUNCTION api.init_media_upload(p_filename text, p_content_type text, p_size bigint, p_folder_id uuid, p_alt_text text)
  RETURNS jsonb
- LANGUAGE plpgsql
+ LANGUAGE sql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
-declare
-  v_type text := app.media_type_for_content_type(p_content_type);
-  v_id uuid := gen_random_uuid();
-  v_session app.media_upload_sessions;
-begin
-  perform app.require_role('editor');
-  if v_type is null then
-    perform app.raise(415, 'UNSUPPORTED_MEDIA_FORMAT',
-      format('%s is not a supported media format.', p_content_type),
-      jsonb_build_object('field', 'body.contentType', 'contentType', p_content_type,
-                         'supported', app.media_supported_content_types()));
-  end if;
-  if p_size > app.media_max_bytes(v_type) then
-    perform app.raise(413, 'MEDIA_TOO_LARGE',
-      format('A %s may be at most %s bytes; this one is %s bytes.', v_type, app.media_max_bytes(v_type), p_size),
-      jsonb_build_object('field', 'body.size', 'type', v_type, 'size', p_size, 'maxBytes', app.media_max_bytes(v_type)));
-  end if;
-  if btrim(p_filename) = '' or p_filename ~ '[[:cntrl:]/\\]' then
-    perform app.media_invalid('body.filename', 'invalid', 'must be a file name without slashes or control characters');
-  end if;
-  if p_folder_id is not null then
-    perform app.media_folder(p_folder_id, 'folderId');
-  end if;
-  insert into app.media_upload_sessions (id, organization_id, workspace_id, folder_id, filename, content_type,
-    declared_size, alt_text, storage_key, expires_at, created_by)
-  values (v_id, app.current_organization_id(), app.current_workspace_id(), p_folder_id, btrim(p_filename),
-    lower(btrim(p_content_type)), p_size, p_alt_text,
-    format('uploads/%s/%s', app.current_workspace_id(), v_id),
-    now() + make_interval(secs => p_ttl_seconds), app.current_user_id())
-  returning * into v_session;
-  return app.media_upload_json(v_session);
-end
+  select app.init_media_upload_with_ttl(p_filename, p_content_type, p_size, p_folder_id, p_alt_text,
+    app.setting_int('upload_session_ttl_seconds'))
 $function$;
-alter function api.init_media_upload(text,text,bigint,uuid,text,integer) owner to pressroom_api;
-comment on function api.init_media_upload(text,text,bigint,uuid,text,integer) is 'Serves POST /v1/workspaces/{workspaceId}/media/upload (initMediaUpload_v1). Opens an upload session for a file of a declared type and size, optionally into a folder; the server adds the signed upload URL. Requires the editor role; 415 UNSUPPORTED_MEDIA_FORMAT, 413 MEDIA_TOO_LARGE, 400 VALIDATION_FAILED (file name), 404 NOT_FOUND (folder).';
-grant execute on function api.init_media_upload(text,text,bigint,uuid,text,integer) to pressroom_definer;
-grant execute on function api.init_media_upload(text,text,bigint,uuid,text,integer) to pressroom_request;
-grant execute on function api.init_media_upload(text,text,bigint,uuid,text,integer) to pressroom_worker;
-revoke all on function api.init_media_upload(text,text,bigint,uuid,text,integer) from public;
+alter function api.init_media_upload(text,text,bigint,uuid,text) owner to pressroom_api;
+comment on function api.init_media_upload(text,text,bigint,uuid,text) is 'Serves POST /v1/workspaces/{workspaceId}/media/upload (initMediaUpload_v1): starts an upload session that lives upload_session_ttl_seconds (app.settings). Editor role; 413 MEDIA_TOO_LARGE, 415 UNSUPPORTED_MEDIA_FORMAT, 400 VALIDATION_FAILED, 404 NOT_FOUND (folder).';
+grant execute on function api.init_media_upload(text,text,bigint,uuid,text) to pressroom_request;
+revoke all on function api.init_media_upload(text,text,bigint,uuid,text) from public;
 
 CREATE OR REPLACE FUNCTION api.integration_for_listing(p_id uuid, p_capability text)
  RETURNS jsonb

@@ -183,7 +183,7 @@ export const mediaRoutes = {
     handle: async (ctx) => {
       const b = ctx.body;
       const s = await ctx.call<DbUploadSession>(sql.fragment`api.init_media_upload(${b.filename}, ${b.contentType}, ${b.size}, ${b.folderId ?? null},
-        ${b.altText ?? null}, ${ctx.config.UPLOAD_SESSION_TTL_SECONDS})`);
+        ${b.altText ?? null})`);
       return { status: 201, data: await uploadSession(ctx, s) };
     },
   },
@@ -220,7 +220,7 @@ export const mediaRoutes = {
     }),
   },
   deleteMedia_v1: {
-    handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.delete_media(${ctx.params.id}, ${ctx.config.MEDIA_BIN_RETENTION_SECONDS})`) }),
+    handle: async (ctx) => ({ data: await call(ctx, sql.fragment`api.delete_media(${ctx.params.id})`) }),
   },
   getMediaViewUrl_v1: { handle: (ctx) => objectUrl(ctx, 'inline') },
   getMediaDownloadUrl_v1: { handle: (ctx) => objectUrl(ctx, 'attachment') },
@@ -243,7 +243,7 @@ export const mediaRoutes = {
   },
 
   // Bulk -----------------------------------------------------------------------
-  bulkDeleteMedia_v1: { handle: (ctx) => bulk(ctx, 'delete', ctx.body.ids, { retentionSeconds: ctx.config.MEDIA_BIN_RETENTION_SECONDS }) },
+  bulkDeleteMedia_v1: { handle: (ctx) => bulk(ctx, 'delete', ctx.body.ids, {}) },
   bulkRestoreMedia_v1: { handle: (ctx) => bulk(ctx, 'restore', ctx.body.ids) },
   bulkDeleteMediaForever_v1: { handle: (ctx) => bulk(ctx, 'delete_forever', ctx.body.ids) },
   bulkMoveMedia_v1: { handle: (ctx) => bulk(ctx, 'move', ctx.body.ids, { folderId: ctx.body.folderId }) },

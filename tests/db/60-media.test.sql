@@ -111,11 +111,14 @@ select is(left(pg_temp.sqlerr(format($$update app.media_items set folder_id = %L
 -- ---------------------------------------------------------------------------
 -- The bin: active <-> deleted; only binned items go for good.
 -- ---------------------------------------------------------------------------
+-- The retention in force (app.settings): one hour.
+select pg_temp.act_as_owner();
+update app.settings set value = '3600' where key = 'media_bin_retention_seconds';
 select pg_temp.act_as('A.editor', 'A1');
-select is((api.delete_media(pg_temp.id('M.free'), 3600) ->> 'state'), 'deleted', 'delete moves an active item to the bin');
+select is((api.delete_media(pg_temp.id('M.free')) ->> 'state'), 'deleted', 'delete moves an active item to the bin');
 select ok((select delete_after between now() + interval '3599 seconds' and now() + interval '3601 seconds' and deleted_at = now()
            from app.media_items where id = pg_temp.id('M.free')), 'deleteAfter is now plus the retention; deletedAt is now');
-select is((api.delete_media(pg_temp.id('M.free'), 60) ->> 'deleteAfter')::timestamptz,
+select is((api.delete_media(pg_temp.id('M.free')) ->> 'deleteAfter')::timestamptz,
           (select delete_after from app.media_items where id = pg_temp.id('M.free')),
           'deleting a binned item again changes nothing');
 select ok((select delete_after > now() + interval '3000 seconds' from app.media_items where id = pg_temp.id('M.free')),
@@ -153,18 +156,18 @@ select is(pg_temp.sqlerr($$delete from app.workspaces where id = pg_temp.id('A2'
 -- The scheduled-use rule and its mirror.
 -- ---------------------------------------------------------------------------
 select pg_temp.act_as('A.editor', 'A1');
-select is(pg_temp.sqlerr(format($$select api.delete_media(%L, 3600)$$, pg_temp.id('M.sched'))), 'PT409 MEDIA_IN_USE',
+select is(pg_temp.sqlerr(format($$select api.delete_media(%L)$$, pg_temp.id('M.sched'))), 'PT409 MEDIA_IN_USE',
   'media in a scheduled edition cannot be binned (409 MEDIA_IN_USE)');
-select is(pg_temp.sqlhint(format($$select api.delete_media(%L, 3600)$$, pg_temp.id('M.sched'))) -> 'contentIds',
+select is(pg_temp.sqlhint(format($$select api.delete_media(%L)$$, pg_temp.id('M.sched'))) -> 'contentIds',
   jsonb_build_array(pg_temp.id('c:sched')), '... and the refusal names the content');
-select is(pg_temp.sqlerr(format($$select api.delete_media(%L, 3600)$$, pg_temp.id('M.rootsched'))), 'PT409 MEDIA_IN_USE',
+select is(pg_temp.sqlerr(format($$select api.delete_media(%L)$$, pg_temp.id('M.rootsched'))), 'PT409 MEDIA_IN_USE',
   'media in the root of a scheduled edition cannot be binned either');
-select is(pg_temp.sqlhint(format($$select api.delete_media(%L, 3600)$$, pg_temp.id('M.rootsched'))) -> 'contentIds',
+select is(pg_temp.sqlhint(format($$select api.delete_media(%L)$$, pg_temp.id('M.rootsched'))) -> 'contentIds',
   jsonb_build_array(pg_temp.id('c:rootsched')), '... naming the edition');
-select is((api.delete_media(pg_temp.id('M.draft'), 3600) ->> 'state'), 'deleted', 'media used only by a draft can be binned');
+select is((api.delete_media(pg_temp.id('M.draft')) ->> 'state'), 'deleted', 'media used only by a draft can be binned');
 select is((select jsonb_agg(jsonb_build_array(r ->> 'status', r -> 'error' ->> 'code') order by o)
            from jsonb_array_elements(api.bulk_media('delete', array[pg_temp.id('M.sched'), pg_temp.id('M.free')],
-             '{"retentionSeconds": 3600}') -> 'results') with ordinality x (r, o)),
+             '{}') -> 'results') with ordinality x (r, o)),
           '[["409", "MEDIA_IN_USE"], ["200", null]]'::jsonb, 'in bulk, the refused item does not spoil the other');
 select is((select state from app.media_items where id = pg_temp.id('M.free')), 'deleted', '... which went to the bin');
 select pg_temp.act_as_owner();
@@ -180,7 +183,7 @@ select is(pg_temp.sqlerr(format($$update app.content_items set status = 'schedul
   pg_temp.id('c:draft'))), 'PT409 MEDIA_IN_BIN', 'content that uses binned media cannot be scheduled');
 update app.content_items set status = 'draft' where id = pg_temp.id('c:sched');
 select pg_temp.act_as('A.editor', 'A1');
-select is((api.delete_media(pg_temp.id('M.sched'), 3600) ->> 'state'), 'deleted', 'once unscheduled, the media can be binned');
+select is((api.delete_media(pg_temp.id('M.sched')) ->> 'state'), 'deleted', 'once unscheduled, the media can be binned');
 select ok(exists (select 1 from app.media_usage_events where media_id = pg_temp.id('M.sched') and event = 'unscheduled'
                   and content_item_id = pg_temp.id('c:sched')), 'the usage history recorded the unscheduling');
 
@@ -223,7 +226,7 @@ select pg_temp.act_as('A.viewer', 'A1');
 select ok((select count(*) from app.media_items) > 0, 'a viewer of A1 sees its media');
 select is(pg_temp.sqlerr($$select api.list_media('{}', null, 50)$$), 'ok', 'a viewer lists media');
 select is(pg_temp.sqlerr($$select api.create_media_folder('viewer', null)$$), 'PT403 ROLE_REQUIRED', 'a viewer cannot create folders');
-select is(pg_temp.sqlerr(format($$select api.delete_media(%L, 60)$$, pg_temp.id('M.rootsched'))), 'PT403 ROLE_REQUIRED', 'nor bin media');
+select is(pg_temp.sqlerr(format($$select api.delete_media(%L)$$, pg_temp.id('M.rootsched'))), 'PT403 ROLE_REQUIRED', 'nor bin media');
 select is(pg_temp.write_outcome(format($$insert into app.media_labels (organization_id, workspace_id, name) values (%L, %L, 'sneaky')$$,
   pg_temp.id('A'), pg_temp.id('A1'))), '42501', 'nor write labels past the api (RLS)');
 select is(pg_temp.write_outcome($$update app.media_items set is_favorite = true$$), '42501', 'nor update media rows (42501)');
@@ -291,11 +294,11 @@ select is(api.storage_signing_secret(convert_to(repeat('x', 32), 'UTF8')), api.s
 -- Upload sessions.
 -- ---------------------------------------------------------------------------
 select pg_temp.act_as('A.editor', 'A1');
-select is(pg_temp.sqlerr($$select api.init_media_upload('big.png', 'image/png', 52428801, null, null, 60)$$), 'PT413 MEDIA_TOO_LARGE',
+select is(pg_temp.sqlerr($$select api.init_media_upload('big.png', 'image/png', 52428801, null, null)$$), 'PT413 MEDIA_TOO_LARGE',
   'an upload of an image over 50 MB is refused at the start');
-select is(pg_temp.sqlerr($$select api.init_media_upload('doc.pdf', 'application/pdf', 10, null, null, 60)$$), 'PT415 UNSUPPORTED_MEDIA_FORMAT',
+select is(pg_temp.sqlerr($$select api.init_media_upload('doc.pdf', 'application/pdf', 10, null, null)$$), 'PT415 UNSUPPORTED_MEDIA_FORMAT',
   'an unsupported type is refused at the start');
-select isnt(set_config('media_test.s', api.init_media_upload('a.png', 'image/png', 10, null, null, 60) ->> 'sessionId', true), null, 'an editor starts an upload');
+select isnt(set_config('media_test.s', api.init_media_upload('a.png', 'image/png', 10, null, null) ->> 'sessionId', true), null, 'an editor starts an upload');
 select is((api.begin_media_upload_completion(current_setting('media_test.s')::uuid) ->> 'state'), 'pending', 'a new session is pending');
 select is((api.complete_media_upload(current_setting('media_test.s')::uuid,
   '{"type": "image", "contentType": "image/png", "fileSize": 10, "width": 1, "height": 1, "checksumSha256": null}'::jsonb
@@ -308,7 +311,7 @@ select is(pg_temp.sqlerr(format($$select api.complete_media_upload(%L, '{"type":
 select pg_temp.act_as_owner();
 update app.media_upload_sessions set expires_at = now() - interval '1 second' where id <> current_setting('media_test.s')::uuid;
 select pg_temp.act_as('A.editor', 'A1');
-select isnt(set_config('media_test.s2', api.init_media_upload('b.png', 'image/png', 10, null, null, 60) ->> 'sessionId', true), null, 'and another');
+select isnt(set_config('media_test.s2', api.init_media_upload('b.png', 'image/png', 10, null, null) ->> 'sessionId', true), null, 'and another');
 select pg_temp.act_as_owner();
 update app.media_upload_sessions set expires_at = now() - interval '1 second' where id = current_setting('media_test.s2')::uuid;
 select pg_temp.act_as('A.editor', 'A1');
