@@ -3703,6 +3703,52 @@ alter function app.flush_auth_failures(text) owner to pressroom_definer;
 comment on function app.flush_auth_failures(text) is 'For each closed minute of app.auth_failures (of one client address, or all): one audit row (error_code AUTH_FAILURE_BURST, route null, calls = the refusals not audited one by one), then the window is forgotten. Run by api.gate_guarded for the caller''s address and by app.purge_expired for all.';
 revoke all on function app.flush_auth_failures(text) from public;
 
+CREATE OR REPLACE FUNCTION app.gate_guarded_with_limits(p_token_hash bytea, p_workspace_id uuid, p_class text, p_min_plan text, p_bucket text, p_client text, p_failure_limit integer, p_audit_first integer)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_window timestamptz := date_trunc('minute', now());
+  v_reset int := greatest(1, ceil(extract(epoch from (date_trunc('minute', now()) + interval '1 minute' - clock_timestamp())))::int);
+  v_failures int;
+  v_audited int;
+  v_result jsonb;
+begin
+  select failures into v_failures from app.auth_failures where client = p_client and window_start = v_window;
+  if coalesce(v_failures, 0) >= p_failure_limit then
+    -- Over the limit: refused before the credential is looked at (a right
+    -- guess would answer like a wrong one), counted in the window's summary.
+    update app.auth_failures set failures = failures + 1 where client = p_client and window_start = v_window;
+    return jsonb_build_object('audit', false, 'retryAfter', v_reset,
+      'error', jsonb_build_object('status', 429, 'code', 'AUTH_THROTTLED',
+        'message', 'Too many failed credentials from this address; retry after the time in Retry-After.',
+        'details', jsonb_build_object('retryAfter', v_reset)));
+  end if;
+  if p_token_hash is null and p_bucket is null then
+    v_result := jsonb_build_object('error', jsonb_build_object('status', 401, 'code', 'UNAUTHENTICATED',
+      'message', 'Send a bearer credential: Authorization: Bearer <API key or session token>.'));
+  else
+    v_result := api.gate(p_token_hash, p_workspace_id, p_class, p_min_plan, p_bucket);
+  end if;
+  if v_result -> 'error' ->> 'code' = 'UNAUTHENTICATED' then
+    perform app.flush_auth_failures(p_client);
+    insert into app.auth_failures as f (client, window_start, failures, audited)
+    values (p_client, v_window, 1, case when p_audit_first >= 1 then 1 else 0 end)
+    on conflict (client, window_start) do update
+      set failures = f.failures + 1,
+          audited = f.audited + case when f.failures < p_audit_first then 1 else 0 end
+    returning failures, audited into v_failures, v_audited;
+    v_result := v_result || jsonb_build_object('audit', v_failures <= p_audit_first);
+  end if;
+  return v_result;
+end
+$function$;
+alter function app.gate_guarded_with_limits(bytea,uuid,text,text,text,text,integer,integer) owner to pressroom_definer;
+comment on function app.gate_guarded_with_limits(bytea,uuid,text,text,text,text,integer,integer) is 'The failed-credential guard around api.gate with the limits given; called by api.gate_guarded with the settings in force.';
+revoke all on function app.gate_guarded_with_limits(bytea,uuid,text,text,text,text,integer,integer) from public;
+
 CREATE OR REPLACE FUNCTION app.gate_with_limit(p_token_hash bytea, p_workspace_id uuid, p_class text, p_limit integer, p_min_plan text DEFAULT 'basic'::text, p_bucket text DEFAULT NULL::text)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -8781,52 +8827,19 @@ grant execute on function api.gate(bytea,uuid,text,text,text) to pressroom_app;
 grant execute on function api.gate(bytea,uuid,text,text,text) to pressroom_request;
 revoke all on function api.gate(bytea,uuid,text,text,text) from public;
 
-CREATE OR REPLACE FUNCTION api.gate_guarded(p_token_hash bytea, p_workspace_id uuid, p_class text, p_min_plan text, p_bucket text, p_client text, p_failure_limit integer, p_audit_first integer)
+CREATE OR REPLACE FUNCTION api.gate_guarded(p_token_hash bytea, p_workspace_id uuid, p_class text, p_min_plan text, p_bucket text, p_client text)
  RETURNS jsonb
- LANGUAGE plpgsql
+ LANGUAGE sql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
-declare
-  v_window timestamptz := date_trunc('minute', now());
-  v_reset int := greatest(1, ceil(extract(epoch from (date_trunc('minute', now()) + interval '1 minute' - clock_timestamp())))::int);
-  v_failures int;
-  v_audited int;
-  v_result jsonb;
-begin
-  select failures into v_failures from app.auth_failures where client = p_client and window_start = v_window;
-  if coalesce(v_failures, 0) >= p_failure_limit then
-    -- Over the limit: refused before the credential is looked at (a right
-    -- guess would answer like a wrong one), counted in the window's summary.
-    update app.auth_failures set failures = failures + 1 where client = p_client and window_start = v_window;
-    return jsonb_build_object('audit', false, 'retryAfter', v_reset,
-      'error', jsonb_build_object('status', 429, 'code', 'AUTH_THROTTLED',
-        'message', 'Too many failed credentials from this address; retry after the time in Retry-After.',
-        'details', jsonb_build_object('retryAfter', v_reset)));
-  end if;
-  if p_token_hash is null and p_bucket is null then
-    v_result := jsonb_build_object('error', jsonb_build_object('status', 401, 'code', 'UNAUTHENTICATED',
-      'message', 'Send a bearer credential: Authorization: Bearer <API key or session token>.'));
-  else
-    v_result := api.gate(p_token_hash, p_workspace_id, p_class, p_min_plan, p_bucket);
-  end if;
-  if v_result -> 'error' ->> 'code' = 'UNAUTHENTICATED' then
-    perform app.flush_auth_failures(p_client);
-    insert into app.auth_failures as f (client, window_start, failures, audited)
-    values (p_client, v_window, 1, case when p_audit_first >= 1 then 1 else 0 end)
-    on conflict (client, window_start) do update
-      set failures = f.failures + 1,
-          audited = f.audited + case when f.failures < p_audit_first then 1 else 0 end
-    returning failures, audited into v_failures, v_audited;
-    v_result := v_result || jsonb_build_object('audit', v_failures <= p_audit_first);
-  end if;
-  return v_result;
-end
+  select app.gate_guarded_with_limits(p_token_hash, p_workspace_id, p_class, p_min_plan, p_bucket, p_client,
+    app.setting_int('auth_failure_limit'), app.setting_int('auth_failure_audit'))
 $function$;
-alter function api.gate_guarded(bytea,uuid,text,text,text,text,integer,integer) owner to pressroom_definer;
-comment on function api.gate_guarded(bytea,uuid,text,text,text,text,integer,integer) is 'Runs first for every /v1 call (server/http/pipeline.ts), as pressroom_app: api.gate guarded by the failed-credential limit of the client address (p_client, honouring TRUST_PROXY). An address with p_failure_limit failed credentials (401 UNAUTHENTICATED) in the current minute is answered 429 AUTH_THROTTLED with retryAfter before its credential is looked at; a failure is audited one by one (audit: true) only among the first p_audit_first of the minute, the rest in one summary row (app.flush_auth_failures). A missing credential (p_token_hash and p_bucket null) counts as a failure.';
-grant execute on function api.gate_guarded(bytea,uuid,text,text,text,text,integer,integer) to pressroom_app;
-revoke all on function api.gate_guarded(bytea,uuid,text,text,text,text,integer,integer) from public;
+alter function api.gate_guarded(bytea,uuid,text,text,text,text) owner to pressroom_definer;
+comment on function api.gate_guarded(bytea,uuid,text,text,text,text) is 'Runs first for every /v1 call (server/http/pipeline.ts), as pressroom_app: api.gate behind the failed-credential guard of the client address (p_client, honouring TRUST_PROXY). With auth_failure_limit failed credentials in the current minute an address is answered 429 AUTH_THROTTLED before its credential is looked at; only the first auth_failure_audit failures of the minute are audited one by one, the rest in one summary row.';
+grant execute on function api.gate_guarded(bytea,uuid,text,text,text,text) to pressroom_app;
+revoke all on function api.gate_guarded(bytea,uuid,text,text,text,text) from public;
 
 CREATE OR REPLACE FUNCTION api.get_article(p_id uuid)
  RETURNS jsonb

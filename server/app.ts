@@ -116,7 +116,8 @@ export function createApp(deps: AppDeps, options: AppOptions = {}) {
   for (const op of openapi.operations) {
     const route = routes[op.operationId];
     if (!route) throw new Error(`No handler for operation ${op.operationId} (${op.method} ${op.path})`);
-    (router as any)[op.method.toLowerCase()](op.expressPath, pipeline(op, route, { ...deps, json }));
+    const method = op.method.toLowerCase() as 'get' | 'post' | 'put' | 'patch' | 'delete';
+    router[method](op.expressPath, pipeline(op, route, { ...deps, json }));
     allowed.set(op.expressPath, [...(allowed.get(op.expressPath) ?? []), op.method]);
   }
   for (const id of Object.keys(routes)) {

@@ -61,8 +61,8 @@ export function directOp(pool: DatabasePool, route: DirectRoute, config: Config)
     const started = performance.now();
     const requestId = randomUUID();
     const gate = (await pool.oneFirst(sql.type(jsonResult)`
-        select api.gate(${sql.binary(sha256(route.token))}, ${wsParam}, ${op.throttle},
-                        ${op.minPlan}, ${null}) as result`)) as GateResult;
+        select api.gate_guarded(${sql.binary(sha256(route.token))}, ${wsParam}, ${op.throttle},
+                        ${op.minPlan}, ${null}, ${'ip:bench'}) as result`)) as GateResult;
     if (gate.error) throw new Error(`direct ${route.group}: gate refused: ${JSON.stringify(gate.error)}`);
     const principal = gate.principal ?? null;
     const workspaceId = gate.workspaceId ?? null;

@@ -18,6 +18,8 @@ export function settingsOf(config: Config) {
     rate_limit_expensive: config.RATE_LIMIT_EXPENSIVE,
     publish_max_attempts: config.PUBLISH_MAX_ATTEMPTS,
     publish_retry_base_ms: config.PUBLISH_RETRY_BASE_MS,
+    auth_failure_limit: config.AUTH_FAILURE_LIMIT,
+    auth_failure_audit: config.AUTH_FAILURE_AUDIT,
     media_bin_retention_seconds: config.MEDIA_BIN_RETENTION_SECONDS,
     upload_session_ttl_seconds: config.UPLOAD_SESSION_TTL_SECONDS,
   };

@@ -279,7 +279,7 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
       const bucket = op.anonymous && token !== '' ? `ip:${req.ip}` : null;
       gate = (await pool.oneFirst(sql.type(jsonResult)`
         select api.gate_guarded(${sendsCredential ? sql.binary(sha256(token!)) : null}, ${wsParam}, ${op.throttle},
-                        ${op.minPlan}, ${bucket}, ${`ip:${req.ip}`}, ${config.AUTH_FAILURE_LIMIT}, ${config.AUTH_FAILURE_AUDIT}) as result`)) as GateResult;
+                        ${op.minPlan}, ${bucket}, ${`ip:${req.ip}`}) as result`)) as GateResult;
       if (gate.audit === false) audited = false;
       if (gate.rate) {
         headers['X-RateLimit-Limit'] = String(gate.rate.limit);

@@ -24,7 +24,7 @@ export function workerSandboxStore(pool: DatabasePool): SandboxStore {
     receive: (p) =>
       asWorker(
         pool,
-        sql.fragment`app.sandbox_receive_post(${p.integrationId}::uuid, ${p.token}, ${p.contentId}::uuid, ${p.platformPostId}, ${p.permalink}, ${p.caption}, ${sql.jsonb(p.payload as any)})`,
+        sql.fragment`app.sandbox_receive_post(${p.integrationId}::uuid, ${p.token}, ${p.contentId}::uuid, ${p.platformPostId}, ${p.permalink}, ${p.caption}, ${sql.jsonb(p.payload)})`,
       ),
     editCaption: async (p) =>
       (await asWorker(pool, sql.fragment`to_jsonb(app.sandbox_edit_caption(${p.integrationId}::uuid, ${p.platformPostId}, ${p.caption}))`)) === true,

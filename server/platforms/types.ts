@@ -1,3 +1,4 @@
+import type { SerializableValue } from 'slonik';
 // One interface for every connector (docs/architecture.md, "Connectors"). A connector is
 // stateless and serves every integration of its kind: each call names the
 // integration it acts for. Connectors that need no outside network ship
@@ -173,7 +174,8 @@ export interface SandboxStore {
     platformPostId: string;
     permalink: string | null;
     caption: string;
-    payload: unknown;
+    /** What the platform received, as JSON. */
+    payload: SerializableValue;
   }): Promise<{ platformPostId: string; permalink: string | null }>;
   editCaption(post: { integrationId: string; platformPostId: string; caption: string }): Promise<boolean>;
 }

@@ -7,11 +7,14 @@ select plan(16);
 
 -- @include personas.sql
 
--- The gate as the pipeline calls it: limit 3 failures a minute, the first 2 audited one by one.
+-- The gate as the pipeline calls it, with the limits in force (app.settings):
+-- 3 failures a minute, the first 2 audited one by one.
+update app.settings set value = '3' where key = 'auth_failure_limit';
+update app.settings set value = '2' where key = 'auth_failure_audit';
 create function pg_temp.gg(p_secret text, p_client text) returns jsonb
 language sql as $$
   select api.gate_guarded(case when p_secret is not null then pg_temp.token(p_secret) end, null, 'read', 'basic',
-                          null, p_client, 3, 2)
+                          null, p_client)
 $$;
 
 create temp table answers (n int, a jsonb);
