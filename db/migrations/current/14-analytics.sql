@@ -35,9 +35,7 @@ insert into app.settings (key, value, kind, minimum, description) values
   ('analytics_max_post_age_days', '365', 'integer', 1,
    'Editions published longer ago than this many days are no longer synced.'),
   ('analytics_account_sync_minutes', '360', 'integer', 1,
-   'Minutes between two syncs of an integration''s account metrics (followers, profile views, demographics).'),
-  ('analytics_report_url_seconds', '3600', 'integer', 60,
-   'Lifetime of a report''s signed download URL.')
+   'Minutes between two syncs of an integration''s account metrics (followers, profile views, demographics).')
 on conflict (key) do nothing;
 
 ------------------------------------------------------------------------------
@@ -1355,8 +1353,7 @@ begin
   if v_report.id is null then
     perform app.raise_not_found('report', p_id);
   end if;
-  return app.analytics_report_json(v_report) || jsonb_build_object('storageKey', v_report.storage_key,
-    'urlSeconds', app.setting_int('analytics_report_url_seconds'));
+  return app.analytics_report_json(v_report) || jsonb_build_object('storageKey', v_report.storage_key);
 end
 $$;
 comment on function api.get_analytics_report(uuid) is 'Serves GET /v1/workspaces/{workspaceId}/analytics/reports/{id} (getAnalyticsReport_v1): the report''s status, and for a ready one its storage key, which the route turns into a signed download URL (and leaves out of the answer). Viewer role; 404 NOT_FOUND.';
