@@ -24,7 +24,7 @@ export const analyticsRoutes = {
   getAnalyticsAggregates_v1: {
     handle: async ({ call, query }) => ({
       data: await call(sql.fragment`api.analytics_aggregates(${day(query.from)}::date, ${day(query.to)}::date,
-        ${query.interval ?? null}, ${query.groupBy ?? null}, ${ids(query.integrationIds)})`),
+        ${query.interval}, ${query.groupBy}, ${ids(query.integrationIds)})`),
     }),
   },
   listAnalyticsPosts_v1: {
@@ -39,7 +39,7 @@ export const analyticsRoutes = {
         campaignId: query.campaignId ?? null,
       };
       const page = await call<{ data: ResponseData<'listAnalyticsPosts_v1'>; meta: ResponseMeta<'listAnalyticsPosts_v1'> }>(
-        sql.fragment`api.analytics_posts(${sql.jsonb(filter)}, ${query.sortBy ?? null}, ${query.order ?? null}, ${query.limit ?? 25}, ${query.offset ?? 0})`,
+        sql.fragment`api.analytics_posts(${sql.jsonb(filter)}, ${query.sortBy}, ${query.order}, ${query.limit}, ${query.offset})`,
       );
       return { data: page.data, meta: page.meta };
     },

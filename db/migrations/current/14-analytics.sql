@@ -941,7 +941,8 @@ language plpgsql stable as $$
 declare
   v_period date[] := app.analytics_period(p_workspace_id, (p_filter ->> 'from')::date, (p_filter ->> 'to')::date);
   v_ids uuid[] := app.analytics_check_integrations(p_workspace_id,
-    (select array_agg(x::uuid) from jsonb_array_elements_text(coalesce(p_filter -> 'integrationIds', '[]'::jsonb)) x));
+    (select array_agg(x::uuid) from jsonb_array_elements_text(case when jsonb_typeof(p_filter -> 'integrationIds') = 'array'
+       then p_filter -> 'integrationIds' else '[]'::jsonb end) x));
   v_tz text := (select w.timezone from app.workspaces w where w.id = p_workspace_id);
   v_sort text := coalesce(p_sort_by, 'sentAt');
   v_desc boolean := coalesce(p_order, 'desc') = 'desc';
