@@ -3215,6 +3215,8 @@ revoke all on function app.analytics_refresh_post_day(uuid,date) from public;
 CREATE OR REPLACE FUNCTION app.analytics_report_claim(p_id uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
 AS $function$
 declare
   v_report app.analytics_reports;
@@ -3242,7 +3244,7 @@ begin
       'integrationIds', to_jsonb(v_report.integration_ids)), 'impressions', 'desc', 10, 0) -> 'data');
 end
 $function$;
-grant execute on function app.analytics_report_claim(uuid) to pressroom_definer;
+alter function app.analytics_report_claim(uuid) owner to pressroom_definer;
 grant execute on function app.analytics_report_claim(uuid) to pressroom_worker;
 revoke all on function app.analytics_report_claim(uuid) from public;
 

@@ -1386,9 +1386,10 @@ create trigger analytics_reports_30_job before insert on app.analytics_reports
   for each row execute function app.tg_analytics_reports_job();
 
 -- The report job: claims a report (queued or running after a lost worker) and
--- returns everything the PDF shows; null when there is nothing to do.
+-- returns everything the PDF shows; null when there is nothing to do. Definer:
+-- the worker reads no workspace row itself.
 create function app.analytics_report_claim(p_id uuid) returns jsonb
-language plpgsql as $$
+language plpgsql security definer set search_path = pg_catalog, app as $$
 declare
   v_report app.analytics_reports;
   v_ws app.workspaces;
@@ -1415,6 +1416,7 @@ begin
       'integrationIds', to_jsonb(v_report.integration_ids)), 'impressions', 'desc', 10, 0) -> 'data');
 end
 $$;
+alter function app.analytics_report_claim(uuid) owner to pressroom_definer;
 grant execute on function app.analytics_report_claim(uuid) to pressroom_worker, pressroom_definer;
 
 create function app.analytics_report_finish(p_id uuid, p_storage_key text, p_size bigint, p_sha256 text, p_error text) returns jsonb
