@@ -2538,7 +2538,7 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Ask for a PDF report (viewer role, standard plan)
+         * Ask for a PDF report, standard plan (viewer role)
          * @description Queues a PDF report of the period and integrations: the summary figures, charts of the daily
          *     series and by platform, and the top posts. A job renders it; poll
          *     `GET analytics/reports/{id}` for its status and, once `ready`, a signed download URL.
@@ -2565,7 +2565,7 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * A PDF report's status and download URL (viewer role, standard plan)
+         * A PDF report's status and download URL, standard plan (viewer role)
          * @description `queued`, `running`, `ready` (with `downloadUrl`, signed and expiring, a new one on
          *     every call) or `failed` (with `error`).
          */
