@@ -2753,6 +2753,21 @@ grant execute on function app.analytics_due_posts(integer) to pressroom_definer;
 grant execute on function app.analytics_due_posts(integer) to pressroom_worker;
 revoke all on function app.analytics_due_posts(integer) from public;
 
+CREATE OR REPLACE FUNCTION app.analytics_expired_reports(p_limit integer)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select coalesce(jsonb_agg(jsonb_build_object('id', r.id, 'storageKey', r.storage_key)), '[]'::jsonb)
+  from (select r.id, r.storage_key from app.analytics_reports r
+        where r.status in ('ready', 'failed')
+          and r.finished_at < now() - make_interval(days => app.setting_int('analytics_report_retention_days'))
+        order by r.finished_at limit greatest(1, least(p_limit, 1000))) r
+$function$;
+grant execute on function app.analytics_expired_reports(integer) to pressroom_definer;
+grant execute on function app.analytics_expired_reports(integer) to pressroom_worker;
+revoke all on function app.analytics_expired_reports(integer) from public;
+
 CREATE OR REPLACE FUNCTION app.analytics_figure(p_value numeric, p_previous numeric)
  RETURNS jsonb
  LANGUAGE sql
@@ -2782,6 +2797,24 @@ grant execute on function app.analytics_followers(uuid,date,uuid[]) to pressroom
 grant execute on function app.analytics_followers(uuid,date,uuid[]) to pressroom_definer;
 grant execute on function app.analytics_followers(uuid,date,uuid[]) to pressroom_worker;
 revoke all on function app.analytics_followers(uuid,date,uuid[]) from public;
+
+CREATE OR REPLACE FUNCTION app.analytics_forget_reports(p_ids uuid[])
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v int;
+begin
+  delete from app.analytics_reports r
+  where r.id = any (p_ids) and r.status in ('ready', 'failed')
+    and r.finished_at < now() - make_interval(days => app.setting_int('analytics_report_retention_days'));
+  get diagnostics v = row_count;
+  return v;
+end
+$function$;
+grant execute on function app.analytics_forget_reports(uuid[]) to pressroom_definer;
+grant execute on function app.analytics_forget_reports(uuid[]) to pressroom_worker;
+revoke all on function app.analytics_forget_reports(uuid[]) from public;
 
 CREATE OR REPLACE FUNCTION app.analytics_local_day(p_workspace_id uuid, p_at timestamp with time zone)
  RETURNS date

@@ -2,8 +2,9 @@
 //
 //   analytics.sync     every 10 minutes: the metrics of published editions
 //                      that are due (recent ones every hour, older ones every
-//                      day, none after a year: app.settings analytics_*), and
-//                      the account metrics of integrations (every 6 hours)
+//                      day, none after a year: app.settings analytics_*), the
+//                      account metrics of integrations (every 6 hours), and
+//                      reports past their retention (files, then rows)
 //   analytics.report   one per report row (written by trigger
 //                      analytics_reports_30_job with the row): renders the PDF
 //
@@ -128,6 +129,14 @@ export async function runMetricsSync(deps: Pick<AnalyticsDeps, 'pool' | 'connect
   return result;
 }
 
+/** Removes reports past their retention: the files first, then the rows. */
+export async function purgeReports(deps: Pick<AnalyticsDeps, 'pool' | 'storage'>): Promise<number> {
+  const expired = await asWorker<{ id: string; storageKey: string | null }[]>(deps.pool, sql.fragment`app.analytics_expired_reports(${200})`);
+  if (expired.length === 0) return 0;
+  for (const r of expired) if (r.storageKey) await deps.storage.driver.delete(r.storageKey);
+  return asWorker<number>(deps.pool, sql.fragment`to_jsonb(app.analytics_forget_reports(${sql.array(expired.map((r) => r.id), 'uuid')}))`);
+}
+
 /** Renders one report: claim (short transaction), render and store (none), finish (short transaction). */
 export async function runReport(deps: Pick<AnalyticsDeps, 'pool' | 'storage' | 'log'>, reportId: string): Promise<{ status: string }> {
   const data = await asWorker<ReportData | null>(deps.pool, sql.fragment`app.analytics_report_claim(${reportId})`);
@@ -152,8 +161,9 @@ export async function registerAnalyticsJobs(boss: PgBoss, deps: AnalyticsDeps, o
   await boss.schedule(QUEUES.analyticsSync, opts.syncCron ?? '*/10 * * * *');
   await boss.work(QUEUES.analyticsSync, async () => {
     const r = await runMetricsSync(deps);
-    if (r.posts || r.accounts || r.failed) deps.log.info('analytics synced', { job: QUEUES.analyticsSync, ...r });
-    return r;
+    const reportsRemoved = await purgeReports(deps);
+    if (r.posts || r.accounts || r.failed || reportsRemoved) deps.log.info('analytics synced', { job: QUEUES.analyticsSync, ...r, reportsRemoved });
+    return { ...r, reportsRemoved };
   });
   await boss.work<{ reportId: string }>(QUEUES.analyticsReport, { pollingIntervalSeconds: opts.pollingIntervalSeconds ?? 1 },
     async (jobs: Job<{ reportId: string }>[]) => Promise.all(jobs.map((job) => runReport(deps, job.data.reportId))));

@@ -4,13 +4,13 @@
 // figures as the summary route for the same period; one page is rendered to
 // PNG with Debian's pdftoppm when it is installed.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { inflateSync } from 'node:zlib';
 import { PgBoss } from 'pg-boss';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerAnalyticsJobs, runMetricsSync } from '../../server/jobs/analytics.ts';
+import { purgeReports, registerAnalyticsJobs, runMetricsSync } from '../../server/jobs/analytics.ts';
 import { PGBOSS_SCHEMA } from '../../server/jobs/queues.ts';
 import { client, createKey, signup } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -81,6 +81,7 @@ async function waitForReport(url: string, token: string) {
 describe('PDF analytics report', () => {
   let owner: Awaited<ReturnType<typeof signup>>;
   let pdf: Buffer;
+  let ready: { id: string; downloadUrl: string };
   const today = new Date();
   const from = isoDay(new Date(today.getTime() - 13 * DAY));
   const to = isoDay(today);
@@ -125,6 +126,7 @@ describe('PDF analytics report', () => {
     expect(res.headers.get('content-type')).toBe('application/pdf');
     expect(res.headers.get('content-disposition')).toContain(`analytics-${from}-${to}.pdf`);
     pdf = Buffer.from(await res.arrayBuffer());
+    ready = report;
     expect(pdf.byteLength).toBe(report.fileSize);
     expect(pdf.subarray(0, 5).toString('latin1')).toBe('%PDF-');
     expect(pdf.subarray(-6).toString('latin1')).toContain('%%EOF');
@@ -169,6 +171,20 @@ describe('PDF analytics report', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('a report past its retention goes, file and row', async () => {
+    expect(ready, 'the report of the first test').toBeTruthy();
+    expect(await purgeReports(server.deps)).toBe(0);
+    const file = path.join(server.config.DATA_DIR, 'media', 'reports', owner.workspaceId, ready.id);
+    expect(existsSync(file), 'the disk driver keeps the PDF under DATA_DIR/media/reports').toBe(true);
+    await server.owner.query(`update app.analytics_reports set finished_at = now() - interval '31 days' where id = $1`, [ready.id]);
+    expect(await purgeReports(server.deps)).toBe(1);
+    expect((await api.get(`/v1/workspaces/${owner.workspaceId}/analytics/reports/${ready.id}`, { token: owner.token })).status).toBe(404);
+    expect((await fetch(ready.downloadUrl)).status).toBe(404);
+    const rows = await server.owner.query(`select count(*)::int as n from app.analytics_reports where id = $1`, [ready.id]);
+    expect(rows.rows[0].n).toBe(0);
+    expect(existsSync(file)).toBe(false);
   });
 
   it('needs the standard plan: a basic organization gets 401 PLAN_REQUIRED with the reason', async () => {

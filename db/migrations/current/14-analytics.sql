@@ -35,7 +35,9 @@ insert into app.settings (key, value, kind, minimum, description) values
   ('analytics_max_post_age_days', '365', 'integer', 1,
    'Editions published longer ago than this many days are no longer synced.'),
   ('analytics_account_sync_minutes', '360', 'integer', 1,
-   'Minutes between two syncs of an integration''s account metrics (followers, profile views, demographics).')
+   'Minutes between two syncs of an integration''s account metrics (followers, profile views, demographics).'),
+  ('analytics_report_retention_days', '30', 'integer', 1,
+   'Days a finished PDF report (and its file) is kept; then the sync job removes both.')
 on conflict (key) do nothing;
 
 ------------------------------------------------------------------------------
@@ -1434,6 +1436,34 @@ begin
 end
 $$;
 grant execute on function app.analytics_report_finish(uuid, text, bigint, text, text) to pressroom_worker, pressroom_definer;
+
+-- Reports finished more than analytics_report_retention_days ago, for the
+-- sync job: it deletes their files, then app.analytics_forget_reports the
+-- rows (a run that dies in between deletes the files again: harmless).
+create function app.analytics_expired_reports(p_limit integer) returns jsonb
+language sql stable as $$
+  select coalesce(jsonb_agg(jsonb_build_object('id', r.id, 'storageKey', r.storage_key)), '[]'::jsonb)
+  from (select r.id, r.storage_key from app.analytics_reports r
+        where r.status in ('ready', 'failed')
+          and r.finished_at < now() - make_interval(days => app.setting_int('analytics_report_retention_days'))
+        order by r.finished_at limit greatest(1, least(p_limit, 1000))) r
+$$;
+grant execute on function app.analytics_expired_reports(integer) to pressroom_worker, pressroom_definer;
+
+create function app.analytics_forget_reports(p_ids uuid[]) returns integer
+language plpgsql as $$
+declare
+  v int;
+begin
+  delete from app.analytics_reports r
+  where r.id = any (p_ids) and r.status in ('ready', 'failed')
+    and r.finished_at < now() - make_interval(days => app.setting_int('analytics_report_retention_days'));
+  get diagnostics v = row_count;
+  return v;
+end
+$$;
+grant execute on function app.analytics_forget_reports(uuid[]) to pressroom_worker, pressroom_definer;
+grant delete on app.analytics_reports to pressroom_worker;
 
 -- The storage router (GET /storage/v1/reports/{id}), once the URL's signature is checked.
 create function api.storage_report_object(p_id uuid) returns jsonb
