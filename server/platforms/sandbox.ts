@@ -8,6 +8,12 @@
 //   unknown                 the outcome is never confirmed (as after a timeout)
 // Everything it returns is deterministic: the same integration and edition
 // give the same post id, so a retried publish is recognisably the same post.
+// Metrics (analytics): plausible numbers, the same for the same post (or
+// account) on the same UTC day, growing with the post's age
+// (sandboxPostMetrics, sandboxAccountMetrics below). With behavior `fail` the
+// platform refuses metrics too; with `transient-then-succeed` it refuses
+// account metrics for its rate limit (ConnectorError RATE_LIMITED), so
+// integration health has rate-limit hits to show.
 import { createHash } from 'node:crypto';
 import { YOUTUBE_VIDEO_CATEGORIES } from './reference.ts';
 import {
