@@ -6,6 +6,7 @@
 // Knobs: bench/README.md.
 import { BenchAbort } from './lib/load.ts';
 import { Cleanup } from './lib/cleanup.ts';
+import { analytics } from './scenarios/analytics.ts';
 import { content } from './scenarios/content.ts';
 import { foundation } from './scenarios/foundation.ts';
 import { media } from './scenarios/media.ts';
@@ -16,7 +17,7 @@ import type { Scenario } from './lib/scenario.ts';
 import { openCluster } from './lib/stack.ts';
 
 /** The registry: add a scenario here (bench/scenarios/<name>.ts exporting a Scenario). */
-const scenarios: Scenario[] = [foundation, content, media, publishing];
+const scenarios: Scenario[] = [foundation, content, media, publishing, analytics];
 
 function usage(): string {
   return [

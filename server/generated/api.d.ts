@@ -2370,6 +2370,247 @@ export interface paths {
         patch: operations["updateFormat_v1"];
         trace?: never;
     };
+    "/v1/workspaces/{workspaceId}/analytics/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Summary of a period against the previous one (viewer role)
+         * @description What published content gained in the period (impressions, reach, likes, comments, shares,
+         *     saves, clicks, video views, engagements), the editions published in it, followers at its
+         *     end and the engagement rate, each with its value in the previous period of the same length
+         *     and the change. Read from rollups kept as metrics arrive, never from the raw snapshots.
+         */
+        get: operations["getAnalyticsSummary_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/analytics/aggregates": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Time series of the gains, grouped (viewer role)
+         * @description The gains of the period in buckets of a `day`, `week` (from Monday) or `month`, in the
+         *     workspace's time zone, as one series (`groupBy=none`) or one per integration, platform,
+         *     tag, pillar or campaign. Every bucket of the period is present, zeros included.
+         */
+        get: operations["getAnalyticsAggregates_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/analytics/posts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The per-post table (viewer role)
+         * @description Editions sent in the period (by their `sentAt`, workspace-local days) with their lifetime
+         *     counters as last captured, filtered by integration, platform, tag, pillar or campaign,
+         *     sorted by `sortBy` in `order` (then by id), offset-paginated: `meta` is
+         *     `{ limit, offset, total, hasMore }`.
+         */
+        get: operations["listAnalyticsPosts_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/analytics/posts/{contentId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description A sent edition's id */
+                contentId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * One post's counters and daily series (viewer role)
+         * @description A sent edition's lifetime counters and, per day of the period, what it gained that day and
+         *     its running totals. The period defaults to the day it was published (at most 90 days back)
+         *     through today.
+         */
+        get: operations["getAnalyticsPost_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/analytics/demographics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Follower demographics (viewer role)
+         * @description Each integration's latest follower demographics on or before `on` (default today): counts
+         *     and shares by age band, gender and country, largest first, and the same combined over the
+         *     integrations.
+         */
+        get: operations["getAnalyticsDemographics_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/analytics/health": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Integration health (viewer role)
+         * @description For every integration of the workspace: its connection state, the last metric sync and the
+         *     last successful one, the last sync error (while none succeeded since), publish attempts over
+         *     30 days with the success rate, editions awaiting confirmation, and metric syncs over 30 days
+         *     with the platform's rate-limit refusals.
+         */
+        get: operations["getAnalyticsHealth_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/analytics/reports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Ask for a PDF report, standard plan (viewer role)
+         * @description Queues a PDF report of the period and integrations: the summary figures, charts of the daily
+         *     series and by platform, and the top posts. A job renders it; poll
+         *     `GET analytics/reports/{id}` for its status and, once `ready`, a signed download URL.
+         *     Needs the standard plan (or premium, or an active trial): a basic organization gets 401
+         *     `PLAN_REQUIRED` with the reason.
+         */
+        post: operations["createAnalyticsReport_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/analytics/reports/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Report id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * A PDF report's status and download URL, standard plan (viewer role)
+         * @description `queued`, `running`, `ready` (with `downloadUrl`, signed and expiring, a new one on
+         *     every call) or `failed` (with `error`).
+         */
+        get: operations["getAnalyticsReport_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/integrations/{id}/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description A webhook integration's id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Push metrics of a webhook integration (editor role)
+         * @description A webhook integration has no platform API to ask: its receiver pushes what the platform
+         *     reports, with an API key of the editor role. Posts are named by `contentId` or by the
+         *     `platformPostId` the receiver answered when publishing; each snapshot is the post's
+         *     lifetime counters at `capturedAt` (absent counters are 0). All or nothing: any problem
+         *     answers 400 `VALIDATION_FAILED` with one entry per problem in `details.fields` (codes
+         *     `post_not_found`, `not_published`, `before_publication`, `in_future`, `duplicate`)
+         *     and records nothing. A snapshot already recorded (same post and `capturedAt`) is skipped,
+         *     so a re-delivery is harmless. Other connectors fetch their own metrics: 409
+         *     `METRICS_INGESTION_NOT_SUPPORTED`.
+         */
+        post: operations["ingestIntegrationMetrics_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -4152,6 +4393,325 @@ export interface components {
             /** @enum {boolean} */
             deleted: true;
         };
+        /**
+         * @description Counters of published content as platforms report them. In a series point or the summary
+         *     they are what was gained in the period (the last snapshot minus the one before the period;
+         *     negative when a counter fell, e.g. an unlike); on a post they are its lifetime totals.
+         *     `engagements` is likes + comments + shares + saves.
+         */
+        AnalyticsCounters: {
+            impressions: number;
+            reach: number;
+            likes: number;
+            comments: number;
+            shares: number;
+            saves: number;
+            clicks: number;
+            videoViews: number;
+        };
+        /** @description A figure of the period, its value in the previous period of the same length, and the change (`changePercent` null when the previous value is 0). */
+        AnalyticsFigure: {
+            value: number;
+            previous: number;
+            change: number;
+            changePercent: number | null;
+        };
+        /** @description Workspace-local days, both included, in the workspace's time zone. */
+        AnalyticsPeriod: {
+            /** Format: date */
+            from: string;
+            /** Format: date */
+            to: string;
+            days?: number;
+            timezone: string;
+        };
+        AnalyticsSummary: {
+            period: components["schemas"]["AnalyticsPeriod"];
+            previousPeriod: {
+                /** Format: date */
+                from: string;
+                /** Format: date */
+                to: string;
+            };
+            /** @description The integrations counted; null for all of the workspace's */
+            integrationIds: string[] | null;
+            /**
+             * @description Gains of the period (impressions ... engagements), editions published in it,
+             *     followers at its end (the integrations' latest counts), and the engagement rate
+             *     (engagements per 100 impressions).
+             */
+            metrics: {
+                impressions: components["schemas"]["AnalyticsFigure"];
+                reach: components["schemas"]["AnalyticsFigure"];
+                likes: components["schemas"]["AnalyticsFigure"];
+                comments: components["schemas"]["AnalyticsFigure"];
+                shares: components["schemas"]["AnalyticsFigure"];
+                saves: components["schemas"]["AnalyticsFigure"];
+                clicks: components["schemas"]["AnalyticsFigure"];
+                videoViews: components["schemas"]["AnalyticsFigure"];
+                engagements: components["schemas"]["AnalyticsFigure"];
+                postsPublished: components["schemas"]["AnalyticsFigure"];
+                followers: components["schemas"]["AnalyticsFigure"];
+                engagementRatePercent: components["schemas"]["AnalyticsFigure"];
+            };
+        };
+        /** @description Gains of one bucket (see AnalyticsCounters). */
+        AnalyticsSeriesPoint: {
+            /**
+             * Format: date
+             * @description First day of the bucket (a week starts on Monday, a month on the 1st)
+             */
+            start: string;
+            impressions: number;
+            reach: number;
+            likes: number;
+            comments: number;
+            shares: number;
+            saves: number;
+            clicks: number;
+            videoViews: number;
+            engagements: number;
+        };
+        AnalyticsAggregates: {
+            /** @enum {string} */
+            interval: "day" | "week" | "month";
+            /** @enum {string} */
+            groupBy: "none" | "integration" | "platform" | "tag" | "pillar" | "campaign";
+            period: components["schemas"]["AnalyticsPeriod"];
+            integrationIds: string[] | null;
+            /**
+             * @description One series per group with gains in the period (one, key null, for `none`), every bucket
+             *     of the period present. A post counts in each tag or pillar its root has now; posts without
+             *     one are in no tag or pillar series.
+             */
+            series: {
+                /** @description The integration, tag, pillar or campaign id, or the platform code */
+                key: string | null;
+                label: string;
+                points: components["schemas"]["AnalyticsSeriesPoint"][];
+            }[];
+        };
+        /** @description A sent edition with its lifetime counters as last captured (zeros before the first sync). */
+        AnalyticsPost: {
+            /** Format: uuid */
+            contentId: string;
+            /** Format: uuid */
+            rootId: string;
+            /** Format: uuid */
+            integrationId: string;
+            platform: string;
+            title: string | null;
+            /** @description The first 280 characters of the published caption */
+            caption: string | null;
+            permalink: string | null;
+            /** Format: date-time */
+            sentAt: string;
+            /**
+             * Format: date-time
+             * @description When the counters were captured; null before the first sync
+             */
+            lastCapturedAt: string | null;
+            impressions: number;
+            reach: number;
+            likes: number;
+            comments: number;
+            shares: number;
+            saves: number;
+            clicks: number;
+            videoViews: number;
+            engagements: number;
+            /** @description Engagements per 100 impressions */
+            engagementRatePercent: number;
+        };
+        /** @description A sent edition with its lifetime counters and its daily series. */
+        AnalyticsPostDetail: {
+            /** Format: uuid */
+            contentId: string;
+            /** Format: uuid */
+            rootId: string;
+            /** Format: uuid */
+            integrationId: string;
+            platform: string;
+            title: string | null;
+            /** @description The first 280 characters of the published caption */
+            caption: string | null;
+            permalink: string | null;
+            /** Format: date-time */
+            sentAt: string;
+            /**
+             * Format: date-time
+             * @description When the counters were captured; null before the first sync
+             */
+            lastCapturedAt: string | null;
+            impressions: number;
+            reach: number;
+            likes: number;
+            comments: number;
+            shares: number;
+            saves: number;
+            clicks: number;
+            videoViews: number;
+            engagements: number;
+            /** @description Engagements per 100 impressions */
+            engagementRatePercent: number;
+            period: components["schemas"]["AnalyticsPeriod"];
+            /** @description Snapshots recorded for this edition */
+            snapshots: number;
+            /** @description One point per day of the period */
+            series: {
+                /** Format: date */
+                day: string;
+                gained: components["schemas"]["AnalyticsCounters"];
+                total: components["schemas"]["AnalyticsCounters"];
+            }[];
+        };
+        AnalyticsBreakdownItem: {
+            /** @description An age band (13-17, 18-24, ...), a gender, or an ISO 3166-1 alpha-2 country code */
+            key: string;
+            count: number;
+            sharePercent: number;
+        };
+        AnalyticsDemographics: {
+            /** Format: date */
+            on: string;
+            integrationIds: string[] | null;
+            /** @description Each integration's latest demographics on or before `on` (integrations without any are left out) */
+            integrations: {
+                /** Format: uuid */
+                integrationId: string;
+                name: string;
+                platform: string;
+                /** Format: date */
+                day: string;
+                followers: number | null;
+                age: components["schemas"]["AnalyticsBreakdownItem"][];
+                gender: components["schemas"]["AnalyticsBreakdownItem"][];
+                country: components["schemas"]["AnalyticsBreakdownItem"][];
+            }[];
+            combined: {
+                age: components["schemas"]["AnalyticsBreakdownItem"][];
+                gender: components["schemas"]["AnalyticsBreakdownItem"][];
+                country: components["schemas"]["AnalyticsBreakdownItem"][];
+            };
+        };
+        AnalyticsIntegrationHealth: {
+            /** Format: uuid */
+            integrationId: string;
+            name: string;
+            platform: string;
+            connector: string;
+            /** @enum {string} */
+            connectionState: "active" | "disconnected";
+            /**
+             * Format: date-time
+             * @description Last metric sync attempt (or push)
+             */
+            lastSyncAt: string | null;
+            /** Format: date-time */
+            lastSuccessfulSyncAt: string | null;
+            /** @description The last error, while no sync succeeded since */
+            lastSyncError: string | null;
+            /** @description Publish attempts over the last 30 days (transient failures count as failures) */
+            publishing: {
+                /** Format: date-time */
+                since: string;
+                succeeded: number;
+                failed: number;
+                successRatePercent: number | null;
+            };
+            /** @description Editions whose publish outcome awaits resolve-publishing-result */
+            awaitingConfirmation: number;
+            /** @description Metric syncs over the last 30 days, and the platform's rate-limit refusals */
+            sync: {
+                successes: number;
+                failures: number;
+                rateLimitHits: number;
+            };
+        };
+        AnalyticsReport: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            status: "queued" | "running" | "ready" | "failed";
+            /** Format: date */
+            from: string;
+            /** Format: date */
+            to: string;
+            integrationIds: string[] | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            startedAt: string | null;
+            /** Format: date-time */
+            finishedAt: string | null;
+            /** @description Bytes of the PDF once ready */
+            fileSize: number | null;
+            error: string | null;
+            /** @description A signed, expiring URL of the PDF (status ready); a new one on every GET */
+            downloadUrl: string | null;
+            /** Format: date-time */
+            downloadUrlExpiresAt: string | null;
+        };
+        CreateAnalyticsReportDto: {
+            /**
+             * Format: date
+             * @description First day (workspace-local); default 29 days before `to`
+             */
+            from?: string;
+            /**
+             * Format: date
+             * @description Last day; default today
+             */
+            to?: string;
+            /** @description The integrations to report on; default all of the workspace's */
+            integrationIds?: string[];
+        };
+        DemographicCounts: {
+            [key: string]: number;
+        };
+        /**
+         * @description What a webhook integration's receiver pushes: lifetime counters of published posts, each at
+         *     the instant it was captured, and the account's. Either list may be left out.
+         */
+        IngestMetricsDto: {
+            posts?: {
+                /** Format: uuid */
+                contentId?: string;
+                platformPostId?: string;
+                /** Format: date-time */
+                capturedAt: string;
+                impressions?: number;
+                reach?: number;
+                likes?: number;
+                comments?: number;
+                shares?: number;
+                saves?: number;
+                clicks?: number;
+                videoViews?: number;
+            }[];
+            account?: {
+                /** Format: date-time */
+                capturedAt: string;
+                followers?: number;
+                /** @description Profile views on that day */
+                profileViews?: number;
+                /** @description Follower counts by age band, gender and country (ISO 3166-1 alpha-2) */
+                demographics?: {
+                    age?: components["schemas"]["DemographicCounts"];
+                    gender?: components["schemas"]["DemographicCounts"];
+                    country?: components["schemas"]["DemographicCounts"];
+                };
+            };
+        };
+        IngestMetricsResult: {
+            /** Format: uuid */
+            integrationId: string;
+            postsReceived: number;
+            postsRecorded: number;
+            /** @description Snapshots already recorded (same post and capturedAt): a re-delivery */
+            postsAlreadyRecorded: number;
+            accountRecorded: boolean;
+        };
     };
     responses: {
         /** @description Malformed JSON (`MALFORMED_JSON`), JSON nested deeper than 64 levels (`NESTING_TOO_DEEP`), an undecodable path (`MALFORMED_URL`), unknown properties or query parameters, a NUL character, or a value of the wrong type or out of bounds (`VALIDATION_FAILED` lists one entry per field in `details.fields`). */
@@ -4360,6 +4920,12 @@ export interface components {
         MediaPageCursor: string;
         /** @description `meta.nextCursor` of the previous page (opaque, signed); omit for the first page */
         MediaFolderCursor: string;
+        /** @description First day of the period (workspace-local); default 29 days before `to` */
+        AnalyticsFrom: string;
+        /** @description Last day of the period (workspace-local); default today. A period is at most 366 days. */
+        AnalyticsTo: string;
+        /** @description Comma-separated integration UUIDs (up to 50); default all of the workspace's. An id of no integration of this workspace answers 404 `INTEGRATION_NOT_FOUND`. */
+        AnalyticsIntegrationIds: string;
     };
     requestBodies: never;
     headers: {
@@ -9565,6 +10131,454 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             /** @description Another format of the workspace has this name, compared case-insensitively (`NAME_TAKEN`). */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getAnalyticsSummary_v1: {
+        parameters: {
+            query?: {
+                /** @description First day of the period (workspace-local); default 29 days before `to` */
+                from?: components["parameters"]["AnalyticsFrom"];
+                /** @description Last day of the period (workspace-local); default today. A period is at most 366 days. */
+                to?: components["parameters"]["AnalyticsTo"];
+                /** @description Comma-separated integration UUIDs (up to 50); default all of the workspace's. An id of no integration of this workspace answers 404 `INTEGRATION_NOT_FOUND`. */
+                integrationIds?: components["parameters"]["AnalyticsIntegrationIds"];
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AnalyticsSummary"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description An integration of `integrationIds` is not one of this workspace (`INTEGRATION_NOT_FOUND`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getAnalyticsAggregates_v1: {
+        parameters: {
+            query?: {
+                /** @description First day of the period (workspace-local); default 29 days before `to` */
+                from?: components["parameters"]["AnalyticsFrom"];
+                /** @description Last day of the period (workspace-local); default today. A period is at most 366 days. */
+                to?: components["parameters"]["AnalyticsTo"];
+                /** @description Comma-separated integration UUIDs (up to 50); default all of the workspace's. An id of no integration of this workspace answers 404 `INTEGRATION_NOT_FOUND`. */
+                integrationIds?: components["parameters"]["AnalyticsIntegrationIds"];
+                interval?: "day" | "week" | "month";
+                groupBy?: "none" | "integration" | "platform" | "tag" | "pillar" | "campaign";
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AnalyticsAggregates"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description An integration of `integrationIds` is not one of this workspace (`INTEGRATION_NOT_FOUND`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listAnalyticsPosts_v1: {
+        parameters: {
+            query?: {
+                /** @description First day of the period (workspace-local); default 29 days before `to` */
+                from?: components["parameters"]["AnalyticsFrom"];
+                /** @description Last day of the period (workspace-local); default today. A period is at most 366 days. */
+                to?: components["parameters"]["AnalyticsTo"];
+                /** @description Comma-separated integration UUIDs (up to 50); default all of the workspace's. An id of no integration of this workspace answers 404 `INTEGRATION_NOT_FOUND`. */
+                integrationIds?: components["parameters"]["AnalyticsIntegrationIds"];
+                platform?: string;
+                tagId?: string;
+                pillarId?: string;
+                campaignId?: string;
+                sortBy?: "sentAt" | "impressions" | "reach" | "likes" | "comments" | "shares" | "saves" | "clicks" | "videoViews" | "engagements" | "engagementRatePercent";
+                order?: "asc" | "desc";
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AnalyticsPost"][];
+                        meta: components["schemas"]["CampaignContentMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description An integration of `integrationIds` is not one of this workspace (`INTEGRATION_NOT_FOUND`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getAnalyticsPost_v1: {
+        parameters: {
+            query?: {
+                /** @description First day of the period (workspace-local); default 29 days before `to` */
+                from?: components["parameters"]["AnalyticsFrom"];
+                /** @description Last day of the period (workspace-local); default today. A period is at most 366 days. */
+                to?: components["parameters"]["AnalyticsTo"];
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description A sent edition's id */
+                contentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AnalyticsPostDetail"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getAnalyticsDemographics_v1: {
+        parameters: {
+            query?: {
+                /** @description Comma-separated integration UUIDs (up to 50); default all of the workspace's. An id of no integration of this workspace answers 404 `INTEGRATION_NOT_FOUND`. */
+                integrationIds?: components["parameters"]["AnalyticsIntegrationIds"];
+                on?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AnalyticsDemographics"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description An integration of `integrationIds` is not one of this workspace (`INTEGRATION_NOT_FOUND`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getAnalyticsHealth_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AnalyticsIntegrationHealth"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createAnalyticsReport_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "from": "2026-01-01",
+                 *       "to": "2026-01-31"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateAnalyticsReportDto"];
+            };
+        };
+        responses: {
+            /** @description Queued */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AnalyticsReport"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description An integration of `integrationIds` is not one of this workspace (`INTEGRATION_NOT_FOUND`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getAnalyticsReport_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Report id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["AnalyticsReport"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    ingestIntegrationMetrics_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description A webhook integration's id */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "posts": [
+                 *         {
+                 *           "platformPostId": "li-7421",
+                 *           "capturedAt": "2026-01-05T10:00:00Z",
+                 *           "impressions": 1520,
+                 *           "reach": 1200,
+                 *           "likes": 48,
+                 *           "comments": 6,
+                 *           "shares": 3,
+                 *           "clicks": 31
+                 *         }
+                 *       ],
+                 *       "account": {
+                 *         "capturedAt": "2026-01-05T10:00:00Z",
+                 *         "followers": 5210,
+                 *         "profileViews": 84,
+                 *         "demographics": {
+                 *           "age": {
+                 *             "18-24": 900,
+                 *             "25-34": 2100
+                 *           },
+                 *           "country": {
+                 *             "DE": 3000,
+                 *             "US": 1200
+                 *           }
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["IngestMetricsDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["IngestMetricsResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            /** @description No such integration in this workspace (`INTEGRATION_NOT_FOUND`). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Not a webhook integration (`METRICS_INGESTION_NOT_SUPPORTED`). */
             409: {
                 headers: {
                     [name: string]: unknown;

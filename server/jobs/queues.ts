@@ -11,6 +11,9 @@ export const QUEUES = {
   recurringMaterialize: 'content.recurring-materialize',
   mediaPurge: 'media.purge-bin',
   uploadSessionExpiry: 'media.expire-upload-sessions',
+  // Analytics (server/jobs/analytics.ts)
+  analyticsSync: 'analytics.sync',
+  analyticsReport: 'analytics.report',
 } as const;
 
 /**

@@ -8,6 +8,12 @@
 //   unknown                 the outcome is never confirmed (as after a timeout)
 // Everything it returns is deterministic: the same integration and edition
 // give the same post id, so a retried publish is recognisably the same post.
+// Metrics (analytics): plausible numbers, the same for the same post (or
+// account) on the same UTC day, growing with the post's age
+// (sandboxPostMetrics, sandboxAccountMetrics below). With behavior `fail` the
+// platform refuses metrics too; with `transient-then-succeed` it refuses
+// account metrics for its rate limit (ConnectorError RATE_LIMITED), so
+// integration health has rate-limit hits to show.
 import { createHash } from 'node:crypto';
 import { YOUTUBE_VIDEO_CATEGORIES } from './reference.ts';
 import {
@@ -20,6 +26,9 @@ import {
   type ConnectorOptions,
   type IntegrationRef,
   type PlatformOption,
+  type AccountMetrics,
+  type DemographicCounts,
+  type MetricsQuery,
   type PostMetrics,
   type PublishableEdition,
   type PublishResult,
@@ -135,18 +144,20 @@ export function createSandboxConnector(options: Partial<ConnectorOptions> = {}):
       return { articleId, draftUrl: `${base}/${integration.platform}/${account(integration)}/drafts/${articleId}` };
     },
 
-    async fetchMetrics(integration: IntegrationRef, post: { platformPostId: string }): Promise<PostMetrics> {
-      const h = digest('metrics', integration.id, post.platformPostId);
-      const n = (i: number, mod: number) => parseInt(h.slice(i * 4, i * 4 + 4), 16) % mod;
-      const impressions = 100 + n(0, 9900);
-      return {
-        impressions,
-        likes: n(1, Math.max(1, Math.floor(impressions / 10))),
-        comments: n(2, 50),
-        shares: n(3, 40),
-        clicks: n(4, Math.max(1, Math.floor(impressions / 20))),
-        fetchedAt: new Date().toISOString(),
-      };
+    async fetchMetrics(integration: IntegrationRef, post: MetricsQuery): Promise<PostMetrics> {
+      if (sandboxBehavior(integration) === 'fail') {
+        throw new ConnectorError('UPSTREAM_ERROR', 'The sandbox platform refused the metrics (behavior: fail).');
+      }
+      return sandboxPostMetrics(integration, post);
+    },
+
+    async fetchAccountMetrics(integration: IntegrationRef, query: { at?: Date } = {}): Promise<AccountMetrics> {
+      const behavior = sandboxBehavior(integration);
+      if (behavior === 'fail') throw new ConnectorError('UPSTREAM_ERROR', 'The sandbox platform refused the account metrics (behavior: fail).');
+      if (behavior === 'transient-then-succeed') {
+        throw new ConnectorError('RATE_LIMITED', 'The sandbox platform is rate-limiting account metrics (behavior: transient-then-succeed).');
+      }
+      return sandboxAccountMetrics(integration, query.at ?? new Date());
     },
 
     async listBoards(integration: IntegrationRef): Promise<PlatformOption[]> {
@@ -158,5 +169,77 @@ export function createSandboxConnector(options: Partial<ConnectorOptions> = {}):
       refuseUnless(integration, 'videoCategories', 'video categories');
       return YOUTUBE_VIDEO_CATEGORIES.map((c) => ({ ...c }));
     },
+  };
+}
+
+// --- Analytics: plausible, deterministic numbers -------------------------------
+// The same post (or account) on the same UTC day always gives the same
+// numbers, so tests and demos have data that a re-run reproduces.
+
+const DAY_MS = 86_400_000;
+/** 2024-01-01, the day sandbox accounts start growing from. */
+const ACCOUNT_EPOCH_DAY = 19_723;
+const AGE_BANDS = ['13-17', '18-24', '25-34', '35-44', '45-54', '55-64', '65+'];
+const GENDERS = ['female', 'male', 'other'];
+const COUNTRIES = ['US', 'DE', 'GB', 'FR', 'BR', 'IN', 'JP', 'CA', 'ES', 'IT', 'NL', 'MX'];
+const VIDEO_PLATFORMS = new Set(['youtube', 'tiktok', 'instagram', 'facebook']);
+
+const utcDay = (d: Date) => Math.floor(d.getTime() / DAY_MS);
+
+/**
+ * A post's lifetime counters on the day of `at`: its final figures (fixed by
+ * integration and post id) times the share reached that many days after
+ * publication (half on the first day, then half of the rest each day), so
+ * counters only grow and level off within a couple of weeks.
+ */
+export function sandboxPostMetrics(integration: IntegrationRef, post: MetricsQuery): PostMetrics {
+  const at = post.at ?? new Date();
+  const h = digest('metrics', integration.id, post.platformPostId);
+  const n = (i: number, mod: number) => parseInt(h.slice(i * 4, i * 4 + 4), 16) % mod;
+  const day = utcDay(at);
+  const published = post.publishedAt ? utcDay(new Date(post.publishedAt)) : day;
+  const share = 1 - 0.5 ** (Math.max(0, day - published) + 1);
+  const impressions = 200 + n(0, 19_800);
+  const reach = Math.floor(impressions * (0.55 + n(1, 40) / 100));
+  const of = (rate: number) => Math.floor(impressions * rate * share);
+  return {
+    impressions: Math.floor(impressions * share),
+    reach: Math.floor(reach * share),
+    likes: of((2 + n(2, 80) / 10) / 100),
+    comments: of((0.1 + n(3, 10) / 10) / 100),
+    shares: of((0.1 + n(4, 15) / 10) / 100),
+    saves: of((0.1 + n(5, 20) / 10) / 100),
+    clicks: of((0.5 + n(6, 30) / 10) / 100),
+    videoViews: VIDEO_PLATFORMS.has(integration.platform) ? of((10 + n(7, 50)) / 100) : 0,
+    fetchedAt: at.toISOString(),
+  };
+}
+
+/** Splits `total` over the buckets in proportion to their weights (the remainder to the first). */
+function spread(total: number, buckets: string[], weights: number[]): DemographicCounts {
+  const sum = weights.reduce((a, b) => a + b, 0) || 1;
+  const counts = weights.map((w) => Math.floor((total * w) / sum));
+  counts[0] += total - counts.reduce((a, b) => a + b, 0);
+  return Object.fromEntries(buckets.map((b, i) => [b, counts[i]]));
+}
+
+/** An account's followers (growing every day), that day's profile views, and follower demographics. */
+export function sandboxAccountMetrics(integration: IntegrationRef, at: Date): AccountMetrics {
+  const h = digest('account', integration.id);
+  const n = (i: number, mod: number) => parseInt(h.slice(i * 4, i * 4 + 4), 16) % mod;
+  const day = utcDay(at);
+  const followers = 1_000 + n(0, 49_000) + (1 + n(1, 40)) * Math.max(0, day - ACCOUNT_EPOCH_DAY);
+  const daily = digest('account-day', integration.id, String(day));
+  const countries = Array.from({ length: 5 }, (_, i) => COUNTRIES[(n(2, COUNTRIES.length) + i * (1 + n(3, 3))) % COUNTRIES.length]);
+  const uniqueCountries = [...new Set(countries)];
+  return {
+    followers,
+    profileViews: 20 + (parseInt(daily.slice(0, 4), 16) % 400),
+    demographics: {
+      age: spread(followers, AGE_BANDS, AGE_BANDS.map((_, i) => [2, 22, 30, 20, 12, 8, 6][i] * (1 + n(4 + i, 5)))),
+      gender: spread(followers, GENDERS, [40 + n(11, 20), 40 + n(12, 20), 2]),
+      country: spread(followers, uniqueCountries, uniqueCountries.map((_, i) => 50 / (i + 1) + n((13 + i) % 16, 10))),
+    },
+    fetchedAt: at.toISOString(),
   };
 }

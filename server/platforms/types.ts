@@ -106,7 +106,31 @@ export interface PostMetrics {
   shares: number;
   clicks: number;
   fetchedAt: string;
+  // Analytics (server/jobs/analytics.ts): the further lifetime counters a platform may report.
+  reach?: number;
+  saves?: number;
+  videoViews?: number;
 }
+
+// --- Analytics: integration (account) metrics --------------------------------
+/** Follower counts by bucket: age band ('18-24'), gender, ISO 3166-1 alpha-2 country. */
+export type DemographicCounts = Record<string, number>;
+
+/** An account's figures at one instant: followers (a level), profile views that day, follower demographics. */
+export interface AccountMetrics {
+  followers: number;
+  profileViews: number | null;
+  demographics: { age: DemographicCounts; gender: DemographicCounts; country: DemographicCounts } | null;
+  fetchedAt: string;
+}
+
+/** What a metrics call names: the post, when it was published, and the instant asked about (default now). */
+export interface MetricsQuery {
+  platformPostId: string;
+  publishedAt?: string | null;
+  at?: Date;
+}
+// --- end analytics ------------------------------------------------------------
 
 /** A board (Pinterest) or a video category (YouTube): what a setting may name. */
 export interface PlatformOption {
@@ -133,7 +157,9 @@ export interface Connector {
   /** Puts an article into the account's platform drafts without publishing it (canPublishArticles). */
   createDraft(integration: IntegrationRef, article: ArticleDraftInput): Promise<ArticleDraftResult>;
   /** Engagement figures of a published post; null when the connector cannot know them. */
-  fetchMetrics(integration: IntegrationRef, post: { platformPostId: string }): Promise<PostMetrics | null>;
+  fetchMetrics(integration: IntegrationRef, post: MetricsQuery): Promise<PostMetrics | null>;
+  /** The account's followers, profile views and demographics; null when the connector cannot know them. Throws ConnectorError RATE_LIMITED when the platform refuses for its rate limit. */
+  fetchAccountMetrics(integration: IntegrationRef, query?: { at?: Date }): Promise<AccountMetrics | null>;
   /** Boards of a board-based platform (capabilities.boards). */
   listBoards(integration: IntegrationRef): Promise<PlatformOption[]>;
   /** Video categories of a video platform (capabilities.videoCategories). */
@@ -180,7 +206,7 @@ export interface SandboxStore {
   editCaption(post: { integrationId: string; platformPostId: string; caption: string }): Promise<boolean>;
 }
 
-export type ConnectorErrorCode = 'NOT_SUPPORTED' | 'UNKNOWN_CONNECTOR' | 'MISSING_SECRET' | 'UPSTREAM_ERROR' | 'UNSAFE_URL';
+export type ConnectorErrorCode = 'NOT_SUPPORTED' | 'UNKNOWN_CONNECTOR' | 'MISSING_SECRET' | 'UPSTREAM_ERROR' | 'UNSAFE_URL' | 'RATE_LIMITED';
 
 /** A connector cannot do what was asked (as opposed to a platform's answer, which is a result). */
 export class ConnectorError extends Error {

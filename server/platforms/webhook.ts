@@ -297,7 +297,12 @@ export function createWebhookConnector(options: ConnectorOptions): Connector {
     },
 
     async fetchMetrics() {
-      // A webhook receiver reports nothing back; metrics need a platform connector.
+      // A webhook receiver reports nothing back when asked: it pushes metrics
+      // to POST /v1/workspaces/{workspaceId}/integrations/{id}/metrics instead.
+      return null;
+    },
+
+    async fetchAccountMetrics() {
       return null;
     },
 

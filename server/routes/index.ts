@@ -1,4 +1,5 @@
 import type { RouteDefinition, RouteTable } from '../http/pipeline.ts';
+import { analyticsRoutes } from './analytics.ts';
 import { apiKeyRoutes } from './apiKeys.ts';
 import { articlesRoutes } from './articles.ts';
 import { authRoutes } from './auth.ts';
@@ -29,6 +30,7 @@ const table = {
   ...mediaRoutes,
   ...publishingRoutes,
   ...articlesRoutes,
+  ...analyticsRoutes,
 } satisfies RouteTable;
 
 /**

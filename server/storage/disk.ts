@@ -1,7 +1,7 @@
 // The default driver: files under DATA_DIR/media, served by the API itself
 // (server/storage/router.ts) through expiring HMAC-signed URLs.
 import { createReadStream } from 'node:fs';
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config.ts';
 import { assertKey, type ObjectUrlInput, type StorageDriver, type UploadTarget } from './driver.ts';
@@ -60,7 +60,9 @@ export class DiskDriver implements StorageDriver {
 
   async objectUrl(input: ObjectUrlInput): Promise<string> {
     assertKey(input.key);
-    return this.signedUrl('GET', `${STORAGE_PREFIX}/media/${input.mediaId}`, input.expiresAt, input.disposition,
+    // Media items are served at media/<id>, analytics reports at reports/<id> (server/storage/router.ts).
+    const area = input.key.startsWith('reports/') ? 'reports' : 'media';
+    return this.signedUrl('GET', `${STORAGE_PREFIX}/${area}/${input.mediaId}`, input.expiresAt, input.disposition,
       { disposition: input.disposition });
   }
 
@@ -86,6 +88,14 @@ export class DiskDriver implements StorageDriver {
       throw e;
     }
     return inspectStream(createReadStream(file, { highWaterMark: 1024 * 1024 }));
+  }
+
+  async put(key: string, bytes: Uint8Array, _contentType: string): Promise<void> {
+    const target = this.pathOf(key);
+    await mkdir(path.dirname(target), { recursive: true });
+    const part = `${target}.${process.pid}.${Date.now()}.part`;
+    await writeFile(part, bytes);
+    await rename(part, target);
   }
 
   async delete(key: string): Promise<void> {

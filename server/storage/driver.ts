@@ -30,11 +30,13 @@ export interface StorageDriver {
   inspect(key: string): Promise<Inspection | null>;
   /** Deletes the object; a missing object is not an error. */
   delete(key: string): Promise<void>;
+  /** Stores bytes the server made itself (analytics reports: reports/<workspace>/<report id>), replacing any. */
+  put(key: string, bytes: Uint8Array, contentType: string): Promise<void>;
 }
 
-const KEY = /^(uploads|media)\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const KEY = /^(uploads|media|reports)\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-/** Keys are only ever ours: two fixed prefixes and two UUIDs (no traversal, no surprises). */
+/** Keys are only ever ours: three fixed prefixes and two UUIDs (no traversal, no surprises). */
 export function assertKey(key: string): string {
   if (!KEY.test(key)) throw new Error(`not a media storage key: ${JSON.stringify(key)}`);
   return key;

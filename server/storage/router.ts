@@ -2,6 +2,7 @@
 //
 //   PUT  /storage/v1/uploads/{sessionId}?expires&signature          the bytes of an upload
 //   GET  /storage/v1/media/{mediaId}?disposition&expires&signature  view (inline) or download (attachment)
+//   GET  /storage/v1/reports/{reportId}?disposition&expires&signature  an analytics report's PDF
 //
 // No bearer credential: the signature is the credential. Bytes stream both
 // ways (never held in memory); an upload must be exactly the declared size
@@ -24,8 +25,8 @@ import { STORAGE_PREFIX, type DiskDriver } from './disk.ts';
 import type { MediaStorage } from './index.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-/** Routes that sign something: the media API and the storage routes. */
-const MEDIA_ROUTE = /^\/(v1\/workspaces\/[^/]+\/media(\/|$)|storage\/)/;
+/** Routes that sign something: the media API, analytics report downloads and the storage routes. */
+const MEDIA_ROUTE = /^\/(v1\/workspaces\/[^/]+\/(media|analytics\/reports)(\/|$)|storage\/)/;
 /** How much of a refused upload's body is read (so the client sees the answer) before the connection is cut. */
 const DRAIN_LIMIT = 1024 * 1024;
 
@@ -161,15 +162,17 @@ async function receiveUpload(disk: DiskDriver, pool: DatabasePool, log: Logger, 
   res.status(200).json({ data: { sessionId, receivedBytes: received }, meta: null });
 }
 
-async function serveObject(disk: DiskDriver, pool: DatabasePool, req: Request, res: Response) {
-  const mediaId = req.params.mediaId as string;
-  if (!UUID.test(mediaId)) return send(res, new ApiError(404, 'NOT_FOUND', 'No such media.'));
+async function serveObject(disk: DiskDriver, pool: DatabasePool, req: Request, res: Response, area: 'media' | 'reports' = 'media') {
+  const mediaId = (area === 'media' ? req.params.mediaId : req.params.reportId) as string;
+  if (!UUID.test(mediaId)) return send(res, new ApiError(404, 'NOT_FOUND', area === 'media' ? 'No such media.' : 'No such report.'));
   const disposition = req.query.disposition === 'attachment' ? 'attachment' : req.query.disposition === 'inline' ? 'inline' : null;
   if (!disposition) return send(res, signatureError('invalid'));
-  const check = await disk.verify('GET', `${STORAGE_PREFIX}/media/${mediaId}`, req.query as Record<string, unknown>, disposition);
+  const check = await disk.verify('GET', `${STORAGE_PREFIX}/${area}/${mediaId}`, req.query as Record<string, unknown>, disposition);
   if (check !== 'ok') return send(res, signatureError(check));
-  const object = await pool.oneFirst(sql.type(jsonResult)`select api.storage_media_object(${mediaId}) as result`);
-  if (!object) return send(res, new ApiError(404, 'NOT_FOUND', 'This media item no longer exists.'));
+  const object = area === 'media'
+    ? await pool.oneFirst(sql.type(jsonResult)`select api.storage_media_object(${mediaId}) as result`)
+    : await pool.oneFirst(sql.type(jsonResult)`select api.storage_report_object(${mediaId}) as result`);
+  if (!object) return send(res, new ApiError(404, 'NOT_FOUND', area === 'media' ? 'This media item no longer exists.' : 'This report is not available.'));
   const file = disk.pathOf(object.storageKey);
   let size: number;
   try {
@@ -234,6 +237,7 @@ export function createStorageRouter(deps: { pool: DatabasePool; config: Config; 
   if (disk) {
     router.put(`${STORAGE_PREFIX}/uploads/:sessionId`, wrap((req, res) => receiveUpload(disk, pool, log, req, res)));
     router.get(`${STORAGE_PREFIX}/media/:mediaId`, wrap((req, res) => serveObject(disk, pool, req, res)));
+    router.get(`${STORAGE_PREFIX}/reports/:reportId`, wrap((req, res) => serveObject(disk, pool, req, res, 'reports')));
   }
   if (disk) {
     router.all(`${STORAGE_PREFIX}/uploads/:sessionId`, (req, res) =>

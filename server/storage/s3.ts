@@ -106,6 +106,14 @@ export class S3Driver implements StorageDriver {
     return inspectStream(body);
   }
 
+  async put(key: string, bytes: Uint8Array, contentType: string): Promise<void> {
+    try {
+      await this.client.send(new PutObjectCommand({ Bucket: this.bucket, Key: assertKey(key), Body: bytes, ContentType: contentType, ContentLength: bytes.byteLength }));
+    } catch (e) {
+      throw new StorageError(`could not store ${key}: ${(e as Error).message}`, statusOf(e));
+    }
+  }
+
   async delete(key: string): Promise<void> {
     try {
       await this.client.send(new DeleteObjectCommand({ Bucket: this.bucket, Key: assertKey(key) }));
