@@ -1,4 +1,4 @@
-// Analytics routes: one api.* function each (db/migrations/current/14-analytics.sql).
+// Analytics routes: one api.* function each (db/migrations/committed/000008-analytics-metrics-rollups-reports.sql, split 14-analytics.sql).
 // The report's download URL is signed here, from the storage key the SQL
 // function returns (which never leaves the server).
 import { sql } from '../db/pool.ts';

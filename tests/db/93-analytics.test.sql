@@ -4,7 +4,7 @@
 -- tags, pillars and campaigns; days are workspace-local; snapshots are
 -- append-only; the sync bookkeeping; roles (viewers read, editors ingest,
 -- other workspaces see nothing) and the plan of PDF reports.
--- (db/migrations/current/14-analytics.sql)
+-- (db/migrations/committed/000008-analytics-metrics-rollups-reports.sql, split 14-analytics.sql)
 begin;
 select plan(36);
 

@@ -1,3 +1,8 @@
+--! Previous: sha1:d6ec861ba907e9f589b4440353c2d57e4b2dcd8e
+--! Hash: sha1:7f8add5ccb231208ea891dede49f4f3ab3b6e0c9
+--! Message: analytics metrics rollups reports
+
+--! split: 14-analytics.sql
 -- Analytics: metric snapshots of published editions and of integrations
 -- (accounts), the rollups the routes read, sync bookkeeping, PDF reports.
 --
