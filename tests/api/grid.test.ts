@@ -3,6 +3,7 @@
 // the exchange of publish times with the publish jobs read from pg-boss,
 // published tiles fixed, roles, and concurrent moves from real parallel
 // requests that never leave duplicate or lost positions.
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, createKey, signup } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -301,5 +302,53 @@ describe('grid planner', () => {
     const feedTimes = after.filter((t) => t.kind === 'scheduled').map((t) => iso(t.scheduledAt));
     expect(feedTimes).toEqual([...feedTimes].sort());
     expect(feedTimes).toEqual(times);
+  });
+  it('two connections moving at once: the second waits for the first grid lock, then places on fresh keys', async () => {
+    const ws = await workspace();
+    const img = await ws.media();
+    await ws.schedule(10, img);
+    await ws.schedule(20, img);
+    for (let i = 0; i < 3; i++) await api.post(`${ws.grid}/tiles`, { mediaIds: [img] }, { token: ws.token });
+    const before = await grid(ws);
+    const [a, b] = [before[3].id, before[4].id];
+    const session = (await server.owner.query('select s.id, s.user_id from app.sessions s join app.users u on u.id = s.user_id where u.organization_id = $1', [ws.orgId])).rows[0];
+    const connect = async () => {
+      const c = new pg.Client({ connectionString: server.db.ownerUrl });
+      await c.connect();
+      await c.query('begin');
+      // The context server/http/pipeline.ts (setContext) sets for the owner's session.
+      await c.query(
+        `select set_config('role', 'pressroom_request', true), set_config('pressroom.actor_kind', 'user', true),
+                set_config('pressroom.user_id', $1, true), set_config('pressroom.session_id', $2, true),
+                set_config('pressroom.api_key_id', '', true), set_config('pressroom.organization_id', $3, true),
+                set_config('pressroom.workspace_id', $4, true), set_config('pressroom.workspace_role', 'manager', true)`,
+        [session.user_id, session.id, ws.orgId, ws.id],
+      );
+      return c;
+    };
+    const c1 = await connect();
+    const c2 = await connect();
+    try {
+      await c1.query('select api.move_grid_tile($1, $2, 1)', [ws.integrationId, a]);
+      const pid2 = (await c2.query('select pg_backend_pid() as pid')).rows[0].pid;
+      const second = c2.query('select api.move_grid_tile($1, $2, 1) as r', [ws.integrationId, b]);
+      let waiting = '';
+      for (let i = 0; i < 100 && waiting !== 'Lock'; i++) {
+        await new Promise((r) => setTimeout(r, 20));
+        waiting = (await server.owner.query('select wait_event_type from pg_stat_activity where pid = $1', [pid2])).rows[0]?.wait_event_type ?? '';
+      }
+      expect(waiting, 'the second move waits on the first one\'s lock').toBe('Lock');
+      await c1.query('commit');
+      const r = (await second).rows[0].r;
+      await c2.query('commit');
+      expect(r.tile.position).toBe(1);
+    } finally {
+      await c1.end();
+      await c2.end();
+    }
+    const after = await grid(ws);
+    expect(after.map((t) => t.id)).toEqual([before[0].id, b, a, before[1].id, before[2].id]);
+    const keys = await server.owner.query('select count(distinct position_key)::int as n, count(*)::int as total from app.grid_tiles where integration_id = $1', [ws.integrationId]);
+    expect(keys.rows[0]).toEqual({ n: 5, total: 5 });
   });
 });
