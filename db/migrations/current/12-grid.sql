@@ -328,40 +328,54 @@ language sql stable as $$
 $$;
 comment on function app.grid_tile_media_ids(app.grid_tiles) is 'A tile''s media ids in order: a placeholder''s own, an edition''s effective media (its own or its root''s).';
 
--- A tile as the API shows it; the cover carries the storage facts the server
--- turns into a signed view URL (server/routes/grid.ts).
-create function app.grid_tile_json(t app.grid_tiles, p_position int) returns jsonb
+-- Tiles as the API shows them, in the order given (set-based: one pass over
+-- each table for a whole page); the cover carries the storage facts the
+-- server turns into a signed view URL (server/routes/grid.ts).
+create function app.grid_tiles_json(p_tiles jsonb) returns jsonb
 language sql stable as $$
-  with i as (select * from app.content_items where id = t.content_item_id),
-  media as (select app.grid_tile_media_ids(t) ids),
-  cover as (
-    select m.*, (m.id = t.cover_media_id) chosen
-    from media, app.media_items m
-    where m.id = case when t.cover_media_id = any (media.ids) then t.cover_media_id else media.ids[1] end)
-  select jsonb_build_object(
-    'id', t.id,
-    'integrationId', t.integration_id,
-    'kind', case when t.content_item_id is null then 'placeholder'
-                 when (select status from i) = 'sent' then 'published'
-                 when (select status from i) = 'scheduled' then 'scheduled'
+  with t as (
+    select g.*, (e.x ->> 'pos')::int pos, e.n
+    from jsonb_array_elements(p_tiles) with ordinality e (x, n)
+    join app.grid_tiles g on g.id = (e.x ->> 'id')::uuid),
+  i as (select t.id tile_id, c.id, c.root_id, c.own_media, c.status, c.scheduled_at, c.sent_at, c.permalink
+        from t join app.content_items c on c.id = t.content_item_id),
+  media as (
+    select m.tile_id, array_agg(m.media_id order by m.position) ids
+    from app.grid_tile_media m where m.tile_id in (select id from t where content_item_id is null) group by m.tile_id
+    union all
+    select i.tile_id, array_agg(cm.media_id order by cm.position)
+    from i join app.content_item_media cm on cm.content_item_id = i.id where i.own_media group by i.tile_id
+    union all
+    select i.tile_id, array_agg(rm.media_id order by rm.position)
+    from i join app.content_root_media rm on rm.root_id = i.root_id where not i.own_media group by i.tile_id),
+  j as (
+    select t.*, i.status, i.scheduled_at, i.sent_at, i.permalink, coalesce(m.ids, '{}') ids,
+      case when t.cover_media_id = any (m.ids) then t.cover_media_id else m.ids[1] end cover_id
+    from t left join i on i.tile_id = t.id left join media m on m.tile_id = t.id)
+  select coalesce(jsonb_agg(jsonb_build_object(
+    'id', j.id,
+    'integrationId', j.integration_id,
+    'kind', case when j.content_item_id is null then 'placeholder'
+                 when j.status = 'sent' then 'published'
+                 when j.status = 'scheduled' then 'scheduled'
                  else 'draft' end,
-    'contentId', t.content_item_id,
-    'status', (select status from i),
-    'position', p_position,
-    'scheduledAt', (select scheduled_at from i),
-    'publishedAt', (select sent_at from i),
-    'permalink', (select permalink from i),
-    'note', t.note,
-    'mediaIds', to_jsonb((select ids from media)),
-    'mediaCount', coalesce(cardinality((select ids from media)), 0),
-    'cover', (select jsonb_build_object('mediaId', c.id, 'type', c.type,
-                'frameAtMs', case when c.chosen and c.type = 'video' then t.cover_frame_ms end,
-                'storageKey', c.storage_key, 'contentType', c.content_type, 'filename', c.filename)
-              from cover c),
-    'createdAt', t.created_at,
-    'updatedAt', t.updated_at)
+    'contentId', j.content_item_id,
+    'status', j.status,
+    'position', j.pos,
+    'scheduledAt', j.scheduled_at,
+    'publishedAt', j.sent_at,
+    'permalink', j.permalink,
+    'note', j.note,
+    'mediaIds', to_jsonb(j.ids),
+    'mediaCount', cardinality(j.ids),
+    'cover', case when c.id is not null then jsonb_build_object('mediaId', c.id, 'type', c.type,
+               'frameAtMs', case when c.id = j.cover_media_id and c.type = 'video' then j.cover_frame_ms end,
+               'storageKey', c.storage_key, 'contentType', c.content_type, 'filename', c.filename) end,
+    'createdAt', j.created_at,
+    'updatedAt', j.updated_at) order by j.n), '[]')
+  from j left join app.media_items c on c.id = j.cover_id
 $$;
-comment on function app.grid_tile_json(app.grid_tiles, int) is 'A tile as the grid routes answer it (the cover with storage facts for signing).';
+comment on function app.grid_tiles_json(jsonb) is 'Tiles ([{id, pos}], in that order) as the grid routes answer them, the cover with storage facts for signing; one set-based pass for a whole page.';
 
 create function app.grid_position(p_tile app.grid_tiles) returns int
 language sql stable as $$
@@ -371,7 +385,8 @@ comment on function app.grid_position(app.grid_tiles) is 'A tile''s 0-based posi
 
 create function app.grid_tile_answer(p_tile_id uuid) returns jsonb
 language sql stable as $$
-  select app.grid_tile_json(t, app.grid_position(t)) from app.grid_tiles t where t.id = p_tile_id
+  select app.grid_tiles_json(jsonb_build_array(jsonb_build_object('id', t.id, 'pos', app.grid_position(t)))) -> 0
+  from app.grid_tiles t where t.id = p_tile_id
 $$;
 comment on function app.grid_tile_answer(uuid) is 'A tile by id, with its position, as the routes answer it.';
 
@@ -564,7 +579,7 @@ declare
   c jsonb;
   v_rows jsonb;
   v_count int;
-  v_last record;
+  v_last jsonb;
   v_next text;
 begin
   perform app.require_role('viewer');
@@ -587,7 +602,7 @@ begin
     end;
   end if;
   with o as (
-    select o.* from app.grid_ordered(v.id) o
+    select o.*, row_number() over (order by o.pos) rn from app.grid_ordered(v.id) o
     where c is null
        or o.section > (c ->> 's')::int
        or (o.section = 0 and (c ->> 's') = '0'
@@ -596,15 +611,14 @@ begin
                 or (o.sent_at is null and (c ->> 't') is not null)))
        or (o.section = 1 and (c ->> 's') = '1' and o.position_key > (c ->> 'k'))
     order by o.pos limit v_limit + 1)
-  select coalesce(jsonb_agg(app.grid_tile_json(t, o.pos) order by o.pos) filter (where o.rn <= v_limit), '[]'),
-         count(*)
-  into v_rows, v_count
-  from (select o.*, row_number() over (order by o.pos) rn from o) o
-  join app.grid_tiles t on t.id = o.tile_id;
+  select app.grid_tiles_json(coalesce(jsonb_agg(jsonb_build_object('id', o.tile_id, 'pos', o.pos) order by o.pos)
+                                        filter (where o.rn <= v_limit), '[]')),
+         count(*),
+         (array_agg(jsonb_build_object('s', o.section, 't', o.sent_at, 'k', o.position_key, 'i', o.tile_id) order by o.pos))[v_limit]
+  into v_rows, v_count, v_last
+  from o;
   if v_count > v_limit then
-    select o.* into v_last from app.grid_ordered(v.id) o where o.tile_id = (v_rows -> (v_limit - 1) ->> 'id')::uuid;
-    v_next := rtrim(translate(encode(convert_to(jsonb_build_object('s', v_last.section, 't', v_last.sent_at,
-                'k', v_last.position_key, 'i', v_last.tile_id)::text, 'UTF8'), 'base64'), E'+/\n', '-_'), '=');
+    v_next := rtrim(translate(encode(convert_to(v_last::text, 'UTF8'), 'base64'), E'+/\n', '-_'), '=');
   end if;
   return jsonb_build_object('data', v_rows, 'meta', jsonb_build_object(
     'limit', v_limit, 'nextCursor', v_next,
