@@ -9720,7 +9720,7 @@ begin
            and (o.sent_at < (c ->> 't')::timestamptz
                 or (o.sent_at is not distinct from (c ->> 't')::timestamptz and o.tile_id > (c ->> 'i')::uuid)
                 or (o.sent_at is null and (c ->> 't') is not null)))
-       or (o.section = 1 and (c ->> 's') = '1' and o.position_key > (c ->> 'k'))
+       or (o.section = 1 and (c ->> 's') = '1' and o.position_key collate "C" > (c ->> 'k'))
     order by o.pos limit v_limit + 1)
   select app.grid_tiles_json(coalesce(jsonb_agg(jsonb_build_object('id', o.tile_id, 'pos', o.pos) order by o.pos)
                                         filter (where o.rn <= v_limit), '[]')),
