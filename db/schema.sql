@@ -4447,10 +4447,13 @@ begin
   update app.content_items c set scheduled_at = (p ->> 'scheduledAt')::timestamptz
   from jsonb_array_elements(v_plan) p
   where c.id = (p ->> 'contentId')::uuid;
+  -- The move touched these editions: each gets a version (its history shows who moved it, when).
+  perform app.record_content_version((p ->> 'contentId')::uuid, 'update', null, true)
+  from jsonb_array_elements(v_plan) p;
   return v_plan;
 end
 $function$;
-comment on function app.grid_retime(uuid) is 'Exchanges publish times among a channel''s scheduled editions so that feed order equals publish order (one UPDATE; publish jobs follow by trigger); refuses times already come (400 VALIDATION_FAILED in_past). Answers the editions whose scheduledAt changed.';
+comment on function app.grid_retime(uuid) is 'Exchanges publish times among a channel''s scheduled editions so that feed order equals publish order (one UPDATE; publish jobs follow by trigger); refuses times already come (400 VALIDATION_FAILED in_past); records a version of each edition it retimes. Answers the editions whose scheduledAt changed.';
 grant execute on function app.grid_retime(uuid) to pressroom_api;
 grant execute on function app.grid_retime(uuid) to pressroom_definer;
 grant execute on function app.grid_retime(uuid) to pressroom_worker;

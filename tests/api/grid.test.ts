@@ -147,6 +147,9 @@ describe('grid planner', () => {
     expect(await liveJobStart(b)).toEqual([tc]);
     expect((await grid(ws)).map((t) => t.contentId)).toEqual([c, a, b]);
 
+    // Each retimed edition has a version of the move (after the one of its creation).
+    const versions = await api.get(`/v1/workspaces/${ws.id}/content/${a}/versions`, { token: ws.token });
+    expect(versions.body.data).toHaveLength(2);
     // The content list agrees.
     const content = await api.get(`/v1/workspaces/${ws.id}/content/${a}`, { token: ws.token });
     expect(iso(content.body.data.scheduledAt)).toBe(tb);

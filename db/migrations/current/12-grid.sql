@@ -516,10 +516,13 @@ begin
   update app.content_items c set scheduled_at = (p ->> 'scheduledAt')::timestamptz
   from jsonb_array_elements(v_plan) p
   where c.id = (p ->> 'contentId')::uuid;
+  -- The move touched these editions: each gets a version (its history shows who moved it, when).
+  perform app.record_content_version((p ->> 'contentId')::uuid, 'update', null, true)
+  from jsonb_array_elements(v_plan) p;
   return v_plan;
 end
 $$;
-comment on function app.grid_retime(uuid) is 'Exchanges publish times among a channel''s scheduled editions so that feed order equals publish order (one UPDATE; publish jobs follow by trigger); refuses times already come (400 VALIDATION_FAILED in_past). Answers the editions whose scheduledAt changed.';
+comment on function app.grid_retime(uuid) is 'Exchanges publish times among a channel''s scheduled editions so that feed order equals publish order (one UPDATE; publish jobs follow by trigger); refuses times already come (400 VALIDATION_FAILED in_past); records a version of each edition it retimes. Answers the editions whose scheduledAt changed.';
 
 -- Validates a placeholder's media list: 1 to the platform's maxItems (at least 1), distinct, active media of the workspace.
 create function app.grid_media_problems(p_integration app.integrations, p_ids jsonb, p_field text) returns jsonb
