@@ -937,13 +937,13 @@ create table app.grid_tiles (
   constraint grid_tiles_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
   constraint grid_tiles_pkey PRIMARY KEY (id),
   constraint grid_tiles_placeholder_has_key CHECK (((content_item_id IS NOT NULL) OR (position_key IS NOT NULL))),
+  constraint grid_tiles_position_key UNIQUE (integration_id, position_key) DEFERRABLE,
   constraint grid_tiles_position_key_check CHECK (((position_key ~ '^[0-9A-Za-z]*[1-9A-Za-z]$'::text) AND (length(position_key) <= 1024))),
   constraint grid_tiles_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
-comment on table app.grid_tiles is 'A tile of a channel''s feed grid: an edition of the channel (content_item_id) or a placeholder of library media (content_item_id null, media in app.grid_tile_media). Published tiles have no position_key and sort by sent_at, newest first; the others sort by their fractional position_key, unique per channel (index grid_tiles_position_key). Edition tiles are kept by trigger content_items_70_grid_tile (app.grid_place_edition). Note, cover media and video frame are the planner''s own. Tenant policies of app.apply_tenant_policies (writes need editor).';
+comment on table app.grid_tiles is 'A tile of a channel''s feed grid: an edition of the channel (content_item_id) or a placeholder of library media (content_item_id null, media in app.grid_tile_media). Published tiles have no position_key and sort by sent_at, newest first; the others sort by their fractional position_key, unique per channel (constraint grid_tiles_position_key). Edition tiles are kept by trigger content_items_70_grid_tile (app.grid_place_edition). Note, cover media and video frame are the planner''s own. Tenant policies of app.apply_tenant_policies (writes need editor).';
 CREATE INDEX grid_tiles_cover_media_id_idx ON app.grid_tiles USING btree (cover_media_id);
 CREATE INDEX grid_tiles_organization_id_idx ON app.grid_tiles USING btree (organization_id);
-CREATE UNIQUE INDEX grid_tiles_position_key ON app.grid_tiles USING btree (integration_id, position_key);
 CREATE INDEX grid_tiles_workspace_id_idx ON app.grid_tiles USING btree (workspace_id);
 alter table app.grid_tiles enable row level security;
 alter table app.grid_tiles force row level security;
@@ -4365,6 +4365,7 @@ begin
   else
     update app.grid_tiles set position_key = app.grid_edition_key(p_item, v_tile.id) where id = v_tile.id;
   end if;
+  perform app.grid_rebalance(p_item.integration_id);
 end
 $function$;
 comment on function app.grid_place_edition(app.content_items) is 'Keeps the grid tile of an edition on a feed-grid channel: made when the edition is, removed when it is deleted, cancelled, failed or rejected, unkeyed (published) when sent, and placed by time whenever a scheduled edition''s key no longer agrees with its time.';
@@ -4385,6 +4386,28 @@ grant execute on function app.grid_position(app.grid_tiles) to pressroom_api;
 grant execute on function app.grid_position(app.grid_tiles) to pressroom_definer;
 grant execute on function app.grid_position(app.grid_tiles) to pressroom_worker;
 revoke all on function app.grid_position(app.grid_tiles) from public;
+
+CREATE OR REPLACE FUNCTION app.grid_rebalance(p_integration_id uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if not exists (select 1 from app.grid_tiles where integration_id = p_integration_id and length(position_key) > 48) then
+    return;
+  end if;
+  set constraints app.grid_tiles_position_key deferred;
+  update app.grid_tiles t set position_key = app.grid_key_at(r.rn * 16)
+  from (select id, row_number() over (order by position_key) rn
+        from app.grid_tiles where integration_id = p_integration_id and position_key is not null) r
+  where t.id = r.id;
+  set constraints app.grid_tiles_position_key immediate;
+end
+$function$;
+comment on function app.grid_rebalance(uuid) is 'Renumbers a grid''s position keys evenly (order kept, one UPDATE under the deferred unique constraint) when one is longer than 48 characters; a no-op otherwise.';
+grant execute on function app.grid_rebalance(uuid) to pressroom_api;
+grant execute on function app.grid_rebalance(uuid) to pressroom_definer;
+grant execute on function app.grid_rebalance(uuid) to pressroom_worker;
+revoke all on function app.grid_rebalance(uuid) from public;
 
 CREATE OR REPLACE FUNCTION app.grid_require_movable(t app.grid_tiles)
  RETURNS void
@@ -8839,6 +8862,7 @@ begin
   values (v.organization_id, v.workspace_id, v.id, v_key, p_body ->> 'note', app.current_user_id())
   returning * into t;
   perform app.grid_set_placeholder_media(t, app.jsonb_uuids(p_body -> 'mediaIds'));
+  perform app.grid_rebalance(v.id);
   return app.grid_tile_answer(t.id);
 end
 $function$;
@@ -10926,6 +10950,7 @@ begin
   perform app.grid_require_movable(t);
   if app.grid_position(t) <> p_position then
     update app.grid_tiles set position_key = app.grid_key_for_position(v.id, p_position, t.id) where id = t.id;
+    perform app.grid_rebalance(v.id);
     select status into v_status from app.content_items where id = t.content_item_id;
     if v_status = 'scheduled' then
       v_changes := app.grid_retime(v.id);

@@ -4,11 +4,13 @@
 -- published tiles fixed, swap media (versions recorded), cover, promote, the
 -- placement trigger for content written by the content routes, and roles.
 begin;
-select plan(77);
+select plan(80);
 
 -- @include personas.sql
 -- @include content.sql
 
+create temp table inserted (n int, id uuid);
+grant insert, select on inserted to pressroom_api;
 create function pg_temp.v(p text) returns uuid language sql as $$ select current_setting('grid.' || p)::uuid $$;
 create function pg_temp.t(p text) returns timestamptz language sql as $$ select current_setting('grid.' || p)::timestamptz $$;
 -- Walking the whole grid one tile per page gives the grid (keys compare bytewise, whatever the database's collation).
@@ -269,6 +271,30 @@ select set_config('grid.p10', api.create_grid_placeholder(pg_temp.id('ig:A1.inst
 select ok((select bool_or(position_key ~ '[A-Z]') and bool_or(position_key ~ '[a-z]') from app.grid_tiles
            where integration_id = pg_temp.id('ig:A1.insta')), 'the grid holds upper- and lower-case keys');
 select is(pg_temp.walk('ig:A1.insta'), pg_temp.grid_ids('ig:A1.insta'), 'pages of one tile walk the whole grid in order');
+
+-- Keys stay short: 300 insertions at one spot renumber the grid once it needs it, order kept.
+select pg_temp.act_as('A.editor', 'A1');
+do $$
+declare
+  i int;
+begin
+  insert into inserted values (0, (api.create_grid_placeholder(pg_temp.id('ig:A1.x'),
+    jsonb_build_object('mediaIds', jsonb_build_array(pg_temp.id('media:A1.img')))) ->> 'id')::uuid);
+  insert into inserted values (-1, (api.create_grid_placeholder(pg_temp.id('ig:A1.x'),
+    jsonb_build_object('mediaIds', jsonb_build_array(pg_temp.id('media:A1.img')))) ->> 'id')::uuid);
+  for i in 1..300 loop
+    insert into inserted values (i, (api.create_grid_placeholder(pg_temp.id('ig:A1.x'),
+      jsonb_build_object('mediaIds', jsonb_build_array(pg_temp.id('media:A1.img')), 'position', 1)) ->> 'id')::uuid);
+  end loop;
+end
+$$;
+select ok((select count(*) from app.grid_tiles where integration_id = pg_temp.id('ig:A1.x') and length(position_key) = 5) > 100,
+  'the grid was renumbered on the way (evenly spaced five-character keys)');
+select ok((select max(length(position_key)) from app.grid_tiles where integration_id = pg_temp.id('ig:A1.x')) <= 48,
+  'no key longer than 48 characters after 300 insertions at one spot');
+select ok(pg_temp.walk('ig:A1.x')
+  = array(select id from inserted order by case when n = 0 then -1000 when n = -1 then 1000 else -n end),
+  'the order survived the renumbering: the first tile, the newest insertions first, the last tile');
 
 ------------------------------------------------------------------------------
 -- Roles, tenants, platforms, the unique key.

@@ -19,7 +19,9 @@
 --   integration (app.grid_lock), taken after the content rows a write may
 --   change, in the same order the content writers take them (content row,
 --   then the grid), so two concurrent moves never give duplicate or lost
---   positions; the unique index grid_tiles_position_key is the backstop.
+--   positions; the unique constraint grid_tiles_position_key is the backstop.
+-- - Keys stay short: a key longer than 48 characters (thousands of
+--   insertions at one spot) renumbers that grid once (app.grid_rebalance).
 -- - Promoting a placeholder and changing an edition's media go through
 --   api.create_content and api.update_content, so platform rules, versions and
 --   every content rule apply as on the content routes.
@@ -128,8 +130,10 @@ create table app.grid_tiles (
   constraint grid_tiles_placeholder_has_key check (content_item_id is not null or position_key is not null),
   constraint grid_tiles_frame_needs_cover check (cover_frame_ms is null or cover_media_id is not null)
 );
-comment on table app.grid_tiles is 'A tile of a channel''s feed grid: an edition of the channel (content_item_id) or a placeholder of library media (content_item_id null, media in app.grid_tile_media). Published tiles have no position_key and sort by sent_at, newest first; the others sort by their fractional position_key, unique per channel (index grid_tiles_position_key). Edition tiles are kept by trigger content_items_70_grid_tile (app.grid_place_edition). Note, cover media and video frame are the planner''s own. Tenant policies of app.apply_tenant_policies (writes need editor).';
-create unique index grid_tiles_position_key on app.grid_tiles (integration_id, position_key);
+comment on table app.grid_tiles is 'A tile of a channel''s feed grid: an edition of the channel (content_item_id) or a placeholder of library media (content_item_id null, media in app.grid_tile_media). Published tiles have no position_key and sort by sent_at, newest first; the others sort by their fractional position_key, unique per channel (constraint grid_tiles_position_key). Edition tiles are kept by trigger content_items_70_grid_tile (app.grid_place_edition). Note, cover media and video frame are the planner''s own. Tenant policies of app.apply_tenant_policies (writes need editor).';
+-- Deferrable so that app.grid_rebalance can renumber a grid in one statement.
+alter table app.grid_tiles add constraint grid_tiles_position_key unique (integration_id, position_key)
+  deferrable initially immediate;
 create index grid_tiles_workspace_id_idx on app.grid_tiles (workspace_id);
 create index grid_tiles_organization_id_idx on app.grid_tiles (organization_id);
 create index grid_tiles_cover_media_id_idx on app.grid_tiles (cover_media_id);
@@ -251,6 +255,25 @@ end
 $$;
 comment on function app.grid_edition_key(app.content_items, uuid) is 'The position key an edition''s tile takes in its channel''s grid (called under app.grid_lock): scheduled editions by time among the scheduled tiles, others after the last edition tile.';
 
+-- Renumbers a grid's keys evenly when one has grown long (repeated insertion
+-- at one spot adds a character every ~6 times); the order is kept. Called
+-- under the grid lock after a key is written.
+create function app.grid_rebalance(p_integration_id uuid) returns void
+language plpgsql as $$
+begin
+  if not exists (select 1 from app.grid_tiles where integration_id = p_integration_id and length(position_key) > 48) then
+    return;
+  end if;
+  set constraints app.grid_tiles_position_key deferred;
+  update app.grid_tiles t set position_key = app.grid_key_at(r.rn * 16)
+  from (select id, row_number() over (order by position_key) rn
+        from app.grid_tiles where integration_id = p_integration_id and position_key is not null) r
+  where t.id = r.id;
+  set constraints app.grid_tiles_position_key immediate;
+end
+$$;
+comment on function app.grid_rebalance(uuid) is 'Renumbers a grid''s position keys evenly (order kept, one UPDATE under the deferred unique constraint) when one is longer than 48 characters; a no-op otherwise.';
+
 -- Keeps an edition's tile: created, placed, marked published or removed.
 create function app.grid_place_edition(p_item app.content_items) returns void
 language plpgsql as $$
@@ -291,6 +314,7 @@ begin
   else
     update app.grid_tiles set position_key = app.grid_edition_key(p_item, v_tile.id) where id = v_tile.id;
   end if;
+  perform app.grid_rebalance(p_item.integration_id);
 end
 $$;
 comment on function app.grid_place_edition(app.content_items) is 'Keeps the grid tile of an edition on a feed-grid channel: made when the edition is, removed when it is deleted, cancelled, failed or rejected, unkeyed (published) when sent, and placed by time whenever a scheduled edition''s key no longer agrees with its time.';
@@ -671,6 +695,7 @@ begin
   values (v.organization_id, v.workspace_id, v.id, v_key, p_body ->> 'note', app.current_user_id())
   returning * into t;
   perform app.grid_set_placeholder_media(t, app.jsonb_uuids(p_body -> 'mediaIds'));
+  perform app.grid_rebalance(v.id);
   return app.grid_tile_answer(t.id);
 end
 $$;
@@ -742,6 +767,7 @@ begin
   perform app.grid_require_movable(t);
   if app.grid_position(t) <> p_position then
     update app.grid_tiles set position_key = app.grid_key_for_position(v.id, p_position, t.id) where id = t.id;
+    perform app.grid_rebalance(v.id);
     select status into v_status from app.content_items where id = t.content_item_id;
     if v_status = 'scheduled' then
       v_changes := app.grid_retime(v.id);
