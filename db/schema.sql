@@ -4237,14 +4237,18 @@ revoke all on function app.grid_key_midpoint(text,text) from public;
 CREATE OR REPLACE FUNCTION app.grid_lock(p_integration_id uuid)
  RETURNS void
  LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
 AS $function$
 begin
-  perform 1 from app.integrations where id = p_integration_id for no key update;
+  perform 1 from app.workspaces w
+  where w.id = (select g.workspace_id from app.integrations g where g.id = p_integration_id)
+  for no key update;
 end
 $function$;
-comment on function app.grid_lock(uuid) is 'Serializes the grid writes of one channel: locks its integration row (for no key update). Taken after the content rows a write changes.';
+alter function app.grid_lock(uuid) owner to pressroom_definer;
+comment on function app.grid_lock(uuid) is 'Serializes the grid writes of a workspace (placements, moves, placeholders): locks the workspace row of the channel (for no key update). Taken after the content rows a write changes.';
 grant execute on function app.grid_lock(uuid) to pressroom_api;
-grant execute on function app.grid_lock(uuid) to pressroom_definer;
 grant execute on function app.grid_lock(uuid) to pressroom_worker;
 revoke all on function app.grid_lock(uuid) from public;
 
@@ -10960,7 +10964,7 @@ begin
 end
 $function$;
 alter function api.move_grid_tile(uuid,uuid,integer) owner to pressroom_api;
-comment on function api.move_grid_tile(uuid,uuid,integer) is 'Serves POST /v1/workspaces/{workspaceId}/integrations/{id}/grid/tiles/{tileId}/move (moveGridTile_v1). Moves a tile to a 0-based grid position (one new fractional key); moving a scheduled tile exchanges publish times among the scheduled tiles so feed order equals publish order, in the same transaction, and answers every edition whose scheduledAt changed. Serialized per channel (app.grid_lock). Requires the editor role; 404 NOT_FOUND, 400 GRID_TILE_PUBLISHED, 400 VALIDATION_FAILED (position out_of_range, in_past), 409 PUBLISHING_IN_PROGRESS, 409 PUBLISHING_AWAITS_CONFIRMATION.';
+comment on function api.move_grid_tile(uuid,uuid,integer) is 'Serves POST /v1/workspaces/{workspaceId}/integrations/{id}/grid/tiles/{tileId}/move (moveGridTile_v1). Moves a tile to a 0-based grid position (one new fractional key); moving a scheduled tile exchanges publish times among the scheduled tiles so feed order equals publish order, in the same transaction, and answers every edition whose scheduledAt changed. Serialized per workspace (app.grid_lock). Requires the editor role; 404 NOT_FOUND, 400 GRID_TILE_PUBLISHED, 400 VALIDATION_FAILED (position out_of_range, in_past), 409 PUBLISHING_IN_PROGRESS, 409 PUBLISHING_AWAITS_CONFIRMATION.';
 grant execute on function api.move_grid_tile(uuid,uuid,integer) to pressroom_request;
 revoke all on function api.move_grid_tile(uuid,uuid,integer) from public;
 

@@ -15,11 +15,13 @@
 --   (app.grid_retime, one UPDATE in the move's transaction; the publish job
 --   follows by trigger content_items_30_publish_job).
 -- - Published tiles never move, nor does anything move above them.
--- - Grid writes of one channel are serialized by a row lock on the
---   integration (app.grid_lock), taken after the content rows a write may
---   change, in the same order the content writers take them (content row,
---   then the grid), so two concurrent moves never give duplicate or lost
---   positions; the unique constraint grid_tiles_position_key is the backstop.
+-- - Grid writes of one workspace are serialized by a row lock on the
+--   workspace (app.grid_lock: one lock, so no two writers take locks of
+--   several channels in opposite orders), taken after the content rows a
+--   write may change, in the same order the content writers take them
+--   (content row, then the grid), so two concurrent moves never give
+--   duplicate or lost positions; the unique constraint
+--   grid_tiles_position_key is the backstop.
 -- - Keys stay short: a key longer than 48 characters (thousands of
 --   insertions at one spot) renumbers that grid once (app.grid_rebalance).
 -- - Promoting a placeholder and changing an edition's media go through
@@ -169,15 +171,22 @@ grant select, insert, update, delete on app.grid_tiles, app.grid_tile_media to p
 -- Helpers.
 ------------------------------------------------------------------------------
 
--- The grid lock of a channel: its integration row, for no key update (content
--- inserts, which only key-share it, are not blocked).
+-- The grid lock: the row of the channel's workspace, for no key update (the
+-- foreign-key checks of inserts only key-share it, so they are not blocked).
+-- One lock per workspace, not per channel: content written to several feed
+-- channels at once (one edition per channel, in the order the request lists
+-- them) takes one lock, so two such requests cannot lock channels in opposite
+-- orders and deadlock. A security definer: the request role may not lock
+-- workspace rows itself.
 create function app.grid_lock(p_integration_id uuid) returns void
-language plpgsql as $$
+language plpgsql security definer set search_path = pg_catalog, app as $$
 begin
-  perform 1 from app.integrations where id = p_integration_id for no key update;
+  perform 1 from app.workspaces w
+  where w.id = (select g.workspace_id from app.integrations g where g.id = p_integration_id)
+  for no key update;
 end
 $$;
-comment on function app.grid_lock(uuid) is 'Serializes the grid writes of one channel: locks its integration row (for no key update). Taken after the content rows a write changes.';
+comment on function app.grid_lock(uuid) is 'Serializes the grid writes of a workspace (placements, moves, placeholders): locks the workspace row of the channel (for no key update). Taken after the content rows a write changes.';
 
 -- Locks the given editions (content rows) in id order, before the grid lock.
 create function app.grid_lock_editions(p_ids uuid[]) returns void
@@ -776,7 +785,7 @@ begin
   return jsonb_build_object('tile', app.grid_tile_answer(t.id), 'rescheduled', v_changes);
 end
 $$;
-comment on function api.move_grid_tile(uuid, uuid, int) is 'Serves POST /v1/workspaces/{workspaceId}/integrations/{id}/grid/tiles/{tileId}/move (moveGridTile_v1). Moves a tile to a 0-based grid position (one new fractional key); moving a scheduled tile exchanges publish times among the scheduled tiles so feed order equals publish order, in the same transaction, and answers every edition whose scheduledAt changed. Serialized per channel (app.grid_lock). Requires the editor role; 404 NOT_FOUND, 400 GRID_TILE_PUBLISHED, 400 VALIDATION_FAILED (position out_of_range, in_past), 409 PUBLISHING_IN_PROGRESS, 409 PUBLISHING_AWAITS_CONFIRMATION.';
+comment on function api.move_grid_tile(uuid, uuid, int) is 'Serves POST /v1/workspaces/{workspaceId}/integrations/{id}/grid/tiles/{tileId}/move (moveGridTile_v1). Moves a tile to a 0-based grid position (one new fractional key); moving a scheduled tile exchanges publish times among the scheduled tiles so feed order equals publish order, in the same transaction, and answers every edition whose scheduledAt changed. Serialized per workspace (app.grid_lock). Requires the editor role; 404 NOT_FOUND, 400 GRID_TILE_PUBLISHED, 400 VALIDATION_FAILED (position out_of_range, in_past), 409 PUBLISHING_IN_PROGRESS, 409 PUBLISHING_AWAITS_CONFIRMATION.';
 
 create function api.swap_grid_tile_media(p_integration_id uuid, p_tile_id uuid, p_other_id uuid) returns jsonb
 language plpgsql as $$
@@ -904,6 +913,7 @@ begin
 end
 $$;
 alter function app.tg_content_items_grid_tile() owner to pressroom_definer;
+alter function app.grid_lock(uuid) owner to pressroom_definer;
 grant execute on function app.tg_content_items_grid_tile() to pressroom_api, pressroom_worker;
 
 select app.harden_api_functions();
