@@ -429,6 +429,7 @@ create table app.content_items (
   own_media boolean default false not null,
   constraint content_items_50_check_publishable_insert TRIGGER DEFERRABLE,
   constraint content_items_50_check_publishable_update TRIGGER DEFERRABLE,
+  constraint content_items_70_grid_tile TRIGGER DEFERRABLE INITIALLY DEFERRED,
   constraint content_items_caption_check CHECK (((caption IS NULL) OR (length(caption) <= 100000))),
   constraint content_items_check CHECK (((status <> 'scheduled'::text) OR (scheduled_at IS NOT NULL))),
   constraint content_items_created_by_fkey FOREIGN KEY (created_by) REFERENCES app.users(id) ON DELETE SET NULL,
@@ -483,7 +484,7 @@ CREATE TRIGGER content_items_60_media_not_binned BEFORE UPDATE OF status ON app.
 CREATE TRIGGER content_items_60_record_version_insert AFTER INSERT ON app.content_items FOR EACH ROW EXECUTE FUNCTION app.tg_content_items_record_version();
 CREATE TRIGGER content_items_60_record_version_update AFTER UPDATE ON app.content_items FOR EACH ROW WHEN (((new.deleted_at IS NULL) AND ((old.caption IS DISTINCT FROM new.caption) OR (old.thread <> new.thread) OR (old.settings <> new.settings) OR (old.own_media <> new.own_media)))) EXECUTE FUNCTION app.tg_content_items_record_version();
 CREATE TRIGGER content_items_61_usage_on_status_change AFTER UPDATE OF status ON app.content_items FOR EACH ROW WHEN ((new.status IS DISTINCT FROM old.status)) EXECUTE FUNCTION app.tg_content_items_usage_on_status_change();
-CREATE TRIGGER content_items_70_grid_tile AFTER INSERT OR UPDATE OF status, scheduled_at, deleted_at, integration_id, kind ON app.content_items FOR EACH ROW EXECUTE FUNCTION app.tg_content_items_grid_tile();
+CREATE CONSTRAINT TRIGGER content_items_70_grid_tile AFTER INSERT OR UPDATE OF status, scheduled_at, deleted_at, integration_id, kind ON app.content_items DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION app.tg_content_items_grid_tile();
 grant delete, select on table app.content_items to pressroom_api;
 grant delete, insert, select, update on table app.content_items to pressroom_definer;
 grant delete, insert, select, update on table app.content_items to pressroom_worker;
@@ -7186,13 +7187,19 @@ CREATE OR REPLACE FUNCTION app.tg_content_items_grid_tile()
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
+declare
+  v app.content_items;
 begin
-  perform app.grid_place_edition(new);
+  -- Deferred to commit: the edition as the transaction leaves it.
+  select * into v from app.content_items where id = new.id;
+  if v.id is not null then
+    perform app.grid_place_edition(v);
+  end if;
   return null;
 end
 $function$;
 alter function app.tg_content_items_grid_tile() owner to pressroom_definer;
-comment on function app.tg_content_items_grid_tile() is 'Trigger content_items_70_grid_tile: app.grid_place_edition for the edition, whoever writes it (requests, jobs).';
+comment on function app.tg_content_items_grid_tile() is 'Constraint trigger content_items_70_grid_tile (deferred to commit): app.grid_place_edition for the edition as the transaction leaves it, whoever writes it (requests, jobs). Deferred so that the grid lock is held from commit time only, not for the rest of the content write.';
 grant execute on function app.tg_content_items_grid_tile() to pressroom_api;
 grant execute on function app.tg_content_items_grid_tile() to pressroom_worker;
 revoke all on function app.tg_content_items_grid_tile() from public;
@@ -11050,7 +11057,9 @@ begin
     || jsonb_build_object('channels', jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
          'integrationId', v.id, 'settings', p_body -> 'settings')))));
   v_item := (v_content -> 'editions' -> 0 ->> 'id')::uuid;
-  -- The placeholder becomes the edition's tile, where its time puts it.
+  -- The placeholder becomes the edition's tile, where its time puts it (placed
+  -- now rather than by the deferred trigger, which then finds it in place).
+  perform app.grid_place_edition(i) from app.content_items i where i.id = v_item;
   select * into n from app.grid_tiles where content_item_id = v_item;
   delete from app.grid_tiles where id = n.id;
   update app.grid_tiles set content_item_id = v_item, position_key = coalesce(n.position_key, position_key)
@@ -12052,10 +12061,8 @@ begin
   else
     t := app.grid_tile(v.id, p_tile_id, true);
   end if;
-  if p_body ? 'note' then
-    update app.grid_tiles set note = p_body ->> 'note' where id = t.id;
-  end if;
-  update app.grid_tiles set updated_at = now() where id = t.id;
+  -- One write of the tile (its updated_at moves with the media too).
+  update app.grid_tiles set note = case when p_body ? 'note' then p_body ->> 'note' else note end where id = t.id;
   return app.grid_tile_answer(t.id);
 end
 $function$;

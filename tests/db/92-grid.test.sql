@@ -4,10 +4,15 @@
 -- published tiles fixed, swap media (versions recorded), cover, promote, the
 -- placement trigger for content written by the content routes, and roles.
 begin;
-select plan(80);
+select plan(82);
 
 -- @include personas.sql
 -- @include content.sql
+
+-- The placement trigger is deferred to commit; this file is one transaction,
+-- so it runs it at once (the deferral itself is checked below, and over HTTP
+-- in tests/api/grid.test.ts).
+set constraints app.content_items_70_grid_tile immediate;
 
 create temp table inserted (n int, id uuid);
 grant insert, select on inserted to pressroom_api;
@@ -193,6 +198,14 @@ select lives_ok($$select api.revert_content_to_draft(pg_temp.v('s1'), '{}')$$, '
 select ok(pg_temp.tile_of(pg_temp.v('s1')) = any (pg_temp.grid_ids('ig:A1.insta')), 'a reverted edition keeps its tile (a draft now)');
 select lives_ok($$select api.delete_content(pg_temp.v('s1'))$$, 'delete through the content route');
 select is(pg_temp.tile_of(pg_temp.v('s1')), null, 'a deleted edition leaves the grid');
+
+-- Deferred: within a transaction the tile comes at commit (here: when the constraint is set immediate).
+set constraints app.content_items_70_grid_tile deferred;
+select set_config('grid.s4', pg_temp.schedule_insta(60)::text, true);
+select is(pg_temp.tile_of(pg_temp.v('s4')), null, 'deferred: no tile before commit');
+set constraints app.content_items_70_grid_tile immediate;
+select ok(pg_temp.tile_of(pg_temp.v('s4')) is not null and app.grid_in_time_order(pg_temp.tile_of(pg_temp.v('s4'))),
+  'at commit the edition has its tile, placed by time');
 
 ------------------------------------------------------------------------------
 -- Published tiles.

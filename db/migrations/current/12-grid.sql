@@ -330,14 +330,23 @@ comment on function app.grid_place_edition(app.content_items) is 'Keeps the grid
 
 create function app.tg_content_items_grid_tile() returns trigger
 language plpgsql security definer set search_path = pg_catalog, app as $$
+declare
+  v app.content_items;
 begin
-  perform app.grid_place_edition(new);
+  -- Deferred to commit: the edition as the transaction leaves it.
+  select * into v from app.content_items where id = new.id;
+  if v.id is not null then
+    perform app.grid_place_edition(v);
+  end if;
   return null;
 end
 $$;
-comment on function app.tg_content_items_grid_tile() is 'Trigger content_items_70_grid_tile: app.grid_place_edition for the edition, whoever writes it (requests, jobs).';
-create trigger content_items_70_grid_tile after insert or update of status, scheduled_at, deleted_at, integration_id, kind
-  on app.content_items for each row execute function app.tg_content_items_grid_tile();
+comment on function app.tg_content_items_grid_tile() is 'Constraint trigger content_items_70_grid_tile (deferred to commit): app.grid_place_edition for the edition as the transaction leaves it, whoever writes it (requests, jobs). Deferred so that the grid lock is held from commit time only, not for the rest of the content write.';
+-- Deferred: the grid lock (app.grid_lock) is taken at commit, so content
+-- writes of one workspace wait for each other only for the placement and the
+-- commit, not for their whole transaction.
+create constraint trigger content_items_70_grid_tile after insert or update of status, scheduled_at, deleted_at, integration_id, kind
+  on app.content_items deferrable initially deferred for each row execute function app.tg_content_items_grid_tile();
 
 -- The grid in order: position, and the sort values a cursor carries.
 create function app.grid_ordered(p_integration_id uuid)
@@ -735,10 +744,8 @@ begin
   else
     t := app.grid_tile(v.id, p_tile_id, true);
   end if;
-  if p_body ? 'note' then
-    update app.grid_tiles set note = p_body ->> 'note' where id = t.id;
-  end if;
-  update app.grid_tiles set updated_at = now() where id = t.id;
+  -- One write of the tile (its updated_at moves with the media too).
+  update app.grid_tiles set note = case when p_body ? 'note' then p_body ->> 'note' else note end where id = t.id;
   return app.grid_tile_answer(t.id);
 end
 $$;
@@ -890,7 +897,9 @@ begin
     || jsonb_build_object('channels', jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
          'integrationId', v.id, 'settings', p_body -> 'settings')))));
   v_item := (v_content -> 'editions' -> 0 ->> 'id')::uuid;
-  -- The placeholder becomes the edition's tile, where its time puts it.
+  -- The placeholder becomes the edition's tile, where its time puts it (placed
+  -- now rather than by the deferred trigger, which then finds it in place).
+  perform app.grid_place_edition(i) from app.content_items i where i.id = v_item;
   select * into n from app.grid_tiles where content_item_id = v_item;
   delete from app.grid_tiles where id = n.id;
   update app.grid_tiles set content_item_id = v_item, position_key = coalesce(n.position_key, position_key)
