@@ -2498,7 +2498,7 @@ export interface paths {
          *     `rescheduled` lists every edition whose `scheduledAt` changed. A time that has already come
          *     is not exchanged (400 `VALIDATION_FAILED`, `in_past`); an edition being published refuses
          *     (409 `PUBLISHING_IN_PROGRESS`, `PUBLISHING_AWAITS_CONFIRMATION`). Drafts and placeholders move
-         *     without changing any time. Concurrent moves on one channel run one after the other.
+         *     without changing any time. Concurrent grid writes in one workspace run one after the other.
          */
         post: operations["moveGridTile_v1"];
         delete?: never;
