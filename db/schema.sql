@@ -551,6 +551,7 @@ create table app.content_items (
   own_media boolean default false not null,
   constraint content_items_50_check_publishable_insert TRIGGER DEFERRABLE,
   constraint content_items_50_check_publishable_update TRIGGER DEFERRABLE,
+  constraint content_items_70_grid_tile TRIGGER DEFERRABLE INITIALLY DEFERRED,
   constraint content_items_caption_check CHECK (((caption IS NULL) OR (length(caption) <= 100000))),
   constraint content_items_check CHECK (((status <> 'scheduled'::text) OR (scheduled_at IS NOT NULL))),
   constraint content_items_created_by_fkey FOREIGN KEY (created_by) REFERENCES app.users(id) ON DELETE SET NULL,
@@ -606,6 +607,7 @@ CREATE TRIGGER content_items_60_media_not_binned BEFORE UPDATE OF status ON app.
 CREATE TRIGGER content_items_60_record_version_insert AFTER INSERT ON app.content_items FOR EACH ROW EXECUTE FUNCTION app.tg_content_items_record_version();
 CREATE TRIGGER content_items_60_record_version_update AFTER UPDATE ON app.content_items FOR EACH ROW WHEN (((new.deleted_at IS NULL) AND ((old.caption IS DISTINCT FROM new.caption) OR (old.thread <> new.thread) OR (old.settings <> new.settings) OR (old.own_media <> new.own_media)))) EXECUTE FUNCTION app.tg_content_items_record_version();
 CREATE TRIGGER content_items_61_usage_on_status_change AFTER UPDATE OF status ON app.content_items FOR EACH ROW WHEN ((new.status IS DISTINCT FROM old.status)) EXECUTE FUNCTION app.tg_content_items_usage_on_status_change();
+CREATE CONSTRAINT TRIGGER content_items_70_grid_tile AFTER INSERT OR UPDATE OF status, scheduled_at, deleted_at, integration_id, kind ON app.content_items DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION app.tg_content_items_grid_tile();
 grant delete, select on table app.content_items to pressroom_api;
 grant delete, insert, select, update on table app.content_items to pressroom_definer;
 grant delete, insert, select, update on table app.content_items to pressroom_worker;
@@ -991,6 +993,121 @@ grant insert, update (name) on table app.formats to pressroom_api;
 grant insert, update (color) on table app.formats to pressroom_api;
 grant insert (created_at) on table app.formats to pressroom_api;
 grant insert, update (updated_at) on table app.formats to pressroom_api;
+
+create table app.grid_tile_media (
+  tile_id uuid not null,
+  position integer not null,
+  media_id uuid not null,
+  workspace_id uuid not null,
+  organization_id uuid not null,
+  constraint grid_tile_media_media_id_workspace_id_fkey FOREIGN KEY (media_id, workspace_id) REFERENCES app.media_items(id, workspace_id) ON DELETE CASCADE,
+  constraint grid_tile_media_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint grid_tile_media_pkey PRIMARY KEY (tile_id, "position"),
+  constraint grid_tile_media_position_check CHECK (("position" >= 0)),
+  constraint grid_tile_media_tile_id_fkey FOREIGN KEY (tile_id) REFERENCES app.grid_tiles(id) ON DELETE CASCADE,
+  constraint grid_tile_media_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.grid_tile_media is 'The media of a placeholder tile, in order; media of the tile''s workspace (foreign key on media id and workspace). Tenant policies of app.apply_tenant_policies (writes need editor).';
+CREATE INDEX grid_tile_media_media_id_idx ON app.grid_tile_media USING btree (media_id);
+CREATE INDEX grid_tile_media_organization_id_idx ON app.grid_tile_media USING btree (organization_id);
+CREATE INDEX grid_tile_media_workspace_id_idx ON app.grid_tile_media USING btree (workspace_id);
+alter table app.grid_tile_media enable row level security;
+alter table app.grid_tile_media force row level security;
+create policy grid_tile_media_api_delete on app.grid_tile_media as permissive for delete to pressroom_api
+  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy grid_tile_media_api_insert on app.grid_tile_media as permissive for insert to pressroom_api
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy grid_tile_media_api_scope on app.grid_tile_media as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy grid_tile_media_api_select on app.grid_tile_media as permissive for select to pressroom_api
+  using (true);
+create policy grid_tile_media_api_update on app.grid_tile_media as permissive for update to pressroom_api
+  using (true)
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy grid_tile_media_definer on app.grid_tile_media as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy grid_tile_media_worker on app.grid_tile_media as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant delete, select on table app.grid_tile_media to pressroom_api;
+grant delete, insert, select, update on table app.grid_tile_media to pressroom_definer;
+grant delete, insert, select, update on table app.grid_tile_media to pressroom_worker;
+grant insert, update (tile_id) on table app.grid_tile_media to pressroom_api;
+grant insert, update (position) on table app.grid_tile_media to pressroom_api;
+grant insert, update (media_id) on table app.grid_tile_media to pressroom_api;
+grant insert (workspace_id) on table app.grid_tile_media to pressroom_api;
+grant insert (organization_id) on table app.grid_tile_media to pressroom_api;
+
+create table app.grid_tiles (
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  workspace_id uuid not null,
+  integration_id uuid not null,
+  content_item_id uuid,
+  position_key text,
+  note text,
+  cover_media_id uuid,
+  cover_frame_ms integer,
+  created_by uuid,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  constraint grid_tiles_content_item_id_fkey FOREIGN KEY (content_item_id) REFERENCES app.content_items(id) ON DELETE CASCADE,
+  constraint grid_tiles_content_item_id_key UNIQUE (content_item_id),
+  constraint grid_tiles_cover_frame_ms_check CHECK (((cover_frame_ms IS NULL) OR (cover_frame_ms >= 0))),
+  constraint grid_tiles_cover_media_id_fkey FOREIGN KEY (cover_media_id) REFERENCES app.media_items(id) ON DELETE SET NULL,
+  constraint grid_tiles_created_by_fkey FOREIGN KEY (created_by) REFERENCES app.users(id) ON DELETE SET NULL,
+  constraint grid_tiles_frame_needs_cover CHECK (((cover_frame_ms IS NULL) OR (cover_media_id IS NOT NULL))),
+  constraint grid_tiles_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
+  constraint grid_tiles_note_check CHECK (((note IS NULL) OR (length(note) <= 5000))),
+  constraint grid_tiles_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint grid_tiles_pkey PRIMARY KEY (id),
+  constraint grid_tiles_placeholder_has_key CHECK (((content_item_id IS NOT NULL) OR (position_key IS NOT NULL))),
+  constraint grid_tiles_position_key UNIQUE (integration_id, position_key) DEFERRABLE,
+  constraint grid_tiles_position_key_check CHECK (((position_key ~ '^[0-9A-Za-z]*[1-9A-Za-z]$'::text) AND (length(position_key) <= 1024))),
+  constraint grid_tiles_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.grid_tiles is 'A tile of a channel''s feed grid: an edition of the channel (content_item_id) or a placeholder of library media (content_item_id null, media in app.grid_tile_media). Published tiles have no position_key and sort by sent_at, newest first; the others sort by their fractional position_key, unique per channel (constraint grid_tiles_position_key). Edition tiles are kept by trigger content_items_70_grid_tile (app.grid_place_edition). Note, cover media and video frame are the planner''s own. Tenant policies of app.apply_tenant_policies (writes need editor).';
+CREATE INDEX grid_tiles_cover_media_id_idx ON app.grid_tiles USING btree (cover_media_id);
+CREATE INDEX grid_tiles_organization_id_idx ON app.grid_tiles USING btree (organization_id);
+CREATE INDEX grid_tiles_workspace_id_idx ON app.grid_tiles USING btree (workspace_id);
+alter table app.grid_tiles enable row level security;
+alter table app.grid_tiles force row level security;
+create policy grid_tiles_api_delete on app.grid_tiles as permissive for delete to pressroom_api
+  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy grid_tiles_api_insert on app.grid_tiles as permissive for insert to pressroom_api
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy grid_tiles_api_scope on app.grid_tiles as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy grid_tiles_api_select on app.grid_tiles as permissive for select to pressroom_api
+  using (true);
+create policy grid_tiles_api_update on app.grid_tiles as permissive for update to pressroom_api
+  using (true)
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy grid_tiles_definer on app.grid_tiles as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy grid_tiles_worker on app.grid_tiles as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+CREATE TRIGGER grid_tiles_10_set_updated_at BEFORE UPDATE ON app.grid_tiles FOR EACH ROW EXECUTE FUNCTION app.tg_set_updated_at();
+grant delete, select on table app.grid_tiles to pressroom_api;
+grant delete, insert, select, update on table app.grid_tiles to pressroom_definer;
+grant delete, insert, select, update on table app.grid_tiles to pressroom_worker;
+grant insert (id) on table app.grid_tiles to pressroom_api;
+grant insert (organization_id) on table app.grid_tiles to pressroom_api;
+grant insert (workspace_id) on table app.grid_tiles to pressroom_api;
+grant insert, update (integration_id) on table app.grid_tiles to pressroom_api;
+grant insert, update (content_item_id) on table app.grid_tiles to pressroom_api;
+grant insert, update (position_key) on table app.grid_tiles to pressroom_api;
+grant insert, update (note) on table app.grid_tiles to pressroom_api;
+grant insert, update (cover_media_id) on table app.grid_tiles to pressroom_api;
+grant insert, update (cover_frame_ms) on table app.grid_tiles to pressroom_api;
+grant insert (created_by) on table app.grid_tiles to pressroom_api;
+grant insert (created_at) on table app.grid_tiles to pressroom_api;
+grant insert, update (updated_at) on table app.grid_tiles to pressroom_api;
 
 create table app.hashtag_groups (
   id uuid default gen_random_uuid() not null,
@@ -1833,11 +1950,13 @@ create table app.platforms (
   media_rules jsonb not null,
   required_settings jsonb default '[]'::jsonb not null,
   capabilities jsonb default '{}'::jsonb not null,
+  feed_grid boolean default false not null,
   constraint platforms_caption_max_length_check CHECK ((caption_max_length > 0)),
   constraint platforms_code_check CHECK ((code ~ '^[a-z][a-z0-9_]*$'::text)),
   constraint platforms_pkey PRIMARY KEY (code)
 );
 comment on table app.platforms is 'Reference data, one row per social platform (x, linkedin, instagram, ...): caption length, media rules, required settings and capabilities (boards, video categories, articles, published-caption edits), against which content is checked when it is scheduled. Not tenant data: every role may read it (policy platforms_read); migrations write it.';
+comment on column app.platforms.feed_grid is 'Whether the platform shows posts as a feed grid that the grid planner mocks up (instagram, facebook, tiktok, threads, pinterest, bluesky, x).';
 alter table app.platforms enable row level security;
 alter table app.platforms force row level security;
 create policy platforms_read on app.platforms as permissive for select to public
@@ -5168,6 +5287,610 @@ grant execute on function app.grant_api_columns(regclass,text[],text[]) to press
 grant execute on function app.grant_api_columns(regclass,text[],text[]) to pressroom_worker;
 revoke all on function app.grant_api_columns(regclass,text[],text[]) from public;
 
+CREATE OR REPLACE FUNCTION app.grid_edition_key(p_item app.content_items, p_exclude uuid)
+ RETURNS text
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  v_prev text;
+  v_next text;
+begin
+  if p_item.status = 'scheduled' then
+    select t.position_key into v_prev
+    from app.grid_tiles t join app.content_items i on i.id = t.content_item_id
+    where t.integration_id = p_item.integration_id and t.position_key is not null and t.id is distinct from p_exclude
+      and i.status = 'scheduled' and i.deleted_at is null and i.id <> p_item.id and i.scheduled_at <= p_item.scheduled_at
+    order by i.scheduled_at desc, t.position_key desc limit 1;
+    if v_prev is null then
+      select t.position_key into v_next
+      from app.grid_tiles t join app.content_items i on i.id = t.content_item_id
+      where t.integration_id = p_item.integration_id and t.position_key is not null and t.id is distinct from p_exclude
+        and i.status = 'scheduled' and i.deleted_at is null and i.id <> p_item.id
+      order by t.position_key limit 1;
+      if v_next is null then
+        select min(position_key) into v_next from app.grid_tiles
+        where integration_id = p_item.integration_id and position_key is not null and id is distinct from p_exclude;
+      end if;
+      select max(position_key) into v_prev from app.grid_tiles
+      where integration_id = p_item.integration_id and position_key < v_next and id is distinct from p_exclude;
+      return app.grid_key_between(v_prev, v_next);
+    end if;
+  else
+    select max(t.position_key) into v_prev from app.grid_tiles t
+    where t.integration_id = p_item.integration_id and t.content_item_id is not null and t.id is distinct from p_exclude;
+  end if;
+  select min(position_key) into v_next from app.grid_tiles
+  where integration_id = p_item.integration_id and position_key > coalesce(v_prev, '') and id is distinct from p_exclude;
+  return app.grid_key_between(v_prev, v_next);
+end
+$function$;
+comment on function app.grid_edition_key(app.content_items,uuid) is 'The position key an edition''s tile takes in its channel''s grid (called under app.grid_lock): scheduled editions by time among the scheduled tiles, others after the last edition tile.';
+grant execute on function app.grid_edition_key(app.content_items,uuid) to pressroom_api;
+grant execute on function app.grid_edition_key(app.content_items,uuid) to pressroom_definer;
+grant execute on function app.grid_edition_key(app.content_items,uuid) to pressroom_worker;
+revoke all on function app.grid_edition_key(app.content_items,uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.grid_in_time_order(p_tile_id uuid)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select not exists (
+    select 1
+    from app.grid_tiles me
+    join app.content_items mi on mi.id = me.content_item_id
+    join app.grid_tiles t on t.integration_id = me.integration_id and t.id <> me.id and t.position_key is not null
+    join app.content_items i on i.id = t.content_item_id and i.status = 'scheduled' and i.deleted_at is null
+    where me.id = p_tile_id
+      and ((t.position_key < me.position_key and i.scheduled_at > mi.scheduled_at)
+        or (t.position_key > me.position_key and i.scheduled_at < mi.scheduled_at)))
+$function$;
+comment on function app.grid_in_time_order(uuid) is 'Whether no scheduled tile of the channel sorts on the other side of this one than its time says.';
+grant execute on function app.grid_in_time_order(uuid) to pressroom_api;
+grant execute on function app.grid_in_time_order(uuid) to pressroom_definer;
+grant execute on function app.grid_in_time_order(uuid) to pressroom_worker;
+revoke all on function app.grid_in_time_order(uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.grid_integration(p_id uuid)
+ RETURNS app.integrations
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  v app.integrations;
+  v_grid boolean;
+begin
+  -- Not g.*: the webhook secret is not readable.
+  select g.id, g.organization_id, g.workspace_id, g.platform into v.id, v.organization_id, v.workspace_id, v.platform
+  from app.integrations g
+  where g.id = p_id and g.workspace_id = app.current_workspace_id() and g.deleted_at is null;
+  if v.id is null then
+    perform app.raise_not_found('integration', p_id);
+  end if;
+  select feed_grid into v_grid from app.platforms where code = v.platform;
+  if not v_grid then
+    perform app.raise(400, 'GRID_NOT_SUPPORTED',
+      format('The platform %s has no feed grid; the grid planner serves instagram, facebook, tiktok, threads, pinterest, bluesky and x.', v.platform),
+      jsonb_build_object('integrationId', v.id, 'platform', v.platform,
+        'platforms', (select jsonb_agg(code order by code) from app.platforms where feed_grid)));
+  end if;
+  return v;
+end
+$function$;
+comment on function app.grid_integration(uuid) is 'The integration of a grid route: 404 NOT_FOUND when not in the workspace (or deleted), 400 GRID_NOT_SUPPORTED when its platform has no feed grid.';
+grant execute on function app.grid_integration(uuid) to pressroom_api;
+grant execute on function app.grid_integration(uuid) to pressroom_definer;
+grant execute on function app.grid_integration(uuid) to pressroom_worker;
+revoke all on function app.grid_integration(uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.grid_key_at(p_n bigint)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+  select string_agg(substr('0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz',
+           ((p_n / (62::bigint ^ (4 - k))::bigint) % 62)::int + 1, 1), '' order by k) || 'V'
+  from generate_series(1, 4) k
+$function$;
+comment on function app.grid_key_at(bigint) is 'The n-th key of an evenly spaced sequence (4 base-62 digits and V), for numbering a whole grid at once (the backfill and bulk fixtures); n below 62^4.';
+grant execute on function app.grid_key_at(bigint) to pressroom_api;
+grant execute on function app.grid_key_at(bigint) to pressroom_definer;
+grant execute on function app.grid_key_at(bigint) to pressroom_worker;
+revoke all on function app.grid_key_at(bigint) from public;
+
+CREATE OR REPLACE FUNCTION app.grid_key_between(p_a text, p_b text)
+ RETURNS text
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $function$
+declare
+  d constant text := '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+  v_a text := coalesce(p_a, '');
+  v_i int;
+begin
+  if p_b is not null and v_a collate "C" >= p_b collate "C" then
+    raise exception 'grid_key_between: % is not below %', v_a, p_b;
+  end if;
+  if v_a <> '' and p_b is null then
+    -- Appending: bump the first digit below z (keys grow by one character per ~30 appends).
+    v_i := strpos(d, substr(v_a, 1, 1));
+    if v_i < 62 then
+      return substr(d, v_i + 1, 1);
+    end if;
+    return 'z' || app.grid_key_between(substr(v_a, 2), null);
+  end if;
+  if v_a = '' and p_b is not null then
+    -- Prepending: the digit below the first one, or 0 and a key below the rest.
+    v_i := strpos(d, substr(p_b, 1, 1));
+    if v_i > 2 then
+      return substr(d, v_i - 1, 1);
+    end if;
+    if v_i = 2 then
+      return '0V';
+    end if;
+    return '0' || app.grid_key_between('', substr(p_b, 2));
+  end if;
+  return app.grid_key_midpoint(v_a, p_b);
+end
+$function$;
+comment on function app.grid_key_between(text,text) is 'A position key strictly between p_a and p_b (null or empty p_a: before p_b; null p_b: after p_a; both null: the first key). Raises when p_a is not below p_b.';
+grant execute on function app.grid_key_between(text,text) to pressroom_api;
+grant execute on function app.grid_key_between(text,text) to pressroom_definer;
+grant execute on function app.grid_key_between(text,text) to pressroom_worker;
+revoke all on function app.grid_key_between(text,text) from public;
+
+CREATE OR REPLACE FUNCTION app.grid_key_for_position(p_integration_id uuid, p_position integer, p_exclude uuid)
+ RETURNS text
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  v_published int;
+  v_count int;
+  v_prev text;
+  v_next text;
+begin
+  select count(*) filter (where position_key is null), count(*) into v_published, v_count
+  from app.grid_tiles where integration_id = p_integration_id and id is distinct from p_exclude;
+  if p_position < v_published or p_position > v_count then
+    perform app.raise(400, 'VALIDATION_FAILED',
+      format('position must be between %s (after the published tiles) and %s (the end of the grid).', v_published, v_count),
+      jsonb_build_object('min', v_published, 'max', v_count, 'fields', jsonb_build_array(
+        app.field_problem('position', 'out_of_range', format('must be between %s and %s', v_published, v_count)))));
+  end if;
+  select o.position_key into v_prev from (
+    select position_key from app.grid_tiles
+    where integration_id = p_integration_id and id is distinct from p_exclude and position_key is not null
+    order by position_key offset p_position - v_published - 1 limit 1) o
+  where p_position > v_published;
+  select o.position_key into v_next from (
+    select position_key from app.grid_tiles
+    where integration_id = p_integration_id and id is distinct from p_exclude and position_key is not null
+    order by position_key offset p_position - v_published limit 1) o;
+  return app.grid_key_between(v_prev, v_next);
+end
+$function$;
+comment on function app.grid_key_for_position(uuid,integer,uuid) is 'The position key that puts a tile at a 0-based grid position: between the published tiles'' count and the end; 400 VALIDATION_FAILED (out_of_range, details min and max) otherwise.';
+grant execute on function app.grid_key_for_position(uuid,integer,uuid) to pressroom_api;
+grant execute on function app.grid_key_for_position(uuid,integer,uuid) to pressroom_definer;
+grant execute on function app.grid_key_for_position(uuid,integer,uuid) to pressroom_worker;
+revoke all on function app.grid_key_for_position(uuid,integer,uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.grid_key_midpoint(p_a text, p_b text)
+ RETURNS text
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $function$
+declare
+  d constant text := '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+  n int := 0;
+  da int;
+  db int;
+begin
+  -- p_a < p_b; p_a may be '' (the bottom), p_b null (the top).
+  if p_b is not null then
+    while n < length(p_b) and coalesce(nullif(substr(p_a, n + 1, 1), ''), '0') = substr(p_b, n + 1, 1) loop
+      n := n + 1;
+    end loop;
+    if n > 0 then
+      return substr(p_b, 1, n) || app.grid_key_midpoint(substr(p_a, n + 1), substr(p_b, n + 1));
+    end if;
+  end if;
+  da := case when p_a = '' then 0 else strpos(d, substr(p_a, 1, 1)) - 1 end;
+  db := case when p_b is null then 62 else strpos(d, substr(p_b, 1, 1)) - 1 end;
+  if db - da > 1 then
+    return substr(d, round((da + db) / 2.0)::int + 1, 1);
+  end if;
+  if p_b is not null and length(p_b) > 1 then
+    return substr(p_b, 1, 1);
+  end if;
+  return substr(d, da + 1, 1) || app.grid_key_midpoint(substr(p_a, 2), null);
+end
+$function$;
+comment on function app.grid_key_midpoint(text,text) is 'The base-62 key midway between p_a (or the bottom when empty) and p_b (or the top when null), as in fractional indexing (D. Greenspan); never ends in 0.';
+grant execute on function app.grid_key_midpoint(text,text) to pressroom_api;
+grant execute on function app.grid_key_midpoint(text,text) to pressroom_definer;
+grant execute on function app.grid_key_midpoint(text,text) to pressroom_worker;
+revoke all on function app.grid_key_midpoint(text,text) from public;
+
+CREATE OR REPLACE FUNCTION app.grid_lock(p_integration_id uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+begin
+  perform 1 from app.workspaces w
+  where w.id = (select g.workspace_id from app.integrations g where g.id = p_integration_id)
+  for no key update;
+end
+$function$;
+alter function app.grid_lock(uuid) owner to pressroom_definer;
+comment on function app.grid_lock(uuid) is 'Serializes the grid writes of a workspace (placements, moves, placeholders): locks the workspace row of the channel (for no key update). Taken after the content rows a write changes.';
+grant execute on function app.grid_lock(uuid) to pressroom_api;
+grant execute on function app.grid_lock(uuid) to pressroom_worker;
+revoke all on function app.grid_lock(uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.grid_lock_editions(p_ids uuid[])
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform 1 from app.content_items where id = any (p_ids) order by id for no key update;
+end
+$function$;
+comment on function app.grid_lock_editions(uuid[]) is 'Locks editions in id order (the order content writers never contradict), before app.grid_lock.';
+grant execute on function app.grid_lock_editions(uuid[]) to pressroom_api;
+grant execute on function app.grid_lock_editions(uuid[]) to pressroom_definer;
+grant execute on function app.grid_lock_editions(uuid[]) to pressroom_worker;
+revoke all on function app.grid_lock_editions(uuid[]) from public;
+
+CREATE OR REPLACE FUNCTION app.grid_lock_scheduled(p_integration_id uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform 1 from app.content_items
+  where integration_id = p_integration_id and status = 'scheduled' and deleted_at is null
+  order by id for no key update;
+end
+$function$;
+comment on function app.grid_lock_scheduled(uuid) is 'Locks the scheduled editions of a channel in id order, before app.grid_lock, so a move can exchange their times.';
+grant execute on function app.grid_lock_scheduled(uuid) to pressroom_api;
+grant execute on function app.grid_lock_scheduled(uuid) to pressroom_definer;
+grant execute on function app.grid_lock_scheduled(uuid) to pressroom_worker;
+revoke all on function app.grid_lock_scheduled(uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.grid_media_problems(p_integration app.integrations, p_ids jsonb, p_field text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  v_max int;
+  v_ids uuid[];
+begin
+  select greatest(1, coalesce((media_rules ->> 'maxItems')::int, 10)) into v_max from app.platforms where code = p_integration.platform;
+  if p_ids is null or jsonb_typeof(p_ids) <> 'array' or jsonb_array_length(p_ids) = 0 then
+    return jsonb_build_array(app.field_problem(p_field, 'required', 'a placeholder needs at least one media item'));
+  end if;
+  if jsonb_array_length(p_ids) > v_max then
+    return jsonb_build_array(app.field_problem(p_field, 'too_many_media',
+      format('at most %s media items on %s', v_max, p_integration.platform)));
+  end if;
+  v_ids := app.jsonb_uuids(p_ids);
+  if cardinality(v_ids) <> (select count(distinct x) from unnest(v_ids) x) then
+    return jsonb_build_array(app.field_problem(p_field, 'duplicate_media', 'a media item is listed twice'));
+  end if;
+  return app.media_ref_problems(p_integration.workspace_id, v_ids, p_field);
+end
+$function$;
+comment on function app.grid_media_problems(app.integrations,jsonb,text) is 'Problems of a placeholder''s media list: required, at most the platform''s maxItems, distinct, active media of the workspace.';
+grant execute on function app.grid_media_problems(app.integrations,jsonb,text) to pressroom_api;
+grant execute on function app.grid_media_problems(app.integrations,jsonb,text) to pressroom_definer;
+grant execute on function app.grid_media_problems(app.integrations,jsonb,text) to pressroom_worker;
+revoke all on function app.grid_media_problems(app.integrations,jsonb,text) from public;
+
+CREATE OR REPLACE FUNCTION app.grid_ordered(p_integration_id uuid)
+ RETURNS TABLE(tile_id uuid, pos integer, section integer, sent_at timestamp with time zone, position_key text)
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select t.id, (row_number() over w - 1)::int, case when t.position_key is null then 0 else 1 end, i.sent_at, t.position_key
+  from app.grid_tiles t left join app.content_items i on i.id = t.content_item_id
+  where t.integration_id = p_integration_id
+  window w as (order by t.position_key is not null, i.sent_at desc nulls last, t.position_key, t.id)
+$function$;
+comment on function app.grid_ordered(uuid) is 'A channel''s tiles in grid order: published (newest first), then by position key; with each one''s 0-based position.';
+grant execute on function app.grid_ordered(uuid) to pressroom_api;
+grant execute on function app.grid_ordered(uuid) to pressroom_definer;
+grant execute on function app.grid_ordered(uuid) to pressroom_worker;
+revoke all on function app.grid_ordered(uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.grid_place_edition(p_item app.content_items)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_tile app.grid_tiles;
+  v_eligible boolean;
+begin
+  select * into v_tile from app.grid_tiles where content_item_id = p_item.id;
+  v_eligible := p_item.deleted_at is null and p_item.kind = 'post'
+    and p_item.status in ('draft', 'pending_approval', 'scheduled', 'sent')
+    and exists (select 1 from app.integrations g join app.platforms p on p.code = g.platform
+                where g.id = p_item.integration_id and p.feed_grid);
+  if v_tile.id is not null and (not v_eligible or v_tile.integration_id <> p_item.integration_id) then
+    delete from app.grid_tiles where id = v_tile.id;
+    v_tile := null;
+  end if;
+  if not v_eligible then
+    return;
+  end if;
+  if p_item.status = 'sent' then
+    if v_tile.id is null then
+      insert into app.grid_tiles (organization_id, workspace_id, integration_id, content_item_id, created_by)
+      values (p_item.organization_id, p_item.workspace_id, p_item.integration_id, p_item.id, p_item.created_by);
+    elsif v_tile.position_key is not null then
+      update app.grid_tiles set position_key = null where id = v_tile.id;
+    end if;
+    return;
+  end if;
+  perform app.grid_lock(p_item.integration_id);
+  if v_tile.id is not null and v_tile.position_key is not null
+     and (p_item.status <> 'scheduled' or app.grid_in_time_order(v_tile.id)) then
+    return;
+  end if;
+  if v_tile.id is null then
+    insert into app.grid_tiles (organization_id, workspace_id, integration_id, content_item_id, position_key, created_by)
+    values (p_item.organization_id, p_item.workspace_id, p_item.integration_id, p_item.id,
+            app.grid_edition_key(p_item, null), p_item.created_by);
+  else
+    update app.grid_tiles set position_key = app.grid_edition_key(p_item, v_tile.id) where id = v_tile.id;
+  end if;
+  perform app.grid_rebalance(p_item.integration_id);
+end
+$function$;
+comment on function app.grid_place_edition(app.content_items) is 'Keeps the grid tile of an edition on a feed-grid channel: made when the edition is, removed when it is deleted, cancelled, failed or rejected, unkeyed (published) when sent, and placed by time whenever a scheduled edition''s key no longer agrees with its time.';
+grant execute on function app.grid_place_edition(app.content_items) to pressroom_api;
+grant execute on function app.grid_place_edition(app.content_items) to pressroom_definer;
+grant execute on function app.grid_place_edition(app.content_items) to pressroom_worker;
+revoke all on function app.grid_place_edition(app.content_items) from public;
+
+CREATE OR REPLACE FUNCTION app.grid_position(p_tile app.grid_tiles)
+ RETURNS integer
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select pos from app.grid_ordered(p_tile.integration_id) where tile_id = p_tile.id
+$function$;
+comment on function app.grid_position(app.grid_tiles) is 'A tile''s 0-based position in its grid.';
+grant execute on function app.grid_position(app.grid_tiles) to pressroom_api;
+grant execute on function app.grid_position(app.grid_tiles) to pressroom_definer;
+grant execute on function app.grid_position(app.grid_tiles) to pressroom_worker;
+revoke all on function app.grid_position(app.grid_tiles) from public;
+
+CREATE OR REPLACE FUNCTION app.grid_rebalance(p_integration_id uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if not exists (select 1 from app.grid_tiles where integration_id = p_integration_id and length(position_key) > 48) then
+    return;
+  end if;
+  set constraints app.grid_tiles_position_key deferred;
+  update app.grid_tiles t set position_key = app.grid_key_at(r.rn * 16)
+  from (select id, row_number() over (order by position_key) rn
+        from app.grid_tiles where integration_id = p_integration_id and position_key is not null) r
+  where t.id = r.id;
+  set constraints app.grid_tiles_position_key immediate;
+end
+$function$;
+comment on function app.grid_rebalance(uuid) is 'Renumbers a grid''s position keys evenly (order kept, one UPDATE under the deferred unique constraint) when one is longer than 48 characters; a no-op otherwise.';
+grant execute on function app.grid_rebalance(uuid) to pressroom_api;
+grant execute on function app.grid_rebalance(uuid) to pressroom_definer;
+grant execute on function app.grid_rebalance(uuid) to pressroom_worker;
+revoke all on function app.grid_rebalance(uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.grid_require_movable(t app.grid_tiles)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if t.position_key is null then
+    perform app.raise(400, 'GRID_TILE_PUBLISHED', 'A published tile stays where it is and as it is.',
+      jsonb_build_object('tileId', t.id, 'contentId', t.content_item_id));
+  end if;
+end
+$function$;
+comment on function app.grid_require_movable(app.grid_tiles) is '400 GRID_TILE_PUBLISHED for a published tile.';
+grant execute on function app.grid_require_movable(app.grid_tiles) to pressroom_api;
+grant execute on function app.grid_require_movable(app.grid_tiles) to pressroom_definer;
+grant execute on function app.grid_require_movable(app.grid_tiles) to pressroom_worker;
+revoke all on function app.grid_require_movable(app.grid_tiles) from public;
+
+CREATE OR REPLACE FUNCTION app.grid_require_placeholder(t app.grid_tiles)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if t.content_item_id is not null then
+    perform app.raise(400, 'GRID_TILE_NOT_PLACEHOLDER', 'This tile is an edition; only placeholder tiles can be deleted or promoted here (use the content routes for editions).',
+      jsonb_build_object('tileId', t.id, 'contentId', t.content_item_id));
+  end if;
+end
+$function$;
+comment on function app.grid_require_placeholder(app.grid_tiles) is '400 GRID_TILE_NOT_PLACEHOLDER for an edition tile.';
+grant execute on function app.grid_require_placeholder(app.grid_tiles) to pressroom_api;
+grant execute on function app.grid_require_placeholder(app.grid_tiles) to pressroom_definer;
+grant execute on function app.grid_require_placeholder(app.grid_tiles) to pressroom_worker;
+revoke all on function app.grid_require_placeholder(app.grid_tiles) from public;
+
+CREATE OR REPLACE FUNCTION app.grid_retime(p_integration_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_plan jsonb;
+begin
+  with s as (
+    select i.id, t.id tile_id, i.scheduled_at, row_number() over (order by t.position_key) rn
+    from app.grid_tiles t join app.content_items i on i.id = t.content_item_id
+    where t.integration_id = p_integration_id and t.position_key is not null
+      and i.status = 'scheduled' and i.deleted_at is null),
+  times as (select scheduled_at, row_number() over (order by scheduled_at) rn from s)
+  select coalesce(jsonb_agg(jsonb_build_object('contentId', s.id, 'tileId', s.tile_id,
+           'previousScheduledAt', s.scheduled_at, 'scheduledAt', times.scheduled_at) order by times.scheduled_at), '[]')
+  into v_plan
+  from s join times using (rn)
+  where s.scheduled_at <> times.scheduled_at;
+  if exists (select 1 from jsonb_array_elements(v_plan) p where (p ->> 'scheduledAt')::timestamptz <= now()
+                                                              or (p ->> 'previousScheduledAt')::timestamptz <= now()) then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('position', 'in_past',
+        'the move would exchange a publish time that has already come; wait until that edition is published')),
+      'The move would exchange a publish time that has already come.', jsonb_build_object('rescheduled', v_plan));
+  end if;
+  update app.content_items c set scheduled_at = (p ->> 'scheduledAt')::timestamptz
+  from jsonb_array_elements(v_plan) p
+  where c.id = (p ->> 'contentId')::uuid;
+  -- The move touched these editions: each gets a version (its history shows who moved it, when).
+  perform app.record_content_version((p ->> 'contentId')::uuid, 'update', null, true)
+  from jsonb_array_elements(v_plan) p;
+  return v_plan;
+end
+$function$;
+comment on function app.grid_retime(uuid) is 'Exchanges publish times among a channel''s scheduled editions so that feed order equals publish order (one UPDATE; publish jobs follow by trigger); refuses times already come (400 VALIDATION_FAILED in_past); records a version of each edition it retimes. Answers the editions whose scheduledAt changed.';
+grant execute on function app.grid_retime(uuid) to pressroom_api;
+grant execute on function app.grid_retime(uuid) to pressroom_definer;
+grant execute on function app.grid_retime(uuid) to pressroom_worker;
+revoke all on function app.grid_retime(uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.grid_set_placeholder_media(t app.grid_tiles, p_ids uuid[])
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  delete from app.grid_tile_media where tile_id = t.id;
+  insert into app.grid_tile_media (tile_id, position, media_id, workspace_id, organization_id)
+  select t.id, (x.n - 1)::int, x.id, t.workspace_id, t.organization_id
+  from unnest(p_ids) with ordinality x (id, n);
+end
+$function$;
+comment on function app.grid_set_placeholder_media(app.grid_tiles,uuid[]) is 'Replaces a placeholder''s media list.';
+grant execute on function app.grid_set_placeholder_media(app.grid_tiles,uuid[]) to pressroom_api;
+grant execute on function app.grid_set_placeholder_media(app.grid_tiles,uuid[]) to pressroom_definer;
+grant execute on function app.grid_set_placeholder_media(app.grid_tiles,uuid[]) to pressroom_worker;
+revoke all on function app.grid_set_placeholder_media(app.grid_tiles,uuid[]) from public;
+
+CREATE OR REPLACE FUNCTION app.grid_tile(p_integration_id uuid, p_tile_id uuid, p_for_update boolean DEFAULT false)
+ RETURNS app.grid_tiles
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v app.grid_tiles;
+begin
+  if p_for_update then
+    select * into v from app.grid_tiles where id = p_tile_id and integration_id = p_integration_id for update;
+  else
+    select * into v from app.grid_tiles where id = p_tile_id and integration_id = p_integration_id;
+  end if;
+  if v.id is null then
+    perform app.raise_not_found('grid tile', p_tile_id);
+  end if;
+  return v;
+end
+$function$;
+comment on function app.grid_tile(uuid,uuid,boolean) is 'A tile of the channel''s grid, optionally locked; 404 NOT_FOUND otherwise.';
+grant execute on function app.grid_tile(uuid,uuid,boolean) to pressroom_api;
+grant execute on function app.grid_tile(uuid,uuid,boolean) to pressroom_definer;
+grant execute on function app.grid_tile(uuid,uuid,boolean) to pressroom_worker;
+revoke all on function app.grid_tile(uuid,uuid,boolean) from public;
+
+CREATE OR REPLACE FUNCTION app.grid_tile_answer(p_tile_id uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select app.grid_tiles_json(jsonb_build_array(jsonb_build_object('id', t.id, 'pos', app.grid_position(t)))) -> 0
+  from app.grid_tiles t where t.id = p_tile_id
+$function$;
+comment on function app.grid_tile_answer(uuid) is 'A tile by id, with its position, as the routes answer it.';
+grant execute on function app.grid_tile_answer(uuid) to pressroom_api;
+grant execute on function app.grid_tile_answer(uuid) to pressroom_definer;
+grant execute on function app.grid_tile_answer(uuid) to pressroom_worker;
+revoke all on function app.grid_tile_answer(uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.grid_tile_media_ids(t app.grid_tiles)
+ RETURNS uuid[]
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select case when t.content_item_id is null then
+      (select coalesce(array_agg(m.media_id order by m.position), '{}') from app.grid_tile_media m where m.tile_id = t.id)
+    else
+      (select app.content_item_media_ids(i.id, i.root_id, i.own_media) from app.content_items i where i.id = t.content_item_id)
+    end
+$function$;
+comment on function app.grid_tile_media_ids(app.grid_tiles) is 'A tile''s media ids in order: a placeholder''s own, an edition''s effective media (its own or its root''s).';
+grant execute on function app.grid_tile_media_ids(app.grid_tiles) to pressroom_api;
+grant execute on function app.grid_tile_media_ids(app.grid_tiles) to pressroom_definer;
+grant execute on function app.grid_tile_media_ids(app.grid_tiles) to pressroom_worker;
+revoke all on function app.grid_tile_media_ids(app.grid_tiles) from public;
+
+CREATE OR REPLACE FUNCTION app.grid_tiles_json(p_tiles jsonb)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  with t as (
+    select g.*, (e.x ->> 'pos')::int pos, e.n
+    from jsonb_array_elements(p_tiles) with ordinality e (x, n)
+    join app.grid_tiles g on g.id = (e.x ->> 'id')::uuid),
+  i as (select t.id tile_id, c.id, c.root_id, c.own_media, c.status, c.scheduled_at, c.sent_at, c.permalink
+        from t join app.content_items c on c.id = t.content_item_id),
+  media as (
+    select m.tile_id, array_agg(m.media_id order by m.position) ids
+    from app.grid_tile_media m where m.tile_id in (select id from t where content_item_id is null) group by m.tile_id
+    union all
+    select i.tile_id, array_agg(cm.media_id order by cm.position)
+    from i join app.content_item_media cm on cm.content_item_id = i.id where i.own_media group by i.tile_id
+    union all
+    select i.tile_id, array_agg(rm.media_id order by rm.position)
+    from i join app.content_root_media rm on rm.root_id = i.root_id where not i.own_media group by i.tile_id),
+  j as (
+    select t.*, i.status, i.scheduled_at, i.sent_at, i.permalink, coalesce(m.ids, '{}') ids,
+      case when t.cover_media_id = any (m.ids) then t.cover_media_id else m.ids[1] end cover_id
+    from t left join i on i.tile_id = t.id left join media m on m.tile_id = t.id)
+  select coalesce(jsonb_agg(jsonb_build_object(
+    'id', j.id,
+    'integrationId', j.integration_id,
+    'kind', case when j.content_item_id is null then 'placeholder'
+                 when j.status = 'sent' then 'published'
+                 when j.status = 'scheduled' then 'scheduled'
+                 else 'draft' end,
+    'contentId', j.content_item_id,
+    'status', j.status,
+    'position', j.pos,
+    'scheduledAt', j.scheduled_at,
+    'publishedAt', j.sent_at,
+    'permalink', j.permalink,
+    'note', j.note,
+    'mediaIds', to_jsonb(j.ids),
+    'mediaCount', cardinality(j.ids),
+    'cover', case when c.id is not null then jsonb_build_object('mediaId', c.id, 'type', c.type,
+               'frameAtMs', case when c.id = j.cover_media_id and c.type = 'video' then j.cover_frame_ms end,
+               'storageKey', c.storage_key, 'contentType', c.content_type, 'filename', c.filename) end,
+    'createdAt', j.created_at,
+    'updatedAt', j.updated_at) order by j.n), '[]')
+  from j left join app.media_items c on c.id = j.cover_id
+$function$;
+comment on function app.grid_tiles_json(jsonb) is 'Tiles ([{id, pos}], in that order) as the grid routes answer them, the cover with storage facts for signing; one set-based pass for a whole page.';
+grant execute on function app.grid_tiles_json(jsonb) to pressroom_api;
+grant execute on function app.grid_tiles_json(jsonb) to pressroom_definer;
+grant execute on function app.grid_tiles_json(jsonb) to pressroom_worker;
+revoke all on function app.grid_tiles_json(jsonb) from public;
+
 CREATE OR REPLACE FUNCTION app.harden_api_functions()
  RETURNS integer
  LANGUAGE plpgsql
@@ -7767,6 +8490,29 @@ grant execute on function app.tg_content_items_freeze_media() to pressroom_defin
 grant execute on function app.tg_content_items_freeze_media() to pressroom_worker;
 revoke all on function app.tg_content_items_freeze_media() from public;
 
+CREATE OR REPLACE FUNCTION app.tg_content_items_grid_tile()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v app.content_items;
+begin
+  -- Deferred to commit: the edition as the transaction leaves it.
+  select * into v from app.content_items where id = new.id;
+  if v.id is not null then
+    perform app.grid_place_edition(v);
+  end if;
+  return null;
+end
+$function$;
+alter function app.tg_content_items_grid_tile() owner to pressroom_definer;
+comment on function app.tg_content_items_grid_tile() is 'Constraint trigger content_items_70_grid_tile (deferred to commit): app.grid_place_edition for the edition as the transaction leaves it, whoever writes it (requests, jobs). Deferred so that the grid lock is held from commit time only, not for the rest of the content write.';
+grant execute on function app.tg_content_items_grid_tile() to pressroom_api;
+grant execute on function app.tg_content_items_grid_tile() to pressroom_worker;
+revoke all on function app.tg_content_items_grid_tile() from public;
+
 CREATE OR REPLACE FUNCTION app.tg_content_items_media_not_binned()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -9768,6 +10514,39 @@ comment on function api.create_content(jsonb) is 'Serves POST /v1/workspaces/{wo
 grant execute on function api.create_content(jsonb) to pressroom_request;
 revoke all on function api.create_content(jsonb) from public;
 
+CREATE OR REPLACE FUNCTION api.create_grid_placeholder(p_integration_id uuid, p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v app.integrations;
+  t app.grid_tiles;
+  v_key text;
+begin
+  perform app.require_role('editor');
+  v := app.grid_integration(p_integration_id);
+  perform app.raise_field_problems(app.grid_media_problems(v, p_body -> 'mediaIds', 'mediaIds'), 'The placeholder is not valid; see details.fields.');
+  perform app.grid_lock(v.id);
+  if p_body ? 'position' and jsonb_typeof(p_body -> 'position') = 'number' then
+    v_key := app.grid_key_for_position(v.id, (p_body ->> 'position')::int, null);
+  else
+    v_key := app.grid_key_between((select max(position_key) from app.grid_tiles where integration_id = v.id), null);
+  end if;
+  insert into app.grid_tiles (organization_id, workspace_id, integration_id, position_key, note, created_by)
+  values (v.organization_id, v.workspace_id, v.id, v_key, p_body ->> 'note', app.current_user_id())
+  returning * into t;
+  perform app.grid_set_placeholder_media(t, app.jsonb_uuids(p_body -> 'mediaIds'));
+  perform app.grid_rebalance(v.id);
+  return app.grid_tile_answer(t.id);
+end
+$function$;
+alter function api.create_grid_placeholder(uuid,jsonb) owner to pressroom_api;
+comment on function api.create_grid_placeholder(uuid,jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/integrations/{id}/grid/tiles (createGridPlaceholder_v1). Adds a placeholder tile of library media (1 to the platform''s maxItems), at the end of the grid or at a position after the published tiles. Requires the editor role; 404 NOT_FOUND, 400 GRID_NOT_SUPPORTED, 400 VALIDATION_FAILED (mediaIds, position).';
+grant execute on function api.create_grid_placeholder(uuid,jsonb) to pressroom_request;
+revoke all on function api.create_grid_placeholder(uuid,jsonb) from public;
+
 CREATE OR REPLACE FUNCTION api.create_hashtag_group(p_name text, p_hashtags text[])
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -10130,6 +10909,28 @@ alter function api.delete_content(uuid) owner to pressroom_api;
 comment on function api.delete_content(uuid) is 'Serves DELETE /v1/workspaces/{workspaceId}/content/{id} (deleteContent_v1). Soft-deletes an edition (a tombstone for since polling), cancelling its publish job. Requires the editor role; 404 NOT_FOUND, 409 PUBLISHING_IN_PROGRESS and 409 PUBLISHING_AWAITS_CONFIRMATION from trigger content_items_30_publish_job.';
 grant execute on function api.delete_content(uuid) to pressroom_request;
 revoke all on function api.delete_content(uuid) from public;
+
+CREATE OR REPLACE FUNCTION api.delete_grid_tile(p_integration_id uuid, p_tile_id uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v app.integrations;
+  t app.grid_tiles;
+begin
+  perform app.require_role('editor');
+  v := app.grid_integration(p_integration_id);
+  t := app.grid_tile(v.id, p_tile_id, true);
+  perform app.grid_require_placeholder(t);
+  delete from app.grid_tiles where id = t.id;
+end
+$function$;
+alter function api.delete_grid_tile(uuid,uuid) owner to pressroom_api;
+comment on function api.delete_grid_tile(uuid,uuid) is 'Serves DELETE /v1/workspaces/{workspaceId}/integrations/{id}/grid/tiles/{tileId} (deleteGridTile_v1). Deletes a placeholder tile (editions are deleted with the content routes). Requires the editor role; 404 NOT_FOUND, 400 GRID_TILE_NOT_PLACEHOLDER.';
+grant execute on function api.delete_grid_tile(uuid,uuid) to pressroom_request;
+revoke all on function api.delete_grid_tile(uuid,uuid) from public;
 
 CREATE OR REPLACE FUNCTION api.delete_hashtag_group(p_id uuid)
  RETURNS jsonb
@@ -10601,6 +11402,97 @@ alter function api.get_content_root(uuid) owner to pressroom_api;
 comment on function api.get_content_root(uuid) is 'Serves GET /v1/workspaces/{workspaceId}/content-roots/{id} (getContentRoot_v1). One live root with its editions and media. Requires the viewer role; 404 NOT_FOUND.';
 grant execute on function api.get_content_root(uuid) to pressroom_request;
 revoke all on function api.get_content_root(uuid) from public;
+
+CREATE OR REPLACE FUNCTION api.get_grid(p_integration_id uuid, p_limit integer, p_cursor text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v app.integrations;
+  v_limit int := coalesce(p_limit, 60);
+  c jsonb;
+  v_rows jsonb;
+  v_count int;
+  v_last jsonb;
+  v_next text;
+begin
+  perform app.require_role('viewer');
+  v := app.grid_integration(p_integration_id);
+  if v_limit < 1 or v_limit > 200 then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('limit', 'out_of_range', 'must be between 1 and 200')),
+      'limit must be between 1 and 200.');
+  end if;
+  if p_cursor is not null then
+    begin
+      c := convert_from(decode(rpad(translate(p_cursor, '-_', '+/'), ((length(p_cursor) + 3) / 4) * 4, '='), 'base64'), 'UTF8')::jsonb;
+      if jsonb_typeof(c) <> 'object' or coalesce(c ->> 's', '') not in ('0', '1') or not coalesce(app.is_uuid(c ->> 'i'), false)
+         or ((c ->> 's') = '1' and (c ->> 'k') is null) then
+        raise exception 'bad cursor';
+      end if;
+      perform (c ->> 't')::timestamptz;
+    exception when others then
+      perform app.raise_field_problems(jsonb_build_array(app.field_problem('cursor', 'invalid_cursor',
+        'not a cursor of this grid; use meta.nextCursor of the previous page')), 'The cursor is not valid.');
+    end;
+  end if;
+  with o as (
+    select o.*, row_number() over (order by o.pos) rn from app.grid_ordered(v.id) o
+    where c is null
+       or o.section > (c ->> 's')::int
+       or (o.section = 0 and (c ->> 's') = '0'
+           and (o.sent_at < (c ->> 't')::timestamptz
+                or (o.sent_at is not distinct from (c ->> 't')::timestamptz and o.tile_id > (c ->> 'i')::uuid)
+                or (o.sent_at is null and (c ->> 't') is not null)))
+       or (o.section = 1 and (c ->> 's') = '1' and o.position_key collate "C" > (c ->> 'k'))
+    order by o.pos limit v_limit + 1)
+  select app.grid_tiles_json(coalesce(jsonb_agg(jsonb_build_object('id', o.tile_id, 'pos', o.pos) order by o.pos)
+                                        filter (where o.rn <= v_limit), '[]')),
+         count(*),
+         (array_agg(jsonb_build_object('s', o.section, 't', o.sent_at, 'k', o.position_key, 'i', o.tile_id) order by o.pos))[v_limit]
+  into v_rows, v_count, v_last
+  from o;
+  if v_count > v_limit then
+    v_next := rtrim(translate(encode(convert_to(v_last::text, 'UTF8'), 'base64'), E'+/\n', '-_'), '=');
+  end if;
+  return jsonb_build_object('data', v_rows, 'meta', jsonb_build_object(
+    'limit', v_limit, 'nextCursor', v_next,
+    'total', (select count(*) from app.grid_tiles where integration_id = v.id),
+    'counts', (select jsonb_build_object(
+        'published', count(*) filter (where t.position_key is null),
+        'scheduled', count(*) filter (where i.status = 'scheduled'),
+        'draft', count(*) filter (where t.content_item_id is not null and t.position_key is not null and i.status <> 'scheduled'),
+        'placeholder', count(*) filter (where t.content_item_id is null))
+      from app.grid_tiles t left join app.content_items i on i.id = t.content_item_id
+      where t.integration_id = v.id)));
+end
+$function$;
+alter function api.get_grid(uuid,integer,text) owner to pressroom_api;
+comment on function api.get_grid(uuid,integer,text) is 'Serves GET /v1/workspaces/{workspaceId}/integrations/{id}/grid (getGrid_v1). The channel''s feed grid in order: published tiles (newest first), then scheduled and draft editions and placeholders by position; cursor-paginated (limit 1-200, default 60). Requires the viewer role; 404 NOT_FOUND, 400 GRID_NOT_SUPPORTED, 400 VALIDATION_FAILED (limit, cursor).';
+grant execute on function api.get_grid(uuid,integer,text) to pressroom_request;
+revoke all on function api.get_grid(uuid,integer,text) from public;
+
+CREATE OR REPLACE FUNCTION api.get_grid_tile(p_integration_id uuid, p_tile_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v app.integrations;
+  t app.grid_tiles;
+begin
+  perform app.require_role('viewer');
+  v := app.grid_integration(p_integration_id);
+  t := app.grid_tile(v.id, p_tile_id);
+  return app.grid_tile_answer(t.id);
+end
+$function$;
+alter function api.get_grid_tile(uuid,uuid) owner to pressroom_api;
+comment on function api.get_grid_tile(uuid,uuid) is 'Serves GET /v1/workspaces/{workspaceId}/integrations/{id}/grid/tiles/{tileId} (getGridTile_v1). One tile with its position. Requires the viewer role; 404 NOT_FOUND, 400 GRID_NOT_SUPPORTED.';
+grant execute on function api.get_grid_tile(uuid,uuid) to pressroom_request;
+revoke all on function api.get_grid_tile(uuid,uuid) from public;
 
 CREATE OR REPLACE FUNCTION api.get_integration(p_id uuid)
  RETURNS jsonb
@@ -11843,6 +12735,41 @@ grant execute on function api.merge_media_labels(uuid,uuid) to pressroom_request
 grant execute on function api.merge_media_labels(uuid,uuid) to pressroom_worker;
 revoke all on function api.merge_media_labels(uuid,uuid) from public;
 
+CREATE OR REPLACE FUNCTION api.move_grid_tile(p_integration_id uuid, p_tile_id uuid, p_position integer)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v app.integrations;
+  t app.grid_tiles;
+  v_status text;
+  v_changes jsonb := '[]';
+begin
+  perform app.require_role('editor');
+  v := app.grid_integration(p_integration_id);
+  -- Lock order: the editions a move may retime, then the grid.
+  perform app.grid_lock_scheduled(v.id);
+  perform app.grid_lock(v.id);
+  t := app.grid_tile(v.id, p_tile_id, true);
+  perform app.grid_require_movable(t);
+  if app.grid_position(t) <> p_position then
+    update app.grid_tiles set position_key = app.grid_key_for_position(v.id, p_position, t.id) where id = t.id;
+    perform app.grid_rebalance(v.id);
+    select status into v_status from app.content_items where id = t.content_item_id;
+    if v_status = 'scheduled' then
+      v_changes := app.grid_retime(v.id);
+    end if;
+  end if;
+  return jsonb_build_object('tile', app.grid_tile_answer(t.id), 'rescheduled', v_changes);
+end
+$function$;
+alter function api.move_grid_tile(uuid,uuid,integer) owner to pressroom_api;
+comment on function api.move_grid_tile(uuid,uuid,integer) is 'Serves POST /v1/workspaces/{workspaceId}/integrations/{id}/grid/tiles/{tileId}/move (moveGridTile_v1). Moves a tile to a 0-based grid position (one new fractional key); moving a scheduled tile exchanges publish times among the scheduled tiles so feed order equals publish order, in the same transaction, and answers every edition whose scheduledAt changed. Serialized per workspace (app.grid_lock). Requires the editor role; 404 NOT_FOUND, 400 GRID_TILE_PUBLISHED, 400 VALIDATION_FAILED (position out_of_range, in_past), 409 PUBLISHING_IN_PROGRESS, 409 PUBLISHING_AWAITS_CONFIRMATION.';
+grant execute on function api.move_grid_tile(uuid,uuid,integer) to pressroom_request;
+revoke all on function api.move_grid_tile(uuid,uuid,integer) from public;
+
 CREATE OR REPLACE FUNCTION api.move_media_folder(p_id uuid, p_parent_id uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -11896,6 +12823,50 @@ grant execute on function api.move_media_labels_to_group(uuid,uuid[]) to pressro
 grant execute on function api.move_media_labels_to_group(uuid,uuid[]) to pressroom_request;
 grant execute on function api.move_media_labels_to_group(uuid,uuid[]) to pressroom_worker;
 revoke all on function api.move_media_labels_to_group(uuid,uuid[]) from public;
+
+CREATE OR REPLACE FUNCTION api.promote_grid_tile(p_integration_id uuid, p_tile_id uuid, p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v app.integrations;
+  t app.grid_tiles;
+  n app.grid_tiles;
+  v_content jsonb;
+  v_item uuid;
+begin
+  perform app.require_role('editor');
+  v := app.grid_integration(p_integration_id);
+  perform app.grid_lock(v.id);
+  t := app.grid_tile(v.id, p_tile_id, true);
+  perform app.grid_require_placeholder(t);
+  -- The content route's function: platform rules, versions, the publish job.
+  v_content := api.create_content(jsonb_strip_nulls(jsonb_build_object(
+    'intent', 'schedule',
+    'scheduledAt', p_body -> 'scheduledAt',
+    'title', p_body -> 'title',
+    'caption', coalesce(p_body -> 'caption', to_jsonb(t.note)),
+    'mediaIds', to_jsonb(app.grid_tile_media_ids(t))))
+    || jsonb_build_object('channels', jsonb_build_array(jsonb_strip_nulls(jsonb_build_object(
+         'integrationId', v.id, 'settings', p_body -> 'settings')))));
+  v_item := (v_content -> 'editions' -> 0 ->> 'id')::uuid;
+  -- The placeholder becomes the edition's tile, where its time puts it (placed
+  -- now rather than by the deferred trigger, which then finds it in place).
+  perform app.grid_place_edition(i) from app.content_items i where i.id = v_item;
+  select * into n from app.grid_tiles where content_item_id = v_item;
+  delete from app.grid_tiles where id = n.id;
+  update app.grid_tiles set content_item_id = v_item, position_key = coalesce(n.position_key, position_key)
+  where id = t.id;
+  delete from app.grid_tile_media where tile_id = t.id;
+  return jsonb_build_object('tile', app.grid_tile_answer(t.id), 'content', v_content);
+end
+$function$;
+alter function api.promote_grid_tile(uuid,uuid,jsonb) owner to pressroom_api;
+comment on function api.promote_grid_tile(uuid,uuid,jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/integrations/{id}/grid/tiles/{tileId}/promote (promoteGridTile_v1). Turns a placeholder into a scheduled post of the channel through api.create_content (intent schedule: platform rules, versions, publish job, review rules); the placeholder becomes the edition''s tile, placed by its time. Requires the editor role; 404 NOT_FOUND, 400 GRID_TILE_NOT_PLACEHOLDER, 400 VALIDATION_FAILED, 409 MEDIA_IN_BIN.';
+grant execute on function api.promote_grid_tile(uuid,uuid,jsonb) to pressroom_request;
+revoke all on function api.promote_grid_tile(uuid,uuid,jsonb) from public;
 
 CREATE OR REPLACE FUNCTION api.publish_content(p_id uuid)
  RETURNS jsonb
@@ -12440,6 +13411,43 @@ comment on function api.set_content_intended_publish_time(uuid,timestamp with ti
 grant execute on function api.set_content_intended_publish_time(uuid,timestamp with time zone) to pressroom_request;
 revoke all on function api.set_content_intended_publish_time(uuid,timestamp with time zone) from public;
 
+CREATE OR REPLACE FUNCTION api.set_grid_tile_cover(p_integration_id uuid, p_tile_id uuid, p_media_id uuid, p_frame_ms integer)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v app.integrations;
+  t app.grid_tiles;
+  m app.media_items;
+begin
+  perform app.require_role('editor');
+  v := app.grid_integration(p_integration_id);
+  t := app.grid_tile(v.id, p_tile_id, true);
+  perform app.grid_require_movable(t);
+  if not (p_media_id = any (app.grid_tile_media_ids(t))) then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('mediaId', 'not_in_tile', 'the cover is one of the tile''s media items')),
+      'The cover must be one of the tile''s media items.');
+  end if;
+  select * into m from app.media_items where id = p_media_id;
+  if p_frame_ms is not null and m.type <> 'video' then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('frameAtMs', 'not_video', 'a frame time needs a video cover')),
+      'A frame time needs a video cover.');
+  end if;
+  if p_frame_ms is not null and m.duration_ms is not null and p_frame_ms > m.duration_ms then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('frameAtMs', 'beyond_duration',
+      format('the video lasts %s ms', m.duration_ms))), 'The frame time is after the end of the video.');
+  end if;
+  update app.grid_tiles set cover_media_id = p_media_id, cover_frame_ms = p_frame_ms where id = t.id;
+  return app.grid_tile_answer(t.id);
+end
+$function$;
+alter function api.set_grid_tile_cover(uuid,uuid,uuid,integer) owner to pressroom_api;
+comment on function api.set_grid_tile_cover(uuid,uuid,uuid,integer) is 'Serves PUT /v1/workspaces/{workspaceId}/integrations/{id}/grid/tiles/{tileId}/cover (setGridTileCover_v1). Chooses which of the tile''s media represents it, and for a video the frame time. Requires the editor role; 404 NOT_FOUND, 400 GRID_TILE_PUBLISHED, 400 VALIDATION_FAILED (not_in_tile, not_video, beyond_duration).';
+grant execute on function api.set_grid_tile_cover(uuid,uuid,uuid,integer) to pressroom_request;
+revoke all on function api.set_grid_tile_cover(uuid,uuid,uuid,integer) from public;
+
 CREATE OR REPLACE FUNCTION api.signup(p_email text, p_password_hash text, p_organization_name text, p_workspace_name text, p_session_token_hash bytea)
  RETURNS jsonb
  LANGUAGE sql
@@ -12520,6 +13528,62 @@ alter function api.storage_upload_session(uuid) owner to pressroom_definer;
 comment on function api.storage_upload_session(uuid) is 'Called by the storage router (server/storage/router.ts) for PUT /storage/v1/uploads/{sessionId}, outside any request transaction, once the URL''s signature is checked: whether the upload may still receive bytes (state, expiry, declared size and type); null for no such session. Owned by pressroom_definer, executable by pressroom_app only.';
 grant execute on function api.storage_upload_session(uuid) to pressroom_app;
 revoke all on function api.storage_upload_session(uuid) from public;
+
+CREATE OR REPLACE FUNCTION api.swap_grid_tile_media(p_integration_id uuid, p_tile_id uuid, p_other_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v app.integrations;
+  a app.grid_tiles;
+  b app.grid_tiles;
+  v_a uuid[];
+  v_b uuid[];
+begin
+  perform app.require_role('editor');
+  v := app.grid_integration(p_integration_id);
+  if p_tile_id = p_other_id then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('otherTileId', 'same_tile', 'name another tile')),
+      'A tile cannot swap media with itself.');
+  end if;
+  a := app.grid_tile(v.id, p_tile_id);
+  b := app.grid_tile(v.id, p_other_id);
+  -- Lock order: the editions, then the tiles (in id order).
+  perform app.grid_lock_editions(array_remove(array[a.content_item_id, b.content_item_id], null));
+  perform 1 from app.grid_tiles where id in (a.id, b.id) order by id for update;
+  a := app.grid_tile(v.id, p_tile_id);
+  b := app.grid_tile(v.id, p_other_id);
+  perform app.grid_require_movable(a);
+  perform app.grid_require_movable(b);
+  v_a := app.grid_tile_media_ids(a);
+  v_b := app.grid_tile_media_ids(b);
+  if (a.content_item_id is null and cardinality(v_b) = 0) or (b.content_item_id is null and cardinality(v_a) = 0) then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('otherTileId', 'media_required',
+      'a placeholder needs at least one media item; the other tile has none')), 'A placeholder cannot be left without media.');
+  end if;
+  if a.content_item_id is null then
+    perform app.grid_set_placeholder_media(a, v_b);
+  else
+    perform api.update_content(a.content_item_id, jsonb_build_object('mediaIds', to_jsonb(v_b)));
+  end if;
+  if b.content_item_id is null then
+    perform app.grid_set_placeholder_media(b, v_a);
+  else
+    perform api.update_content(b.content_item_id, jsonb_build_object('mediaIds', to_jsonb(v_a)));
+  end if;
+  -- The cover travels with its media.
+  update app.grid_tiles x set cover_media_id = y.cover_media_id, cover_frame_ms = y.cover_frame_ms
+  from (values (a.id, b.cover_media_id, b.cover_frame_ms), (b.id, a.cover_media_id, a.cover_frame_ms)) y (id, cover_media_id, cover_frame_ms)
+  where x.id = y.id;
+  return jsonb_build_object('tiles', jsonb_build_array(app.grid_tile_answer(a.id), app.grid_tile_answer(b.id)));
+end
+$function$;
+alter function api.swap_grid_tile_media(uuid,uuid,uuid) owner to pressroom_api;
+comment on function api.swap_grid_tile_media(uuid,uuid,uuid) is 'Serves POST /v1/workspaces/{workspaceId}/integrations/{id}/grid/tiles/{tileId}/swap-media (swapGridTileMedia_v1). Exchanges the media (and covers) of two unpublished tiles of the grid; an edition''s media change goes through api.update_content (platform rules, versions). Requires the editor role; 404 NOT_FOUND, 400 GRID_TILE_PUBLISHED, 400 INVALID_CONTENT_STATUS, 400 VALIDATION_FAILED, 409 MEDIA_IN_BIN.';
+grant execute on function api.swap_grid_tile_media(uuid,uuid,uuid) to pressroom_request;
+revoke all on function api.swap_grid_tile_media(uuid,uuid,uuid) from public;
 
 CREATE OR REPLACE FUNCTION api.update_article(p_id uuid, p_body jsonb)
  RETURNS jsonb
@@ -12778,6 +13842,45 @@ alter function api.update_content_root(uuid,jsonb) owner to pressroom_api;
 comment on function api.update_content_root(uuid,jsonb) is 'Serves PATCH /v1/workspaces/{workspaceId}/content-roots/{id} (updateContentRoot_v1). Changes a root''s title, caption or media, which editions without their own inherit; its scheduled editions are re-validated. Requires the editor role; 404 NOT_FOUND, 400 VALIDATION_FAILED (details.fields per edition), 409 MEDIA_IN_BIN.';
 grant execute on function api.update_content_root(uuid,jsonb) to pressroom_request;
 revoke all on function api.update_content_root(uuid,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION api.update_grid_tile(p_integration_id uuid, p_tile_id uuid, p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v app.integrations;
+  t app.grid_tiles;
+begin
+  perform app.require_role('editor');
+  v := app.grid_integration(p_integration_id);
+  t := app.grid_tile(v.id, p_tile_id);
+  if p_body ? 'mediaIds' then
+    if t.content_item_id is not null then
+      perform app.grid_lock_editions(array[t.content_item_id]);
+    end if;
+    t := app.grid_tile(v.id, p_tile_id, true);
+    perform app.grid_require_movable(t);
+    if t.content_item_id is null then
+      perform app.raise_field_problems(app.grid_media_problems(v, p_body -> 'mediaIds', 'mediaIds'), 'The placeholder is not valid; see details.fields.');
+      perform app.grid_set_placeholder_media(t, app.jsonb_uuids(p_body -> 'mediaIds'));
+    else
+      -- The content route's function: editable statuses, platform rules, versions.
+      perform api.update_content(t.content_item_id, jsonb_build_object('mediaIds', p_body -> 'mediaIds'));
+    end if;
+  else
+    t := app.grid_tile(v.id, p_tile_id, true);
+  end if;
+  -- One write of the tile (its updated_at moves with the media too).
+  update app.grid_tiles set note = case when p_body ? 'note' then p_body ->> 'note' else note end where id = t.id;
+  return app.grid_tile_answer(t.id);
+end
+$function$;
+alter function api.update_grid_tile(uuid,uuid,jsonb) owner to pressroom_api;
+comment on function api.update_grid_tile(uuid,uuid,jsonb) is 'Serves PATCH /v1/workspaces/{workspaceId}/integrations/{id}/grid/tiles/{tileId} (updateGridTile_v1). Changes a tile''s note and media: a placeholder''s own list, an edition''s own media through api.update_content (platform rules, versions). Requires the editor role; 404 NOT_FOUND, 400 GRID_TILE_PUBLISHED (media of a published tile), 400 INVALID_CONTENT_STATUS, 400 VALIDATION_FAILED, 409 MEDIA_IN_BIN.';
+grant execute on function api.update_grid_tile(uuid,uuid,jsonb) to pressroom_request;
+revoke all on function api.update_grid_tile(uuid,uuid,jsonb) from public;
 
 CREATE OR REPLACE FUNCTION api.update_hashtag_group(p_id uuid, p_patch jsonb)
  RETURNS jsonb

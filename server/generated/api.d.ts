@@ -2611,6 +2611,236 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workspaces/{workspaceId}/integrations/{id}/grid": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration (channel) UUID; its platform must have a feed grid (instagram, facebook, tiktok, threads, pinterest, bluesky, x) */
+                id: components["parameters"]["GridIntegrationId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The channel's feed grid, in feed order (viewer role)
+         * @description The feed as it will look: published tiles (sent editions, newest first), then the scheduled
+         *     and draft editions and the placeholders in their planned order, scheduled editions always in
+         *     publish order. `position` is each tile's 0-based place in the whole grid. Cursor-paginated:
+         *     pass `meta.nextCursor` as `cursor`. A platform without a feed grid answers 400
+         *     `GRID_NOT_SUPPORTED`; a cursor not made by this route 400 `VALIDATION_FAILED` (`invalid_cursor`).
+         */
+        get: operations["getGrid_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/integrations/{id}/grid/tiles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration (channel) UUID; its platform must have a feed grid (instagram, facebook, tiktok, threads, pinterest, bluesky, x) */
+                id: components["parameters"]["GridIntegrationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add a placeholder tile of library media (editor role)
+         * @description A placeholder is media that is not a post yet: 1 to the platform's `rules.media.maxItems`
+         *     distinct, active library media, an optional `note` (the caption idea) and an optional
+         *     `position` (0-based, not above the published tiles; the end of the grid when left out).
+         *     Refusals: 400 `VALIDATION_FAILED` (`mediaIds` `required`/`too_many_media`/`duplicate_media`,
+         *     `mediaIds.N` `media_not_found`/`media_deleted`, `position` `out_of_range` with `details.min`
+         *     and `details.max`), 400 `GRID_NOT_SUPPORTED`.
+         */
+        post: operations["createGridPlaceholder_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/integrations/{id}/grid/tiles/{tileId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration (channel) UUID; its platform must have a feed grid (instagram, facebook, tiktok, threads, pinterest, bluesky, x) */
+                id: components["parameters"]["GridIntegrationId"];
+                /** @description Grid tile UUID (`id` of a tile of this channel's grid) */
+                tileId: components["parameters"]["GridTileId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * One tile of the grid (viewer role)
+         * @description One tile with its position in the grid.
+         */
+        get: operations["getGridTile_v1"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a placeholder tile (editor role)
+         * @description Deletes a placeholder. An edition's tile leaves the grid when the edition is deleted with
+         *     `DELETE content/{id}`; here it answers 400 `GRID_TILE_NOT_PLACEHOLDER`.
+         */
+        delete: operations["deleteGridTile_v1"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a tile's note or media (editor role)
+         * @description `note` is the planner's note of any tile. `mediaIds` replaces the media: a placeholder's own
+         *     list, or an edition's own media through the content rules (editable statuses, the platform's
+         *     rules when scheduled, a version recorded), exactly as `PATCH content/{id}` with `mediaIds`.
+         *     A published tile keeps its media (400 `GRID_TILE_PUBLISHED`). When the cover's media leaves
+         *     the tile, the cover falls back to the first media item.
+         */
+        patch: operations["updateGridTile_v1"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/integrations/{id}/grid/tiles/{tileId}/move": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration (channel) UUID; its platform must have a feed grid (instagram, facebook, tiktok, threads, pinterest, bluesky, x) */
+                id: components["parameters"]["GridIntegrationId"];
+                /** @description Grid tile UUID (`id` of a tile of this channel's grid) */
+                tileId: components["parameters"]["GridTileId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move a tile to a grid position (editor role)
+         * @description The tile takes the 0-based grid `position` (the tiles from there move down one): a new
+         *     fractional position key, nothing else renumbered. Published tiles never move (400
+         *     `GRID_TILE_PUBLISHED`), nor does a tile go above them (400 `VALIDATION_FAILED`,
+         *     `position` `out_of_range`, `details.min`/`details.max`).
+         *
+         *     Moving a **scheduled** tile changes what will happen: the scheduled editions exchange
+         *     publish times so that feed order stays publish order (the i-th scheduled tile takes the i-th
+         *     earliest of their times), in the same transaction, and their publish jobs move with them.
+         *     `rescheduled` lists every edition whose `scheduledAt` changed. A time that has already come
+         *     is not exchanged (400 `VALIDATION_FAILED`, `in_past`); an edition being published refuses
+         *     (409 `PUBLISHING_IN_PROGRESS`, `PUBLISHING_AWAITS_CONFIRMATION`). Drafts and placeholders move
+         *     without changing any time. Concurrent grid writes in one workspace run one after the other.
+         */
+        post: operations["moveGridTile_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/integrations/{id}/grid/tiles/{tileId}/swap-media": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration (channel) UUID; its platform must have a feed grid (instagram, facebook, tiktok, threads, pinterest, bluesky, x) */
+                id: components["parameters"]["GridIntegrationId"];
+                /** @description Grid tile UUID (`id` of a tile of this channel's grid) */
+                tileId: components["parameters"]["GridTileId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Swap the media of two tiles (editor role)
+         * @description The two tiles of this grid exchange their media (and covers). An edition's new media go
+         *     through the content rules as with `PATCH content/{id}` (editable statuses, the platform's
+         *     rules when scheduled, a version recorded); a placeholder cannot be left without media.
+         *     Published tiles are refused (400 `GRID_TILE_PUBLISHED`), as is a tile with itself (400
+         *     `VALIDATION_FAILED`, `otherTileId` `same_tile`).
+         */
+        post: operations["swapGridTileMedia_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/integrations/{id}/grid/tiles/{tileId}/cover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration (channel) UUID; its platform must have a feed grid (instagram, facebook, tiktok, threads, pinterest, bluesky, x) */
+                id: components["parameters"]["GridIntegrationId"];
+                /** @description Grid tile UUID (`id` of a tile of this channel's grid) */
+                tileId: components["parameters"]["GridTileId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Choose the tile's cover (editor role)
+         * @description Which of the tile's media represents it (400 `VALIDATION_FAILED` `not_in_tile` otherwise), and
+         *     for a video the frame shown (`frameAtMs`; `not_video` for a still, `beyond_duration` after
+         *     its end). Published tiles keep their cover (400 `GRID_TILE_PUBLISHED`).
+         */
+        put: operations["setGridTileCover_v1"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/integrations/{id}/grid/tiles/{tileId}/promote": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration (channel) UUID; its platform must have a feed grid (instagram, facebook, tiktok, threads, pinterest, bluesky, x) */
+                id: components["parameters"]["GridIntegrationId"];
+                /** @description Grid tile UUID (`id` of a tile of this channel's grid) */
+                tileId: components["parameters"]["GridTileId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Promote a placeholder to a scheduled post (editor role)
+         * @description Creates the post as `POST content` with intent `schedule` would: a root with the
+         *     placeholder's media and `caption` (the note when left out), `title`, and one edition on this
+         *     channel with `settings`, scheduled at `scheduledAt`, validated against the platform's rules
+         *     (400 `VALIDATION_FAILED`, fields named as in `POST content`: `scheduledAt` `in_past`,
+         *     `channels.0.*` platform rules, `mediaIds.N` `media_deleted`), with its version and publish
+         *     job. The placeholder becomes the edition's tile (same tile id), placed by its publish time.
+         *     Only placeholders are promoted (400 `GRID_TILE_NOT_PLACEHOLDER`).
+         */
+        post: operations["promoteGridTile_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -4712,6 +4942,138 @@ export interface components {
             postsAlreadyRecorded: number;
             accountRecorded: boolean;
         };
+        /**
+         * @description `published`: a sent edition (fixed, newest first at the top); `scheduled`: a scheduled
+         *     edition (feed order is publish order); `draft`: an edition that is a draft or awaits
+         *     approval; `placeholder`: library media that is not a post yet.
+         * @enum {string}
+         */
+        GridTileKind: "published" | "scheduled" | "draft" | "placeholder";
+        /** @description The media item that represents the tile (the one chosen with PUT cover, else the first), and for a video the frame time; null for a tile without media */
+        GridTileCover: {
+            /** Format: uuid */
+            mediaId: string;
+            /** @enum {string} */
+            type: "image" | "video" | "gif";
+            /** @description The video frame shown (milliseconds from the start); null for the first frame or a still */
+            frameAtMs: number | null;
+            /** @description Signed, expiring view URL of the media (as GET media/{id}/view-url issues) */
+            url: string;
+        } | null;
+        GridTile: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            integrationId: string;
+            kind: components["schemas"]["GridTileKind"];
+            /**
+             * Format: uuid
+             * @description The edition (content id); null for a placeholder
+             */
+            contentId: string | null;
+            /**
+             * @description The edition's content status; null for a placeholder
+             * @enum {string|null}
+             */
+            status: "draft" | "pending_approval" | "scheduled" | "sent" | null;
+            /** @description 0-based place in the grid (published tiles first) */
+            position: number;
+            /** Format: date-time */
+            scheduledAt: string | null;
+            /** Format: date-time */
+            publishedAt: string | null;
+            permalink: string | null;
+            /** @description The planner's caption note (a placeholder's caption idea; promote uses it as the caption unless one is given) */
+            note: string | null;
+            /** @description The tile's media in order (an edition's effective media) */
+            mediaIds: string[];
+            mediaCount: number;
+            cover: components["schemas"]["GridTileCover"];
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        GridMeta: {
+            limit: number;
+            /** @description Pass as `cursor` for the next page; null on the last page */
+            nextCursor: string | null;
+            /** @description Tiles in the grid */
+            total: number;
+            counts: {
+                published: number;
+                scheduled: number;
+                draft: number;
+                placeholder: number;
+            };
+        };
+        /** @description Library media, in order, distinct; at least 1 and at most the platform's `rules.media.maxItems` */
+        GridMediaIds: string[];
+        CreateGridPlaceholderDto: {
+            mediaIds: components["schemas"]["GridMediaIds"];
+            note?: string | null;
+            /** @description 0-based grid position (not above the published tiles); the end when left out */
+            position?: number;
+        };
+        UpdateGridTileDto: {
+            note?: string | null;
+            mediaIds?: components["schemas"]["GridMediaIds"];
+        };
+        MoveGridTileDto: {
+            /** @description The 0-based grid position the tile takes; between the number of published tiles and the last position */
+            position: number;
+        };
+        GridRescheduledEdition: {
+            /** Format: uuid */
+            contentId: string;
+            /** Format: uuid */
+            tileId: string;
+            /** Format: date-time */
+            previousScheduledAt: string;
+            /** Format: date-time */
+            scheduledAt: string;
+        };
+        GridMoveResult: {
+            tile: components["schemas"]["GridTile"];
+            /** @description Every edition whose `scheduledAt` the move changed (empty unless a scheduled tile moved) */
+            rescheduled: components["schemas"]["GridRescheduledEdition"][];
+        };
+        SwapGridTileMediaDto: {
+            /**
+             * Format: uuid
+             * @description The tile of the same grid to exchange media with
+             */
+            otherTileId: string;
+        };
+        GridSwapResult: {
+            /** @description The two tiles after the swap (the path's tile first) */
+            tiles: components["schemas"]["GridTile"][];
+        };
+        SetGridTileCoverDto: {
+            /**
+             * Format: uuid
+             * @description One of the tile's media
+             */
+            mediaId: string;
+            /** @description For a video, the frame shown (milliseconds, not after its end) */
+            frameAtMs?: number | null;
+        };
+        PromoteGridTileDto: {
+            /**
+             * Format: date-time
+             * @description When to publish (not in the past)
+             */
+            scheduledAt: string;
+            /** @description The post's caption; the tile's note when left out */
+            caption?: string | null;
+            /** @description Canonical (provider-facing) title of the root */
+            title?: string | null;
+            settings?: components["schemas"]["ContentSettings"];
+        };
+        GridPromoteResult: {
+            tile: components["schemas"]["GridTile"];
+            content: components["schemas"]["ContentMutationResult"];
+        };
     };
     responses: {
         /** @description Malformed JSON (`MALFORMED_JSON`), JSON nested deeper than 64 levels (`NESTING_TOO_DEEP`), an undecodable path (`MALFORMED_URL`), unknown properties or query parameters, a NUL character, or a value of the wrong type or out of bounds (`VALIDATION_FAILED` lists one entry per field in `details.fields`). */
@@ -4926,6 +5288,10 @@ export interface components {
         AnalyticsTo: string;
         /** @description Comma-separated integration UUIDs (up to 50); default all of the workspace's. An id of no integration of this workspace answers 404 `INTEGRATION_NOT_FOUND`. */
         AnalyticsIntegrationIds: string;
+        /** @description Integration (channel) UUID; its platform must have a feed grid (instagram, facebook, tiktok, threads, pinterest, bluesky, x) */
+        GridIntegrationId: string;
+        /** @description Grid tile UUID (`id` of a tile of this channel's grid) */
+        GridTileId: string;
     };
     requestBodies: never;
     headers: {
@@ -10589,6 +10955,437 @@ export interface operations {
             };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getGrid_v1: {
+        parameters: {
+            query?: {
+                /** @description Tiles per page (1-200) */
+                limit?: number;
+                /** @description `meta.nextCursor` of the previous page (opaque); omit for the first page */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration (channel) UUID; its platform must have a feed grid (instagram, facebook, tiktok, threads, pinterest, bluesky, x) */
+                id: components["parameters"]["GridIntegrationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["GridTile"][];
+                        meta: components["schemas"]["GridMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createGridPlaceholder_v1: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration (channel) UUID; its platform must have a feed grid (instagram, facebook, tiktok, threads, pinterest, bluesky, x) */
+                id: components["parameters"]["GridIntegrationId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "mediaIds": [
+                 *         "0b8e4f2a-6c1d-4e3f-9a5b-7c8d9e0f1a2b"
+                 *       ],
+                 *       "note": "Behind the scenes, reel",
+                 *       "position": 3
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateGridPlaceholderDto"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["GridTile"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getGridTile_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration (channel) UUID; its platform must have a feed grid (instagram, facebook, tiktok, threads, pinterest, bluesky, x) */
+                id: components["parameters"]["GridIntegrationId"];
+                /** @description Grid tile UUID (`id` of a tile of this channel's grid) */
+                tileId: components["parameters"]["GridTileId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["GridTile"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteGridTile_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration (channel) UUID; its platform must have a feed grid (instagram, facebook, tiktok, threads, pinterest, bluesky, x) */
+                id: components["parameters"]["GridIntegrationId"];
+                /** @description Grid tile UUID (`id` of a tile of this channel's grid) */
+                tileId: components["parameters"]["GridTileId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateGridTile_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration (channel) UUID; its platform must have a feed grid (instagram, facebook, tiktok, threads, pinterest, bluesky, x) */
+                id: components["parameters"]["GridIntegrationId"];
+                /** @description Grid tile UUID (`id` of a tile of this channel's grid) */
+                tileId: components["parameters"]["GridTileId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "note": "Carousel: product, team, offer",
+                 *       "mediaIds": [
+                 *         "0b8e4f2a-6c1d-4e3f-9a5b-7c8d9e0f1a2b",
+                 *         "5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateGridTileDto"];
+            };
+        };
+        responses: {
+            /** @description Updated */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["GridTile"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    moveGridTile_v1: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration (channel) UUID; its platform must have a feed grid (instagram, facebook, tiktok, threads, pinterest, bluesky, x) */
+                id: components["parameters"]["GridIntegrationId"];
+                /** @description Grid tile UUID (`id` of a tile of this channel's grid) */
+                tileId: components["parameters"]["GridTileId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "position": 2
+                 *     }
+                 */
+                "application/json": components["schemas"]["MoveGridTileDto"];
+            };
+        };
+        responses: {
+            /** @description Moved */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["GridMoveResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    swapGridTileMedia_v1: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration (channel) UUID; its platform must have a feed grid (instagram, facebook, tiktok, threads, pinterest, bluesky, x) */
+                id: components["parameters"]["GridIntegrationId"];
+                /** @description Grid tile UUID (`id` of a tile of this channel's grid) */
+                tileId: components["parameters"]["GridTileId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "otherTileId": "7a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d"
+                 *     }
+                 */
+                "application/json": components["schemas"]["SwapGridTileMediaDto"];
+            };
+        };
+        responses: {
+            /** @description Swapped */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["GridSwapResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    setGridTileCover_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration (channel) UUID; its platform must have a feed grid (instagram, facebook, tiktok, threads, pinterest, bluesky, x) */
+                id: components["parameters"]["GridIntegrationId"];
+                /** @description Grid tile UUID (`id` of a tile of this channel's grid) */
+                tileId: components["parameters"]["GridTileId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "mediaId": "5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b",
+                 *       "frameAtMs": 2500
+                 *     }
+                 */
+                "application/json": components["schemas"]["SetGridTileCoverDto"];
+            };
+        };
+        responses: {
+            /** @description Set */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["GridTile"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    promoteGridTile_v1: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration (channel) UUID; its platform must have a feed grid (instagram, facebook, tiktok, threads, pinterest, bluesky, x) */
+                id: components["parameters"]["GridIntegrationId"];
+                /** @description Grid tile UUID (`id` of a tile of this channel's grid) */
+                tileId: components["parameters"]["GridTileId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "scheduledAt": "2030-05-04T09:00:00Z",
+                 *       "caption": "Behind the scenes of our spring shoot."
+                 *     }
+                 */
+                "application/json": components["schemas"]["PromoteGridTileDto"];
+            };
+        };
+        responses: {
+            /** @description Promoted */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["GridPromoteResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
         };

@@ -33,6 +33,8 @@ export const QUERY_DEFAULTS = {
   // Analytics
   getAnalyticsAggregates_v1: ['interval', 'groupBy'],
   listAnalyticsPosts_v1: ['sortBy', 'order', 'limit', 'offset'],
+  // Grid planner
+  getGrid_v1: ['limit'],
 } as const satisfies { [K in OperationId]?: readonly (keyof QueryOf<K>)[] };
 
 type QueryOf<K extends OperationId> = OrEmpty<operations[K]['parameters']['query']>;

@@ -12,6 +12,8 @@ import { publishingRoutes } from './publishing.ts';
 import { memberRoutes } from './members.ts';
 import { taxonomyRoutes } from './taxonomy.ts';
 import { workspaceRoutes } from './workspaces.ts';
+// Grid planner
+import { gridRoutes } from './grid.ts';
 
 /**
  * One handler for every operationId of server/generated/api.d.ts, typed by it:
@@ -31,6 +33,8 @@ const table = {
   ...publishingRoutes,
   ...articlesRoutes,
   ...analyticsRoutes,
+  // Grid planner
+  ...gridRoutes,
 } satisfies RouteTable;
 
 /**
