@@ -5,7 +5,7 @@ import type { MediaStorage } from '../storage/index.ts';
 
 // Grid planner (openapi.yaml: tag Grid planner, schema GridTile): each handler
 // calls one SQL function (api.get_grid, api.move_grid_tile, ... in
-// db/migrations/current/12-grid.sql, which hold every rule) and signs the
+// db/migrations/committed/000009-grid-planner.sql, which hold every rule) and signs the
 // tiles' cover URLs, dropping the storage facts the database handed over.
 
 type Tile = ResponseData<'getGridTile_v1'>;

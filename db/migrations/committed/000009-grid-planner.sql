@@ -1,3 +1,8 @@
+--! Previous: sha1:7f8add5ccb231208ea891dede49f4f3ab3b6e0c9
+--! Hash: sha1:cd3d2f1eec4698fbf2b3e64092354a309887a286
+--! Message: grid planner
+
+--! split: 12-grid.sql
 -- Grid planner: the feed of one channel (integration) as it will look.
 --
 -- A tile is a row of app.grid_tiles: an edition of the channel (kind
