@@ -30,6 +30,10 @@ export const QUERY_DEFAULTS = {
   listMedia_v1: ['state', 'sortBy', 'order', 'limit'],
   listMediaUsageHistory_v1: ['limit'],
   listSandboxPosts_v1: ['limit', 'offset'],
+  // Reviews and approval workflows
+  reviewHistory_v1: ['limit', 'offset'],
+  listNotifications_v1: ['limit', 'unread'],
+  listReviewLinkNotifications_v1: ['limit', 'unread'],
 } as const satisfies { [K in OperationId]?: readonly (keyof QueryOf<K>)[] };
 
 type QueryOf<K extends OperationId> = OrEmpty<operations[K]['parameters']['query']>;

@@ -11,6 +11,8 @@ export const QUEUES = {
   recurringMaterialize: 'content.recurring-materialize',
   mediaPurge: 'media.purge-bin',
   uploadSessionExpiry: 'media.expire-upload-sessions',
+  // Reviews: active reviews past their due time expire (server/jobs/reviews.ts).
+  reviewExpiry: 'reviews.expire-due',
 } as const;
 
 /**

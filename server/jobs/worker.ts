@@ -7,6 +7,7 @@ import { registerMediaJobs } from './media.ts';
 import { registerPublishJobs } from './publish.ts';
 import { PGBOSS_SCHEMA, QUEUES } from './queues.ts';
 import { registerRecurringJobs } from './recurring.ts';
+import { registerReviewJobs } from './reviews.ts';
 
 export { QUEUES };
 
@@ -39,6 +40,7 @@ export async function startWorker(deps: AppDeps, opts: { ownerUrl: string }) {
   await registerRecurringJobs(boss, pool, log);
   await registerMediaJobs(boss, deps);
   await registerPublishJobs(boss, deps);
+  await registerReviewJobs(boss, pool, log); // reviews: expiry
   // Upkeep that must not wait for the first cron tick.
   await maintenance.ensureAuditPartitions(pool);
   return {

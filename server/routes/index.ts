@@ -11,6 +11,8 @@ import { publishingRoutes } from './publishing.ts';
 import { memberRoutes } from './members.ts';
 import { taxonomyRoutes } from './taxonomy.ts';
 import { workspaceRoutes } from './workspaces.ts';
+// Reviews and approval workflows
+import { approvalWorkflowRoutes, notificationRoutes, reviewLinkRoutes, reviewRoutes } from './reviews.ts';
 
 /**
  * One handler for every operationId of server/generated/api.d.ts, typed by it:
@@ -29,6 +31,11 @@ const table = {
   ...mediaRoutes,
   ...publishingRoutes,
   ...articlesRoutes,
+  // Reviews and approval workflows
+  ...approvalWorkflowRoutes,
+  ...reviewRoutes,
+  ...notificationRoutes,
+  ...reviewLinkRoutes,
 } satisfies RouteTable;
 
 /**

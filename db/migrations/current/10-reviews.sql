@@ -78,7 +78,7 @@ create table app.reviews (
   sent_by uuid references app.users (id) on delete set null,
   completed_at timestamptz,
   completed_by uuid references app.users (id) on delete set null,
-  check (status = 'draft' or stages is not null)
+  check (status in ('draft', 'cancelled') or stages is not null)
 );
 create index reviews_workspace_status_idx on app.reviews (workspace_id, status, created_at desc);
 create index reviews_organization_id_idx on app.reviews (organization_id);
@@ -735,6 +735,7 @@ declare
   v_outcome text;
   v app.content_items;
   v_last int;
+  v_opened boolean := false;
 begin
   select * into r from app.reviews where id = p_review_id for update;
   select * into it from app.review_items where id = p_item_id for update;
@@ -768,8 +769,14 @@ begin
     where id = it.id returning * into it;
     perform app.review_activity_add(r, it.id, 'system', 'stage_opened',
       null, jsonb_build_object('stage', it.current_stage, 'stageName', r.stages -> it.current_stage ->> 'name'));
+    v_opened := true;
   end loop;
   perform app.review_item_refresh_waiting(it.id);
+  if v_opened then
+    -- The approvers of the stage that opened are asked (members' and clients' feeds).
+    perform app.review_notify_waiting(r, 'review_requested', jsonb_build_object('itemId', it.id),
+      (select waiting_on from app.review_items where id = it.id));
+  end if;
   perform app.review_complete_if_done(r.id);
 end
 $$;

@@ -138,7 +138,7 @@ begin
     insert into app.review_links (organization_id, workspace_id, review_id, email, name, token_hash, expires_at)
     values (r.organization_id, r.workspace_id, r.id, v_client.email, v_client.name,
             sha256(convert_to(v_token, 'UTF8')), r.due_at)
-    returning * into v_link;
+    returning id, email, name, expires_at into v_link.id, v_link.email, v_link.name, v_link.expires_at;
     v_out := v_out || jsonb_build_object('id', v_link.id, 'email', v_link.email, 'name', v_link.name,
                                          'token', v_token, 'expiresAt', v_link.expires_at);
   end loop;
@@ -265,7 +265,7 @@ begin
   if p_add then
     insert into app.review_reactions (activity_id, actor_key, organization_id, workspace_id, emoji)
     values (p_activity, v_key, r.organization_id, r.workspace_id, p_emoji)
-    on conflict (activity_id, actor_key) do update set emoji = excluded.emoji, created_at = now();
+    on conflict (activity_id, actor_key) do update set emoji = excluded.emoji;
   else
     delete from app.review_reactions where activity_id = p_activity and actor_key = v_key and emoji = p_emoji;
     if not found then

@@ -201,15 +201,16 @@ grant execute on function api.review_link_react(uuid, uuid, text, boolean) to pr
 create function app.notifications_page(p_user uuid, p_link uuid, p_limit int, p_cursor uuid, p_unread boolean) returns jsonb
 language plpgsql stable security definer set search_path = pg_catalog, app as $$
 declare
-  v_after record;
+  v_after_at timestamptz;
+  v_after_id uuid;
   v_rows jsonb;
   v_next uuid;
   v_count int;
 begin
   if p_cursor is not null then
-    select created_at, id into v_after from app.notifications
+    select created_at, id into v_after_at, v_after_id from app.notifications
     where id = p_cursor and (user_id = p_user or review_link_id = p_link);
-    if v_after.id is null then
+    if v_after_id is null then
       perform app.raise_field_problems(jsonb_build_array(app.field_problem('cursor', 'invalid', 'not a cursor of this feed')),
         'The cursor is not one of this feed.');
     end if;
@@ -218,7 +219,7 @@ begin
     select n.* from app.notifications n
     where (n.user_id = p_user or n.review_link_id = p_link)
       and (not p_unread or n.read_at is null)
-      and (v_after.id is null or (n.created_at, n.id) < (v_after.created_at, v_after.id))
+      and (v_after_id is null or (n.created_at, n.id) < (v_after_at, v_after_id))
     order by n.created_at desc, n.id desc
     limit p_limit + 1)
   select jsonb_agg(jsonb_build_object('id', p.id, 'kind', p.kind, 'workspaceId', p.workspace_id, 'reviewId', p.review_id,
