@@ -3045,7 +3045,7 @@ export interface paths {
                 itemId: string;
                 /** @description Activity entry UUID */
                 activityId: string;
-                /** @description The emoji to remove */
+                /** @description The emoji to remove (URL-encoded) */
                 emoji: string;
             };
             cookie?: never;
@@ -3228,7 +3228,7 @@ export interface paths {
                 itemId: string;
                 /** @description Activity entry UUID */
                 activityId: string;
-                /** @description The emoji to remove */
+                /** @description The emoji to remove (URL-encoded) */
                 emoji: string;
             };
             cookie?: never;
@@ -12468,7 +12468,7 @@ export interface operations {
                 itemId: string;
                 /** @description Activity entry UUID */
                 activityId: string;
-                /** @description The emoji to remove */
+                /** @description The emoji to remove (URL-encoded) */
                 emoji: string;
             };
             cookie?: never;
@@ -12810,7 +12810,7 @@ export interface operations {
                 itemId: string;
                 /** @description Activity entry UUID */
                 activityId: string;
-                /** @description The emoji to remove */
+                /** @description The emoji to remove (URL-encoded) */
                 emoji: string;
             };
             cookie?: never;
