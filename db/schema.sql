@@ -3653,7 +3653,7 @@ AS $function$
     'updatedAt', i.updated_at,
     'recurringMetadata', p_recurring,
     'publishing', app.publishing_json(i.id))
-  || case when p_review then jsonb_build_object('reviewLifecycle', app.content_review_lifecycle(i.status)) else '{}' end
+  || case when p_review then jsonb_build_object('reviewLifecycle', app.content_review_lifecycle_of(i)) else '{}' end  -- reviews
 $function$;
 grant execute on function app.content_list_item_json(app.content_items,app.content_roots,text,integer,jsonb,boolean) to pressroom_api;
 grant execute on function app.content_list_item_json(app.content_items,app.content_roots,text,integer,jsonb,boolean) to pressroom_definer;
@@ -3862,6 +3862,69 @@ grant execute on function app.content_review_lifecycle(text) to pressroom_api;
 grant execute on function app.content_review_lifecycle(text) to pressroom_definer;
 grant execute on function app.content_review_lifecycle(text) to pressroom_worker;
 revoke all on function app.content_review_lifecycle(text) from public;
+
+CREATE OR REPLACE FUNCTION app.content_review_lifecycle_matches(i app.content_items, p_filters jsonb)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select coalesce(bool_and(case f.key
+      when 'batchId' then lc -> 'clientReview' ->> 'batchId' = f.value #>> '{}'
+      when 'itemId' then lc -> 'clientReview' ->> 'itemId' = f.value #>> '{}'
+      else lc -> f.key = f.value end), true)
+  from (select app.content_review_lifecycle_of(i) as lc) l, jsonb_each(p_filters) f
+$function$;
+comment on function app.content_review_lifecycle_matches(app.content_items,jsonb) is 'Whether an edition''s review lifecycle matches every given filter (phase, state, actor, nextAction, blocker, blocksPublishing, batchId, itemId).';
+grant execute on function app.content_review_lifecycle_matches(app.content_items,jsonb) to pressroom_api;
+grant execute on function app.content_review_lifecycle_matches(app.content_items,jsonb) to pressroom_definer;
+grant execute on function app.content_review_lifecycle_matches(app.content_items,jsonb) to pressroom_worker;
+revoke all on function app.content_review_lifecycle_matches(app.content_items,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION app.content_review_lifecycle_of(i app.content_items)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  with it as (
+    select ri.*, exists (select 1 from app.review_links l where l.review_id = ri.review_id) as has_clients
+    from app.review_items ri where ri.content_id = i.id and ri.state <> 'removed'
+    order by ri.created_at desc, ri.id desc limit 1
+  ), x as (
+    select it.*, case
+        when i.status = 'pending_approval' then 'pending'
+        when i.status = 'rejected' then 'changes_requested'
+        when it.state = 'approved' and it.approved_version = i.version then 'approved'
+        else 'not_requested' end as lc_state,
+      app.review_policy(i.workspace_id) = 'required' as required
+    from (select 1) one left join it on true
+  ), y as (
+    select x.*, case
+        when lc_state = 'pending' then 'review_pending'
+        when lc_state = 'changes_requested' then 'changes_requested'
+        when lc_state <> 'approved' and required and i.status = 'draft' then 'review_required'
+        else 'none' end as blocker
+    from x
+  )
+  select jsonb_build_object(
+    'phase', case lc_state when 'pending' then 'review' when 'not_requested' then 'none' else 'decided' end,
+    'state', lc_state,
+    'blocksPublishing', blocker <> 'none',
+    'actor', case when lc_state <> 'pending' or cardinality(coalesce(waiting_on, '{}')) = 0 then 'none'
+                  when not exists (select 1 from unnest(waiting_on) k where k like 'client:%') then 'team'
+                  when not exists (select 1 from unnest(waiting_on) k where k like 'user:%') then 'client'
+                  else 'mixed' end,
+    'nextAction', case blocker when 'review_pending' then 'decide' when 'changes_requested' then 'edit'
+                    when 'review_required' then 'submit'
+                    else case when lc_state = 'approved' and i.status = 'draft' then 'schedule' else 'none' end end,
+    'blocker', blocker,
+    'clientReview', case when has_clients then jsonb_build_object('batchId', review_id, 'itemId', id) end)
+  from y
+$function$;
+comment on function app.content_review_lifecycle_of(app.content_items) is 'The reviewLifecycle of an edition (content list and detail): phase, state, blocksPublishing, actor, nextAction, blocker and clientReview (batchId = review, itemId = item, when the review has client reviewers), from its status, its latest review item and the workspace''s review policy.';
+grant execute on function app.content_review_lifecycle_of(app.content_items) to pressroom_api;
+grant execute on function app.content_review_lifecycle_of(app.content_items) to pressroom_definer;
+grant execute on function app.content_review_lifecycle_of(app.content_items) to pressroom_worker;
+revoke all on function app.content_review_lifecycle_of(app.content_items) from public;
 
 CREATE OR REPLACE FUNCTION app.content_root_json(p_root_id uuid)
  RETURNS jsonb
@@ -11805,6 +11868,12 @@ declare
   v_order text;
   v_total bigint;
   v_ids uuid[];
+  -- reviews: the reviewLifecycle* filters (db/migrations/current/10c-content-review-filters.sql)
+  v_lc jsonb := jsonb_strip_nulls(jsonb_build_object(
+    'phase', p_query -> 'reviewLifecyclePhase', 'state', p_query -> 'reviewLifecycleState',
+    'actor', p_query -> 'reviewLifecycleActor', 'nextAction', p_query -> 'reviewLifecycleNextAction',
+    'blocker', p_query -> 'reviewLifecycleBlocker', 'blocksPublishing', p_query -> 'reviewLifecycleBlocksPublishing',
+    'batchId', p_query -> 'reviewLifecycleBatchId', 'itemId', p_query -> 'reviewLifecycleItemId'));
 begin
   perform app.require_role('viewer');
   if jsonb_typeof(p_query -> 'workflowStatuses') = 'array' then
@@ -11828,8 +11897,13 @@ begin
                                    when 'publishing' then 'scheduled' when 'published' then 'sent' else w end
             from unnest(v_workflow) w));
   end if;
-  if v_status is null and v_workflow is null then
+  if v_status is null and v_workflow is null and v_lc = '{}' then
     v_live := v_live || $w$ and i.status in ('draft', 'scheduled', 'sent', 'failed')$w$;
+  end if;
+  -- reviews: any reviewLifecycle filter opts review-held content in and adds reviewLifecycle to items.
+  if v_lc <> '{}' then
+    v_review := true;
+    v_live := v_live || ' and app.content_review_lifecycle_matches(i, $8)';
   end if;
   if v_integration is not null then
     v_where := v_where || ' and i.integration_id = $5';
@@ -11851,18 +11925,18 @@ begin
   end if;
   execute format('select count(*) from app.content_items i where %s', v_where)
   into v_total
-  using app.current_workspace_id(), v_since, v_status, v_workflow, v_integration;
+  using app.current_workspace_id(), v_since, v_status, v_workflow, v_integration, null::int, null::bigint, v_lc;
   execute format('select array(select i.id from app.content_items i %s where %s order by %s limit $6 offset $7)',
                  v_join, v_where, v_order)
   into v_ids
-  using app.current_workspace_id(), v_since, v_status, v_workflow, v_integration, v_limit, v_offset;
+  using app.current_workspace_id(), v_since, v_status, v_workflow, v_integration, v_limit, v_offset, v_lc;
   return jsonb_build_object('items', (select app.content_list_items_json(v_ids, v_review)),
     'meta', jsonb_build_object('limit', v_limit, 'offset', v_offset, 'total', v_total,
                                'hasMore', v_offset + cardinality(v_ids) < v_total));
 end
 $function$;
 alter function api.list_content(jsonb) owner to pressroom_api;
-comment on function api.list_content(jsonb) is 'Serves GET /v1/workspaces/{workspaceId}/content (listContent_v1). A page of editions filtered by status, workflow statuses and integration, sorted as asked; with since, the editions changed after it and tombstones of those deleted after it. Returns items and meta (limit, offset, total, hasMore). Requires the viewer role.';
+comment on function api.list_content(jsonb) is 'Serves GET /v1/workspaces/{workspaceId}/content (listContent_v1). A page of editions filtered by status, workflow statuses, integration and the reviewLifecycle* filters (any of them opts pending_approval and rejected content in and adds reviewLifecycle), sorted as asked; with since, the editions changed after it and tombstones of those deleted after it. Returns items and meta (limit, offset, total, hasMore). Requires the viewer role.';
 grant execute on function api.list_content(jsonb) to pressroom_request;
 revoke all on function api.list_content(jsonb) from public;
 

@@ -3969,12 +3969,39 @@ export interface components {
             /** @enum {string} */
             seriesStatus?: "active" | "completed" | "cancelled";
         } | null;
+        /**
+         * @description Where the edition stands with review (db/migrations/current/10c-content-review-filters.sql,
+         *     app.content_review_lifecycle_of): from its status, its latest review item and the workspace's
+         *     review policy.
+         */
         ContentReviewLifecycle: {
             /** @enum {string} */
             phase: "none" | "review" | "decided";
             /** @enum {string} */
             state: "not_requested" | "pending" | "approved" | "changes_requested";
             blocksPublishing: boolean;
+            /**
+             * @description Who the open review waits on.
+             * @enum {string}
+             */
+            actor?: "none" | "team" | "client" | "mixed";
+            /** @enum {string} */
+            nextAction?: "none" | "decide" | "edit" | "submit" | "schedule";
+            /** @enum {string} */
+            blocker?: "none" | "review_pending" | "changes_requested" | "review_required";
+            /** @description Set when the edition's review has client reviewers. */
+            clientReview?: {
+                /**
+                 * Format: uuid
+                 * @description The review.
+                 */
+                batchId: string;
+                /**
+                 * Format: uuid
+                 * @description The review item.
+                 */
+                itemId: string;
+            } | null;
         };
         ContentListItem: {
             /** Format: uuid */
@@ -7191,6 +7218,22 @@ export interface operations {
                 workflowStatuses?: string[];
                 /** @description Adds `reviewLifecycle` to every item. */
                 includeReviewLifecycle?: boolean;
+                /** @description reviewLifecycle.phase: none, review, decided. */
+                reviewLifecyclePhase?: "none" | "review" | "decided";
+                /** @description reviewLifecycle.state. */
+                reviewLifecycleState?: "not_requested" | "pending" | "approved" | "changes_requested";
+                /** @description reviewLifecycle.actor: who the review waits on. */
+                reviewLifecycleActor?: "none" | "team" | "client" | "mixed";
+                /** @description reviewLifecycle.nextAction. */
+                reviewLifecycleNextAction?: "none" | "decide" | "edit" | "submit" | "schedule";
+                /** @description reviewLifecycle.blocker. */
+                reviewLifecycleBlocker?: "none" | "review_pending" | "changes_requested" | "review_required";
+                /** @description Whether the lifecycle blocks scheduling or publishing. */
+                reviewLifecycleBlocksPublishing?: boolean;
+                /** @description reviewLifecycle.clientReview.batchId (the client review). */
+                reviewLifecycleBatchId?: string;
+                /** @description reviewLifecycle.clientReview.itemId (the review item). */
+                reviewLifecycleItemId?: string;
                 /** @description Only editions of this channel. */
                 integrationId?: string;
                 /** @description `updatedAt` (default), `createdAt`, `scheduledAt` (unscheduled last), `status` or `platform`; ties by id. */

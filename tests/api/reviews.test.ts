@@ -301,6 +301,11 @@ describe('reviews: transitions, content following its items, decisions', () => {
     res = await decide(bob.token, i2, 'changes_requested', 'too long');
     expect(res.body.data).toMatchObject({ itemState: 'changes_requested', contentStatus: 'rejected', reviewStatus: 'completed' });
     expect((await decide(ann.token, i2, 'approved')).body.error.code).toBe('INVALID_REVIEW_STATUS');
+    // The content list's review filters: the rejected edition waits on an edit; the approved one can be scheduled.
+    let list = await api.get(`${w.ws}/content?reviewLifecycleState=changes_requested`, t);
+    expect(list.body.data.map((x: any) => [x.id, x.reviewLifecycle.nextAction, x.reviewLifecycle.blocker])).toEqual([[c2, 'edit', 'changes_requested']]);
+    list = await api.get(`${w.ws}/content?reviewLifecycleNextAction=schedule&reviewLifecyclePhase=decided`, t);
+    expect(list.body.data.map((x: any) => x.id)).toEqual([c1]);
     // Editing rejected content returns it to draft.
     res = await api.patch(`${w.ws}/content/${c2}`, { caption: 'shorter' }, t);
     expect(res.status).toBe(200);
@@ -554,6 +559,17 @@ describe('client reviewers, end to end', () => {
     expect(res.body.data).toMatchObject({ itemState: 'pending', currentStage: 1 });
     res = await api.get('/v1/review-link', { token: link });
     expect(res.body.data.items[0]).toMatchObject({ awaitingYou: true, currentStageName: 'Client' });
+    // The content list's review filters find it: waiting on the client, in this client review.
+    res = await api.get(`${w.ws}/content?reviewLifecycleActor=client&reviewLifecycleBatchId=${reviewId}`, t);
+    expect(res.body.data.map((x: any) => x.id)).toEqual([content]);
+    expect(res.body.data[0].reviewLifecycle).toEqual({
+      phase: 'review', state: 'pending', blocksPublishing: true, actor: 'client', nextAction: 'decide', blocker: 'review_pending',
+      clientReview: { batchId: reviewId, itemId },
+    });
+    expect((await api.get(`${w.ws}/content?reviewLifecycleItemId=${itemId}&reviewLifecycleBlocksPublishing=true`, t)).body.data).toHaveLength(1);
+    expect((await api.get(`${w.ws}/content?reviewLifecycleActor=team`, t)).body.data).toEqual([]);
+    expect((await api.get(`${w.ws}/content`, t)).body.data).toEqual([]);
+    expect((await api.get(`${w.ws}/content?workflowStatus=in_review`, t)).body.data.map((x: any) => x.id)).toEqual([content]);
     // The client comments, reacts, reads its feed (review requested), then approves.
     res = await api.post(`/v1/review-link/items/${itemId}/comments`, { body: 'Love it' }, { token: link });
     expect(res.status).toBe(201);
