@@ -13895,14 +13895,14 @@ begin
   end if;
   -- One review per group, sent at once.
   for v_group in
-    select e ->> 'group' as grp, min(e -> 'choice' ->> 'type') as kind, min(e -> 'choice' ->> 'workflowId') as workflow_id,
+    select min(e ->> 'group') as grp, min(e -> 'choice' ->> 'type') as kind, min(e -> 'choice' ->> 'workflowId') as workflow_id,
            count(distinct coalesce(e -> 'choice' ->> 'type', '') || coalesce(e -> 'choice' ->> 'workflowId', '')
                    || coalesce((e -> 'choice' -> 'stages')::text, '')) as variants,
            (array_agg(e -> 'choice' -> 'stages'))[1] as stages,
            jsonb_agg(e ->> 'contentId' order by n) as content_ids
     from jsonb_array_elements(p_body -> 'items') with ordinality t (e, n)
     where e -> 'choice' ->> 'type' in ('workflow', 'custom')
-    group by e ->> 'group'
+    group by coalesce('group:' || (e ->> 'group'), 'item:' || n)  -- an item without a group is a group of its own
     order by min(n)
   loop
     if v_group.variants > 1 then

@@ -413,6 +413,11 @@ describe('reviews: transitions, content following its items, decisions', () => {
     const replay = await api.post(`${w.ws}/reviews/submit`, body, t);
     expect(replay.body.data).toEqual({ ...res.body.data, replayed: true });
     expect(Number((await server.owner.query(`select count(*) from app.reviews where workspace_id = $1`, [w.workspaceId])).rows[0].count)).toBe(2);
+    // Items without a group are a review each.
+    const [c5, c6] = [await w.draft('5'), await w.draft('6')];
+    res = await api.post(`${w.ws}/reviews/submit`, { items: [c5, c6].map((contentId) => ({ contentId, choice: { type: 'workflow', workflowId: wf.body.data.id } })) }, t);
+    expect(res.body.data.requestId).toBeNull();
+    expect(new Set(res.body.data.results.map((x: any) => x.reviewId)).size).toBe(2);
     // Preview: in review, wrong status, unknown.
     const c4 = await w.draft('4');
     res = await api.post(`${w.ws}/reviews/preview`, { contentIds: [c1, c4, crypto.randomUUID()] }, t);
