@@ -2070,6 +2070,7 @@ create table app.review_decisions (
   constraint review_decisions_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.review_decisions is 'A decision on a review item at one stage by one approver (member "user:<id>" or client "client:<email>"), or a manager''s override (reason required). One live decision per approver, item and stage; a revoke or a replacement of the stages keeps the row (revoked_at, superseded_at) for history. Tenant policies of app.apply_tenant_policies (writes need editor).';
+CREATE INDEX review_decisions_item_idx ON app.review_decisions USING btree (item_id, stage);
 CREATE UNIQUE INDEX review_decisions_live_key ON app.review_decisions USING btree (item_id, stage, approver_key) WHERE ((revoked_at IS NULL) AND (superseded_at IS NULL));
 CREATE INDEX review_decisions_organization_id_idx ON app.review_decisions USING btree (organization_id);
 CREATE INDEX review_decisions_review_idx ON app.review_decisions USING btree (review_id);
@@ -7154,7 +7155,8 @@ revoke all on function app.review_hold_content(app.review_items) from public;
 CREATE OR REPLACE FUNCTION app.review_inbox_rows(p_key text)
  RETURNS TABLE(item app.review_items, review app.reviews, platform text, due_at timestamp with time zone, urgency text)
  LANGUAGE sql
- STABLE
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
 AS $function$
   select it, r, g.platform, app.review_item_due_at(r, it), app.review_urgency(app.review_item_due_at(r, it), w.timezone)
   from app.review_items it
@@ -7162,9 +7164,11 @@ AS $function$
   join app.content_items i on i.id = it.content_id
   join app.integrations g on g.id = i.integration_id
   join app.workspaces w on w.id = it.workspace_id
-  where it.workspace_id = app.current_workspace_id() and it.waiting_on @> array[p_key] and cardinality(it.waiting_on) > 0
+  where it.workspace_id = app.current_workspace_id() and it.organization_id = app.current_organization_id()
+    and it.waiting_on @> array[p_key] and cardinality(it.waiting_on) > 0
 $function$;
-comment on function app.review_inbox_rows(text) is 'The pending items of active reviews that wait on an approver, with platform, due time and urgency.';
+alter function app.review_inbox_rows(text) owner to pressroom_definer;
+comment on function app.review_inbox_rows(text) is 'The pending items of active reviews of the request''s workspace that wait on an approver, with platform, due time and urgency (definer-owned so the GIN index on waiting_on serves it; scoped to the request''s organization and workspace).';
 grant execute on function app.review_inbox_rows(text) to pressroom_api;
 revoke all on function app.review_inbox_rows(text) from public;
 
@@ -7722,6 +7726,7 @@ AS $function$
 $function$;
 comment on function app.review_urgency(timestamp with time zone,text) is 'An inbox item''s urgency from its due time: overdue, today (before midnight in the workspace''s zone), week (within 7 days), later (or no due time).';
 grant execute on function app.review_urgency(timestamp with time zone,text) to pressroom_api;
+grant execute on function app.review_urgency(timestamp with time zone,text) to pressroom_definer;
 revoke all on function app.review_urgency(timestamp with time zone,text) from public;
 
 CREATE OR REPLACE FUNCTION app.role_rank(p_role text)
@@ -13441,12 +13446,14 @@ CREATE OR REPLACE FUNCTION api.review_inbox(p_platform text, p_urgency text)
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
+declare
+  v_key text := app.current_approver_key();
 begin
   perform app.require_role('viewer');
   return coalesce((select jsonb_agg(app.review_item_json(x.review, x.item)
                       || jsonb_build_object('reviewTitle', (x.review).title, 'urgency', x.urgency)
                     order by x.due_at nulls last, (x.item).created_at, (x.item).id)
-                   from app.review_inbox_rows(app.current_approver_key()) x
+                   from app.review_inbox_rows(v_key) x
                    where (p_platform = 'all' or x.platform = p_platform) and (p_urgency = 'all' or x.urgency = p_urgency)), '[]');
 end
 $function$;
@@ -13588,12 +13595,14 @@ CREATE OR REPLACE FUNCTION api.review_summary()
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
+declare
+  v_key text := app.current_approver_key();
 begin
   perform app.require_role('viewer');
   return (select jsonb_build_object('total', count(*),
             'overdue', count(*) filter (where urgency = 'overdue'), 'today', count(*) filter (where urgency = 'today'),
             'week', count(*) filter (where urgency = 'week'), 'later', count(*) filter (where urgency = 'later'))
-          from app.review_inbox_rows(app.current_approver_key()));
+          from app.review_inbox_rows(v_key));
 end
 $function$;
 alter function api.review_summary() owner to pressroom_api;

@@ -145,6 +145,7 @@ create table app.review_decisions (
 create unique index review_decisions_live_key on app.review_decisions (item_id, stage, approver_key)
   where revoked_at is null and superseded_at is null;
 create index review_decisions_review_idx on app.review_decisions (review_id);
+create index review_decisions_item_idx on app.review_decisions (item_id, stage);
 create index review_decisions_organization_id_idx on app.review_decisions (organization_id);
 comment on table app.review_decisions is 'A decision on a review item at one stage by one approver (member "user:<id>" or client "client:<email>"), or a manager''s override (reason required). One live decision per approver, item and stage; a revoke or a replacement of the stages keeps the row (revoked_at, superseded_at) for history. Tenant policies of app.apply_tenant_policies (writes need editor).';
 select app.apply_tenant_policies('app.review_decisions', array['select', 'insert', 'update']);

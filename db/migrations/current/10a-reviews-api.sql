@@ -994,31 +994,40 @@ language sql stable as $$
     else 'later' end
 $$;
 comment on function app.review_urgency(timestamptz, text) is 'An inbox item''s urgency from its due time: overdue, today (before midnight in the workspace''s zone), week (within 7 days), later (or no due time).';
-grant execute on function app.review_urgency(timestamptz, text) to pressroom_api;
+grant execute on function app.review_urgency(timestamptz, text) to pressroom_api, pressroom_definer;
 
--- The items waiting on the caller (index review_items_waiting_on_idx).
+-- The items waiting on the caller (index review_items_waiting_on_idx). As
+-- pressroom_definer, scoped here to the request's organization and workspace:
+-- under row-level security a non-leakproof operator such as @> cannot use an
+-- index ahead of the policies, and the inbox would read every item of the
+-- workspace. Only pressroom_api runs it, from api functions that checked the
+-- role and pass app.current_approver_key().
 create function app.review_inbox_rows(p_key text)
 returns table (item app.review_items, review app.reviews, platform text, due_at timestamptz, urgency text)
-language sql stable as $$
+language sql stable security definer set search_path = pg_catalog, app as $$
   select it, r, g.platform, app.review_item_due_at(r, it), app.review_urgency(app.review_item_due_at(r, it), w.timezone)
   from app.review_items it
   join app.reviews r on r.id = it.review_id and r.status = 'active'
   join app.content_items i on i.id = it.content_id
   join app.integrations g on g.id = i.integration_id
   join app.workspaces w on w.id = it.workspace_id
-  where it.workspace_id = app.current_workspace_id() and it.waiting_on @> array[p_key] and cardinality(it.waiting_on) > 0
+  where it.workspace_id = app.current_workspace_id() and it.organization_id = app.current_organization_id()
+    and it.waiting_on @> array[p_key] and cardinality(it.waiting_on) > 0
 $$;
-comment on function app.review_inbox_rows(text) is 'The pending items of active reviews that wait on an approver, with platform, due time and urgency.';
+alter function app.review_inbox_rows(text) owner to pressroom_definer;
+comment on function app.review_inbox_rows(text) is 'The pending items of active reviews of the request''s workspace that wait on an approver, with platform, due time and urgency (definer-owned so the GIN index on waiting_on serves it; scoped to the request''s organization and workspace).';
 grant execute on function app.review_inbox_rows(text) to pressroom_api;
 
 create function api.review_inbox(p_platform text, p_urgency text) returns jsonb
 language plpgsql stable as $$
+declare
+  v_key text := app.current_approver_key();
 begin
   perform app.require_role('viewer');
   return coalesce((select jsonb_agg(app.review_item_json(x.review, x.item)
                       || jsonb_build_object('reviewTitle', (x.review).title, 'urgency', x.urgency)
                     order by x.due_at nulls last, (x.item).created_at, (x.item).id)
-                   from app.review_inbox_rows(app.current_approver_key()) x
+                   from app.review_inbox_rows(v_key) x
                    where (p_platform = 'all' or x.platform = p_platform) and (p_urgency = 'all' or x.urgency = p_urgency)), '[]');
 end
 $$;
@@ -1026,12 +1035,14 @@ comment on function api.review_inbox(text, text) is 'Serves GET /v1/workspaces/{
 
 create function api.review_summary() returns jsonb
 language plpgsql stable as $$
+declare
+  v_key text := app.current_approver_key();
 begin
   perform app.require_role('viewer');
   return (select jsonb_build_object('total', count(*),
             'overdue', count(*) filter (where urgency = 'overdue'), 'today', count(*) filter (where urgency = 'today'),
             'week', count(*) filter (where urgency = 'week'), 'later', count(*) filter (where urgency = 'later'))
-          from app.review_inbox_rows(app.current_approver_key()));
+          from app.review_inbox_rows(v_key));
 end
 $$;
 comment on function api.review_summary() is 'Serves GET /v1/workspaces/{workspaceId}/reviews/summary (reviewSummary_v1): the caller''s inbox counted by urgency. Viewer role.';
