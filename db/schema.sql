@@ -2040,6 +2040,82 @@ grant insert (mentions) on table app.review_activity to pressroom_api;
 grant insert (data) on table app.review_activity to pressroom_api;
 grant insert (created_at) on table app.review_activity to pressroom_api;
 
+create table app.review_attachments (
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  workspace_id uuid not null,
+  review_id uuid not null,
+  item_id uuid not null,
+  activity_id uuid,
+  filename text not null,
+  content_type text not null,
+  declared_size bigint not null,
+  file_size bigint,
+  checksum_sha256 text,
+  state text default 'pending'::text not null,
+  upload_key text not null,
+  storage_key text not null,
+  uploaded_by text,
+  expires_at timestamp with time zone not null,
+  created_at timestamp with time zone default now() not null,
+  completed_at timestamp with time zone,
+  constraint review_attachments_activity_id_fkey FOREIGN KEY (activity_id) REFERENCES app.review_activity(id) ON DELETE SET NULL,
+  constraint review_attachments_content_type_check CHECK ((content_type = ANY (ARRAY['image/png'::text, 'image/jpeg'::text, 'image/webp'::text, 'image/gif'::text, 'application/pdf'::text]))),
+  constraint review_attachments_declared_size_check CHECK ((declared_size > 0)),
+  constraint review_attachments_filename_check CHECK (((length(btrim(filename)) >= 1) AND (length(btrim(filename)) <= 255))),
+  constraint review_attachments_item_id_fkey FOREIGN KEY (item_id) REFERENCES app.review_items(id) ON DELETE CASCADE,
+  constraint review_attachments_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint review_attachments_pkey PRIMARY KEY (id),
+  constraint review_attachments_review_id_fkey FOREIGN KEY (review_id) REFERENCES app.reviews(id) ON DELETE CASCADE,
+  constraint review_attachments_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'completed'::text, 'aborted'::text, 'expired'::text]))),
+  constraint review_attachments_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.review_attachments is 'A comment attachment of a review item: an upload session (pending; bytes PUT to uploads/<workspace>/<id>) that completes into media/<workspace>/<id> once the bytes are verified (an image or a PDF of the declared size, at most review_attachment_max_bytes), or is aborted or expires (its keys queued in app.media_storage_garbage). A comment references completed attachments (activity_id). Tenant policies of app.apply_tenant_policies (writes need editor).';
+CREATE INDEX review_attachments_activity_idx ON app.review_attachments USING btree (activity_id) WHERE (activity_id IS NOT NULL);
+CREATE INDEX review_attachments_item_idx ON app.review_attachments USING btree (item_id);
+CREATE INDEX review_attachments_organization_id_idx ON app.review_attachments USING btree (organization_id);
+CREATE INDEX review_attachments_pending_idx ON app.review_attachments USING btree (expires_at) WHERE (state = 'pending'::text);
+CREATE INDEX review_attachments_workspace_idx ON app.review_attachments USING btree (workspace_id);
+alter table app.review_attachments enable row level security;
+alter table app.review_attachments force row level security;
+create policy review_attachments_api_insert on app.review_attachments as permissive for insert to pressroom_api
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy review_attachments_api_scope on app.review_attachments as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy review_attachments_api_select on app.review_attachments as permissive for select to pressroom_api
+  using (true);
+create policy review_attachments_api_update on app.review_attachments as permissive for update to pressroom_api
+  using (true)
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy review_attachments_definer on app.review_attachments as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy review_attachments_worker on app.review_attachments as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant select on table app.review_attachments to pressroom_api;
+grant delete, insert, select, update on table app.review_attachments to pressroom_definer;
+grant delete, insert, select, update on table app.review_attachments to pressroom_worker;
+grant insert (id) on table app.review_attachments to pressroom_api;
+grant insert (organization_id) on table app.review_attachments to pressroom_api;
+grant insert (workspace_id) on table app.review_attachments to pressroom_api;
+grant insert, update (review_id) on table app.review_attachments to pressroom_api;
+grant insert, update (item_id) on table app.review_attachments to pressroom_api;
+grant insert, update (activity_id) on table app.review_attachments to pressroom_api;
+grant insert, update (filename) on table app.review_attachments to pressroom_api;
+grant insert, update (content_type) on table app.review_attachments to pressroom_api;
+grant insert, update (declared_size) on table app.review_attachments to pressroom_api;
+grant insert, update (file_size) on table app.review_attachments to pressroom_api;
+grant insert, update (checksum_sha256) on table app.review_attachments to pressroom_api;
+grant insert, update (state) on table app.review_attachments to pressroom_api;
+grant insert, update (upload_key) on table app.review_attachments to pressroom_api;
+grant insert, update (storage_key) on table app.review_attachments to pressroom_api;
+grant insert, update (uploaded_by) on table app.review_attachments to pressroom_api;
+grant insert, update (expires_at) on table app.review_attachments to pressroom_api;
+grant insert (created_at) on table app.review_attachments to pressroom_api;
+grant insert, update (completed_at) on table app.review_attachments to pressroom_api;
+
 create table app.review_decisions (
   id uuid default gen_random_uuid() not null,
   organization_id uuid not null,
@@ -4510,6 +4586,30 @@ comment on function app.expire_due_reviews() is 'The reviews.expire-due job (ser
 grant execute on function app.expire_due_reviews() to pressroom_worker;
 revoke all on function app.expire_due_reviews() from public;
 
+CREATE OR REPLACE FUNCTION app.expire_review_attachments()
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  a app.review_attachments;
+  v_count int := 0;
+begin
+  for a in select * from app.review_attachments where state = 'pending' and expires_at <= now() order by expires_at limit 1000
+           for update skip locked loop
+    update app.review_attachments set state = 'expired' where id = a.id;
+    perform app.review_attachment_discard(a, 'upload_expired');
+    v_count := v_count + 1;
+  end loop;
+  return v_count;
+end
+$function$;
+alter function app.expire_review_attachments() owner to pressroom_definer;
+comment on function app.expire_review_attachments() is 'The reviews.expire-due job also expires never-completed attachment uploads and queues their keys in app.media_storage_garbage. Idempotent.';
+grant execute on function app.expire_review_attachments() to pressroom_worker;
+revoke all on function app.expire_review_attachments() from public;
+
 CREATE OR REPLACE FUNCTION app.field_problem(p_field text, p_code text, p_message text)
  RETURNS jsonb
  LANGUAGE sql
@@ -6779,6 +6879,9 @@ AS $function$
     'reactions', coalesce((select jsonb_agg(jsonb_build_object('emoji', x.emoji, 'count', x.n, 'actors', x.actors) order by x.emoji)
                            from (select emoji, count(*)::int as n, jsonb_agg(actor_key order by actor_key) as actors
                                  from app.review_reactions where activity_id = a.id group by emoji) x), '[]'),
+    'attachments', coalesce((select jsonb_agg(jsonb_build_object('id', t.id, 'filename', t.filename, 'contentType', t.content_type,
+                               'fileSize', t.file_size, 'storageKey', t.storage_key) order by t.created_at, t.id)
+                             from app.review_attachments t where t.activity_id = a.id and t.state = 'completed'), '[]'),
     'createdAt', a.created_at)
 $function$;
 comment on function app.review_activity_json(app.review_activity) is 'An activity entry with its reactions (emoji, count, who).';
@@ -6885,6 +6988,79 @@ grant execute on function app.review_advance(uuid,uuid) to pressroom_api;
 grant execute on function app.review_advance(uuid,uuid) to pressroom_definer;
 grant execute on function app.review_advance(uuid,uuid) to pressroom_worker;
 revoke all on function app.review_advance(uuid,uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.review_attach_to_comment(p_item uuid, p_activity uuid, p_ids uuid[])
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_bad uuid[];
+begin
+  v_bad := array(select x from unnest(coalesce(p_ids, '{}')) x
+                 where not exists (select 1 from app.review_attachments a where a.id = x and a.item_id = p_item
+                                   and a.state = 'completed' and a.activity_id is null));
+  if cardinality(v_bad) > 0 then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('attachmentIds', 'not_attachable',
+      'every attachment must be a completed upload of this item, not yet on a comment')), 'An attachment cannot be used.',
+      jsonb_build_object('attachmentIds', to_jsonb(v_bad)));
+  end if;
+  update app.review_attachments set activity_id = p_activity where id = any (p_ids);
+end
+$function$;
+comment on function app.review_attach_to_comment(uuid,uuid,uuid[]) is 'Puts completed attachments of an item on a comment (400 VALIDATION_FAILED for any other).';
+grant execute on function app.review_attach_to_comment(uuid,uuid,uuid[]) to pressroom_api;
+grant execute on function app.review_attach_to_comment(uuid,uuid,uuid[]) to pressroom_definer;
+revoke all on function app.review_attach_to_comment(uuid,uuid,uuid[]) from public;
+
+CREATE OR REPLACE FUNCTION app.review_attachment_discard(a app.review_attachments, p_reason text)
+ RETURNS void
+ LANGUAGE sql
+AS $function$
+  insert into app.media_storage_garbage (storage_key, workspace_id, organization_id, reason)
+  values (a.upload_key, a.workspace_id, a.organization_id, p_reason), (a.storage_key, a.workspace_id, a.organization_id, p_reason)
+  on conflict (storage_key) do nothing
+$function$;
+comment on function app.review_attachment_discard(app.review_attachments,text) is 'Queues both storage keys of an aborted or expired attachment in app.media_storage_garbage (the media purge job deletes the bytes).';
+grant execute on function app.review_attachment_discard(app.review_attachments,text) to pressroom_api;
+grant execute on function app.review_attachment_discard(app.review_attachments,text) to pressroom_definer;
+revoke all on function app.review_attachment_discard(app.review_attachments,text) from public;
+
+CREATE OR REPLACE FUNCTION app.review_attachment_for(r app.reviews, p_item uuid, p_id uuid, p_lock boolean DEFAULT false)
+ RETURNS app.review_attachments
+ LANGUAGE plpgsql
+AS $function$
+declare
+  a app.review_attachments;
+begin
+  if p_lock then
+    select * into a from app.review_attachments where id = p_id and review_id = r.id and item_id = p_item for update;
+  else
+    select * into a from app.review_attachments where id = p_id and review_id = r.id and item_id = p_item;
+  end if;
+  if a.id is null then
+    perform app.raise_not_found('attachment', p_id);
+  end if;
+  return a;
+end
+$function$;
+comment on function app.review_attachment_for(app.reviews,uuid,uuid,boolean) is 'The attachment of this review item with this id, or 404 NOT_FOUND.';
+grant execute on function app.review_attachment_for(app.reviews,uuid,uuid,boolean) to pressroom_api;
+revoke all on function app.review_attachment_for(app.reviews,uuid,uuid,boolean) from public;
+
+CREATE OR REPLACE FUNCTION app.review_attachment_json(a app.review_attachments)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select jsonb_build_object('id', a.id, 'reviewId', a.review_id, 'itemId', a.item_id, 'activityId', a.activity_id,
+    'filename', a.filename, 'contentType', a.content_type, 'declaredSize', a.declared_size, 'fileSize', a.file_size,
+    'checksumSha256', a.checksum_sha256, 'state', a.state, 'expiresAt', a.expires_at, 'createdAt', a.created_at,
+    'completedAt', a.completed_at, 'storageKey', case when a.state = 'pending' then a.upload_key else a.storage_key end)
+$function$;
+comment on function app.review_attachment_json(app.review_attachments) is 'An attachment with its storage key (the upload key while pending: the route signs the upload URL; the final key once completed: the route signs the view URL and drops the key).';
+grant execute on function app.review_attachment_json(app.review_attachments) to pressroom_api;
+grant execute on function app.review_attachment_json(app.review_attachments) to pressroom_definer;
+revoke all on function app.review_attachment_json(app.review_attachments) from public;
 
 CREATE OR REPLACE FUNCTION app.review_comment(r app.reviews, it app.review_items, p_body text, p_mentions uuid[])
  RETURNS jsonb
@@ -9496,6 +9672,33 @@ grant execute on function api.abort_media_upload(uuid) to pressroom_request;
 grant execute on function api.abort_media_upload(uuid) to pressroom_worker;
 revoke all on function api.abort_media_upload(uuid) from public;
 
+CREATE OR REPLACE FUNCTION api.abort_review_attachment(p_review uuid, p_item uuid, p_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  r app.reviews;
+  a app.review_attachments;
+begin
+  perform app.require_role('editor');
+  r := app.review_for(p_review);
+  a := app.review_attachment_for(r, p_item, p_id, true);
+  if a.state <> 'pending' then
+    perform app.raise(409, 'UPLOAD_SESSION_CLOSED', format('This upload is %s and cannot be aborted.', a.state),
+      jsonb_build_object('attachmentId', a.id, 'state', a.state));
+  end if;
+  update app.review_attachments set state = 'aborted' where id = a.id returning * into a;
+  perform app.review_attachment_discard(a, 'upload_aborted');
+  return jsonb_build_object('attachmentId', a.id, 'state', a.state);
+end
+$function$;
+alter function api.abort_review_attachment(uuid,uuid,uuid) owner to pressroom_api;
+comment on function api.abort_review_attachment(uuid,uuid,uuid) is 'Serves POST .../comment-attachments/{attachmentId}/abort (abortReviewAttachment_v1): a pending upload is aborted and whatever was PUT is queued for deletion. Editor role; 404 NOT_FOUND, 409 UPLOAD_SESSION_CLOSED.';
+grant execute on function api.abort_review_attachment(uuid,uuid,uuid) to pressroom_request;
+revoke all on function api.abort_review_attachment(uuid,uuid,uuid) from public;
+
 CREATE OR REPLACE FUNCTION api.add_member(p_email text, p_role text)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -9717,6 +9920,35 @@ grant execute on function api.begin_media_upload_completion(uuid) to pressroom_d
 grant execute on function api.begin_media_upload_completion(uuid) to pressroom_request;
 grant execute on function api.begin_media_upload_completion(uuid) to pressroom_worker;
 revoke all on function api.begin_media_upload_completion(uuid) from public;
+
+CREATE OR REPLACE FUNCTION api.begin_review_attachment_completion(p_review uuid, p_item uuid, p_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  r app.reviews;
+  a app.review_attachments;
+begin
+  perform app.require_role('editor');
+  r := app.review_for(p_review);
+  a := app.review_attachment_for(r, p_item, p_id, true);
+  if a.state = 'completed' then
+    return jsonb_build_object('state', 'completed', 'attachment', app.review_attachment_json(a));
+  end if;
+  if a.state <> 'pending' or a.expires_at <= now() then
+    perform app.raise(409, 'UPLOAD_SESSION_CLOSED', format('This upload is %s; start another.', case when a.state = 'pending' then 'expired' else a.state end),
+      jsonb_build_object('attachmentId', a.id, 'state', a.state));
+  end if;
+  return jsonb_build_object('state', 'pending', 'uploadKey', a.upload_key, 'finalKey', a.storage_key,
+    'declaredSize', a.declared_size, 'contentType', a.content_type);
+end
+$function$;
+alter function api.begin_review_attachment_completion(uuid,uuid,uuid) owner to pressroom_api;
+comment on function api.begin_review_attachment_completion(uuid,uuid,uuid) is 'First phase of POST .../comment-attachments/{attachmentId}/complete (completeReviewAttachment_v1): the completed attachment, or what verifying the bytes needs (upload and final key, declared size and type). Editor role; 404 NOT_FOUND, 409 UPLOAD_SESSION_CLOSED.';
+grant execute on function api.begin_review_attachment_completion(uuid,uuid,uuid) to pressroom_request;
+revoke all on function api.begin_review_attachment_completion(uuid,uuid,uuid) from public;
 
 CREATE OR REPLACE FUNCTION api.bulk_media(p_action text, p_ids uuid[], p_args jsonb DEFAULT '{}'::jsonb)
  RETURNS jsonb
@@ -9993,15 +10225,25 @@ CREATE OR REPLACE FUNCTION api.comment_review_item(p_id uuid, p_item_id uuid, p_
 AS $function$
 declare
   r app.reviews;
+  v jsonb;
+  a app.review_activity;
 begin
   perform app.require_role('editor');
   r := app.review_for(p_id);
-  return app.review_comment(r, app.review_item_for(r, p_item_id),
+  v := app.review_comment(r, app.review_item_for(r, p_item_id),
     p_body ->> 'body', array(select x::uuid from jsonb_array_elements_text(coalesce(p_body -> 'mentions', '[]')) x));
+  if jsonb_array_length(coalesce(p_body -> 'attachmentIds', '[]')) > 0 then
+    -- Completed comment attachments of this item (10d-review-attachments.sql).
+    perform app.review_attach_to_comment(p_item_id, (v ->> 'id')::uuid,
+      array(select x::uuid from jsonb_array_elements_text(p_body -> 'attachmentIds') x));
+    select * into a from app.review_activity where id = (v ->> 'id')::uuid;
+    v := app.review_activity_json(a);
+  end if;
+  return v;
 end
 $function$;
 alter function api.comment_review_item(uuid,uuid,jsonb) owner to pressroom_api;
-comment on function api.comment_review_item(uuid,uuid,jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/reviews/{reviewId}/items/{itemId}/comments (commentReviewItem_v1): a comment with @mentions of members (each notified). Editor role; 400 VALIDATION_FAILED, 404 NOT_FOUND.';
+comment on function api.comment_review_item(uuid,uuid,jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/reviews/{reviewId}/items/{itemId}/comments (commentReviewItem_v1): a comment with @mentions of members (each notified) and completed attachments of the item. Editor role; 400 VALIDATION_FAILED, 404 NOT_FOUND.';
 grant execute on function api.comment_review_item(uuid,uuid,jsonb) to pressroom_request;
 revoke all on function api.comment_review_item(uuid,uuid,jsonb) from public;
 
@@ -11168,6 +11410,37 @@ comment on function api.finish_published_caption_edit(uuid,uuid,text) is 'Last s
 grant execute on function api.finish_published_caption_edit(uuid,uuid,text) to pressroom_request;
 revoke all on function api.finish_published_caption_edit(uuid,uuid,text) from public;
 
+CREATE OR REPLACE FUNCTION api.finish_review_attachment_completion(p_review uuid, p_item uuid, p_id uuid, p_facts jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  r app.reviews;
+  a app.review_attachments;
+begin
+  perform app.require_role('editor');
+  r := app.review_for(p_review);
+  a := app.review_attachment_for(r, p_item, p_id, true);
+  if a.state = 'completed' then
+    return app.review_attachment_json(a);
+  end if;
+  if a.state <> 'pending' then
+    perform app.raise(409, 'UPLOAD_SESSION_CLOSED', format('This upload is %s; start another.', a.state),
+      jsonb_build_object('attachmentId', a.id, 'state', a.state));
+  end if;
+  update app.review_attachments set state = 'completed', completed_at = now(), file_size = (p_facts ->> 'fileSize')::bigint,
+    checksum_sha256 = p_facts ->> 'checksumSha256', content_type = p_facts ->> 'contentType'
+  where id = a.id returning * into a;
+  return app.review_attachment_json(a);
+end
+$function$;
+alter function api.finish_review_attachment_completion(uuid,uuid,uuid,jsonb) owner to pressroom_api;
+comment on function api.finish_review_attachment_completion(uuid,uuid,uuid,jsonb) is 'Last phase of completeReviewAttachment_v1: records the verified bytes (size, SHA-256, type from the bytes). Editor role.';
+grant execute on function api.finish_review_attachment_completion(uuid,uuid,uuid,jsonb) to pressroom_request;
+revoke all on function api.finish_review_attachment_completion(uuid,uuid,uuid,jsonb) from public;
+
 CREATE OR REPLACE FUNCTION api.gate(p_token_hash bytea, p_workspace_id uuid, p_class text, p_min_plan text DEFAULT 'basic'::text, p_bucket text DEFAULT NULL::text)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -11595,6 +11868,49 @@ alter function api.init_media_upload(text,text,bigint,uuid,text) owner to pressr
 comment on function api.init_media_upload(text,text,bigint,uuid,text) is 'Serves POST /v1/workspaces/{workspaceId}/media/upload (initMediaUpload_v1): starts an upload session that lives upload_session_ttl_seconds (app.settings). Editor role; 413 MEDIA_TOO_LARGE, 415 UNSUPPORTED_MEDIA_FORMAT, 400 VALIDATION_FAILED, 404 NOT_FOUND (folder).';
 grant execute on function api.init_media_upload(text,text,bigint,uuid,text) to pressroom_request;
 revoke all on function api.init_media_upload(text,text,bigint,uuid,text) from public;
+
+CREATE OR REPLACE FUNCTION api.init_review_attachment(p_review uuid, p_item uuid, p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  r app.reviews;
+  it app.review_items;
+  a app.review_attachments;
+  v_id uuid := gen_random_uuid();
+  v_max bigint := app.setting_int('review_attachment_max_bytes');
+begin
+  perform app.require_role('editor');
+  r := app.review_for(p_review);
+  it := app.review_item_for(r, p_item);
+  perform app.require_review_status(r, array['draft', 'active']);
+  if (p_body ->> 'contentType') not in ('image/png', 'image/jpeg', 'image/webp', 'image/gif', 'application/pdf') then
+    perform app.raise(415, 'UNSUPPORTED_MEDIA_FORMAT', format('%s cannot be attached; images (PNG, JPEG, WebP, GIF) and PDFs can.', p_body ->> 'contentType'),
+      jsonb_build_object('field', 'body.contentType', 'supported', jsonb_build_array('image/png', 'image/jpeg', 'image/webp', 'image/gif', 'application/pdf')));
+  end if;
+  if (p_body ->> 'size')::bigint > v_max then
+    perform app.raise(413, 'MEDIA_TOO_LARGE', format('An attachment may be at most %s bytes; this one is %s bytes.', v_max, p_body ->> 'size'),
+      jsonb_build_object('field', 'body.size', 'maxBytes', v_max, 'size', (p_body ->> 'size')::bigint));
+  end if;
+  if btrim(p_body ->> 'filename') = '' or (p_body ->> 'filename') ~ '[[:cntrl:]/\\]' then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('filename', 'invalid', 'a file name without slashes or control characters')),
+      'The file name is not valid.');
+  end if;
+  insert into app.review_attachments (id, organization_id, workspace_id, review_id, item_id, filename, content_type, declared_size,
+    upload_key, storage_key, uploaded_by, expires_at)
+  values (v_id, r.organization_id, r.workspace_id, r.id, it.id, btrim(p_body ->> 'filename'), p_body ->> 'contentType',
+    (p_body ->> 'size')::bigint, format('uploads/%s/%s', r.workspace_id, v_id), format('media/%s/%s', r.workspace_id, v_id),
+    app.current_approver_key(), now() + make_interval(secs => app.setting_int('upload_session_ttl_seconds')))
+  returning * into a;
+  return app.review_attachment_json(a);
+end
+$function$;
+alter function api.init_review_attachment(uuid,uuid,jsonb) owner to pressroom_api;
+comment on function api.init_review_attachment(uuid,uuid,jsonb) is 'Serves POST .../reviews/{reviewId}/items/{itemId}/comment-attachments/init (initReviewAttachment_v1): an upload session for an image or PDF of at most review_attachment_max_bytes, expiring after upload_session_ttl_seconds; the route signs the upload URL. Editor role; 404 NOT_FOUND, 409 INVALID_REVIEW_STATUS, 413 MEDIA_TOO_LARGE, 415 UNSUPPORTED_MEDIA_FORMAT.';
+grant execute on function api.init_review_attachment(uuid,uuid,jsonb) to pressroom_request;
+revoke all on function api.init_review_attachment(uuid,uuid,jsonb) from public;
 
 CREATE OR REPLACE FUNCTION api.integration_for_listing(p_id uuid, p_capability text)
  RETURNS jsonb
@@ -13798,9 +14114,13 @@ CREATE OR REPLACE FUNCTION api.storage_media_object(p_id uuid)
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
-  select jsonb_build_object('id', m.id, 'storageKey', m.storage_key, 'contentType', m.content_type,
-    'filename', m.filename, 'fileSize', m.file_size, 'checksumSha256', m.checksum_sha256)
-  from app.media_items m where m.id = p_id
+  select coalesce(
+    (select jsonb_build_object('id', m.id, 'storageKey', m.storage_key, 'contentType', m.content_type,
+       'filename', m.filename, 'fileSize', m.file_size, 'checksumSha256', m.checksum_sha256)
+     from app.media_items m where m.id = p_id),
+    (select jsonb_build_object('id', a.id, 'storageKey', a.storage_key, 'contentType', a.content_type,  -- reviews
+       'filename', a.filename, 'fileSize', a.file_size, 'checksumSha256', a.checksum_sha256)
+     from app.review_attachments a where a.id = p_id and a.state = 'completed'))
 $function$;
 alter function api.storage_media_object(uuid) owner to pressroom_definer;
 comment on function api.storage_media_object(uuid) is 'Called by the storage router (server/storage/router.ts) for GET /storage/v1/media/{mediaId}, outside any request transaction, once the URL''s signature is checked: the object behind a signed view or download URL; null once deleted for good. Owned by pressroom_definer, executable by pressroom_app only.';
@@ -13832,10 +14152,15 @@ CREATE OR REPLACE FUNCTION api.storage_upload_session(p_id uuid)
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
-  select jsonb_build_object('sessionId', s.id, 'state', s.state, 'storageKey', s.storage_key,
-    'declaredSize', s.declared_size, 'contentType', s.content_type, 'expiresAt', s.expires_at,
-    'expired', s.expires_at <= now())
-  from app.media_upload_sessions s where s.id = p_id
+  select coalesce(
+    (select jsonb_build_object('sessionId', s.id, 'state', s.state, 'storageKey', s.storage_key,
+       'declaredSize', s.declared_size, 'contentType', s.content_type, 'expiresAt', s.expires_at,
+       'expired', s.expires_at <= now())
+     from app.media_upload_sessions s where s.id = p_id),
+    (select jsonb_build_object('sessionId', a.id, 'state', a.state, 'storageKey', a.upload_key,  -- reviews
+       'declaredSize', a.declared_size, 'contentType', a.content_type, 'expiresAt', a.expires_at,
+       'expired', a.expires_at <= now())
+     from app.review_attachments a where a.id = p_id))
 $function$;
 alter function api.storage_upload_session(uuid) owner to pressroom_definer;
 comment on function api.storage_upload_session(uuid) is 'Called by the storage router (server/storage/router.ts) for PUT /storage/v1/uploads/{sessionId}, outside any request transaction, once the URL''s signature is checked: whether the upload may still receive bytes (state, expiry, declared size and type); null for no such session. Owned by pressroom_definer, executable by pressroom_app only.';

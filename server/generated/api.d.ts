@@ -3060,6 +3060,90 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workspaces/{workspaceId}/reviews/{reviewId}/items/{itemId}/comment-attachments/init": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a comment attachment upload (editor role)
+         * @description The media library's signed-upload flow: PUT the bytes to `uploadUrl` (with `headers`), then
+         *     `complete`. Images (PNG, JPEG, WebP, GIF) and PDFs up to 25 MB; the type is checked against the
+         *     bytes. An aborted upload, or one never completed before `expiresAt`, leaves no file behind.
+         */
+        post: operations["initReviewAttachment_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/{reviewId}/items/{itemId}/comment-attachments/{attachmentId}/complete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+                /** @description Attachment UUID */
+                attachmentId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Complete a comment attachment upload (editor role)
+         * @description The bytes are verified (size as declared, an image or a PDF as declared); a completed attachment answers again. Then name it in a comment's `attachmentIds`.
+         */
+        post: operations["completeReviewAttachment_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/{reviewId}/items/{itemId}/comment-attachments/{attachmentId}/abort": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+                /** @description Attachment UUID */
+                attachmentId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Abort a comment attachment upload (editor role) */
+        post: operations["abortReviewAttachment_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/me/notifications": {
         parameters: {
             query?: never;
@@ -5276,6 +5360,15 @@ export interface components {
                 count: number;
                 actors: string[];
             }[];
+            attachments?: {
+                /** Format: uuid */
+                id: string;
+                filename: string;
+                contentType: string;
+                fileSize: number;
+                /** @description A signed, expiring URL serving the file. */
+                viewUrl: string;
+            }[];
             /** Format: date-time */
             createdAt: string;
         };
@@ -5540,6 +5633,8 @@ export interface components {
             body: string;
             /** @description Members mentioned (each gets a notification). */
             mentions?: string[];
+            /** @description Completed comment attachments of this item (comment-attachments/init, then complete). */
+            attachmentIds?: string[];
         };
         ReviewLinkCommentDto: {
             body: string;
@@ -5628,6 +5723,51 @@ export interface components {
                     viewUrlExpiresAt?: string;
                 }[];
             }[];
+        };
+        InitApprovalAttachmentUploadDto: {
+            filename: string;
+            /** @description image/png, image/jpeg, image/webp, image/gif or application/pdf (415 otherwise); checked against the bytes at completion. */
+            contentType: string;
+            /** @description Bytes; at most 25 MB (413 MEDIA_TOO_LARGE). */
+            size: number;
+        };
+        ReviewAttachment: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            reviewId: string;
+            /** Format: uuid */
+            itemId: string;
+            /** Format: uuid */
+            activityId?: string | null;
+            filename: string;
+            contentType: string;
+            declaredSize: number;
+            fileSize?: number | null;
+            checksumSha256?: string | null;
+            /** @enum {string} */
+            state: "pending" | "completed" | "aborted" | "expired";
+            /** Format: date-time */
+            expiresAt: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            completedAt?: string | null;
+            /** @description While pending: PUT the bytes here (method and headers below). */
+            uploadUrl?: string | null;
+            /** @enum {string} */
+            method?: "PUT";
+            headers?: {
+                [key: string]: string;
+            };
+            /** @description Once completed, a signed URL serving the file. */
+            viewUrl?: string | null;
+        };
+        ReviewAttachmentAbort: {
+            /** Format: uuid */
+            attachmentId: string;
+            /** @enum {string} */
+            state: "aborted";
         };
     };
     responses: {
@@ -12535,6 +12675,138 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    initReviewAttachment_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "filename": "brief.pdf",
+                 *       "contentType": "application/pdf",
+                 *       "size": 52000
+                 *     }
+                 */
+                "application/json": components["schemas"]["InitApprovalAttachmentUploadDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewAttachment"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    completeReviewAttachment_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+                /** @description Attachment UUID */
+                attachmentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewAttachment"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    abortReviewAttachment_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+                /** @description Attachment UUID */
+                attachmentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewAttachmentAbort"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
         };

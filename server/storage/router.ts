@@ -25,7 +25,8 @@ import type { MediaStorage } from './index.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 /** Routes that sign something: the media API and the storage routes. */
-const MEDIA_ROUTE = /^\/(v1\/workspaces\/[^/]+\/media(\/|$)|storage\/)/;
+// Reviews sign too: attachment upload and view URLs, the client link's media (server/routes/reviews.ts).
+const MEDIA_ROUTE = /^\/(v1\/workspaces\/[^/]+\/(media|reviews)(\/|$)|v1\/review-link(\/|$)|storage\/)/;
 /** How much of a refused upload's body is read (so the client sees the answer) before the connection is cut. */
 const DRAIN_LIMIT = 1024 * 1024;
 

@@ -10,7 +10,7 @@ import { PgBoss } from 'pg-boss';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerPublishJobs } from '../../server/jobs/publish.ts';
 import { PGBOSS_SCHEMA } from '../../server/jobs/queues.ts';
-import { expireDueReviews } from '../../server/jobs/reviews.ts';
+import { expireDueReviews, expireReviewAttachments } from '../../server/jobs/reviews.ts';
 import { client, createKey, signup } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -509,6 +509,62 @@ describe('inbox, comments, reactions, reminders and notifications', () => {
     // Session only: an API key is refused.
     const key = await createKey(api, w.token, w.workspaceId, { role: 'editor' });
     expect((await api.get('/v1/me/notifications', { token: key.key })).body.error.code).toBe('SESSION_REQUIRED');
+  });
+
+  it('comment attachments: init, PUT, complete (type from the bytes), comment with them; abort and expiry leave no file', async () => {
+    const w = await workspace();
+    const t = { token: w.token };
+    const c1 = await w.draft('1');
+    const r = await api.post(`${w.ws}/reviews`, { title: 'Files', stages: [stage('Me', [member(w.userId)])], contentIds: [c1] }, t);
+    const base = `${w.ws}/reviews/${r.body.data.id}/items/${r.body.data.items[0].id}/comment-attachments`;
+    const pdf = Buffer.from('%PDF-1.4\n1 0 obj\n<< /Type /Catalog >>\nendobj\ntrailer\n<< /Root 1 0 R >>\n%%EOF\n');
+    // Refused at init: another type, too large.
+    expect((await api.post(`${base}/init`, { filename: 'a.txt', contentType: 'text/plain', size: 10 }, t)).status).toBe(415);
+    const big = await api.post(`${base}/init`, { filename: 'big.pdf', contentType: 'application/pdf', size: 26_214_401 }, t);
+    expect(big.status).toBe(413);
+    expect(big.body.error.code).toBe('MEDIA_TOO_LARGE');
+    // A PDF: init, PUT, complete.
+    let res = await api.post(`${base}/init`, { filename: 'brief.pdf', contentType: 'application/pdf', size: pdf.length }, t);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    const att = res.body.data;
+    expect(att).toMatchObject({ state: 'pending', viewUrl: null });
+    expect((await api.post(`${base}/${att.id}/complete`, undefined, t)).body.error.code).toBe('UPLOAD_NOT_RECEIVED');
+    const put = await fetch(att.uploadUrl, { method: 'PUT', headers: att.headers, body: pdf });
+    expect(put.status).toBeLessThan(300);
+    res = await api.post(`${base}/${att.id}/complete`, undefined, t);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body.data).toMatchObject({ state: 'completed', fileSize: pdf.length, contentType: 'application/pdf' });
+    const served = await fetch(res.body.data.viewUrl);
+    expect(Buffer.from(await served.arrayBuffer()).equals(pdf)).toBe(true);
+    // Completing again answers the same attachment.
+    expect((await api.post(`${base}/${att.id}/complete`, undefined, t)).body.data.state).toBe('completed');
+    // A comment carries it; the activity signs its view URL.
+    res = await api.post(`${w.ws}/reviews/${r.body.data.id}/items/${r.body.data.items[0].id}/comments`, { body: 'see the brief', attachmentIds: [att.id] }, t);
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(res.body.data.attachments).toEqual([expect.objectContaining({ id: att.id, filename: 'brief.pdf', contentType: 'application/pdf' })]);
+    expect(JSON.stringify(res.body)).not.toContain('storageKey');
+    expect((await api.post(`${w.ws}/reviews/${r.body.data.id}/items/${r.body.data.items[0].id}/comments`, { body: 'again', attachmentIds: [att.id] }, t)).status).toBe(400);
+    // Bytes that are not what was declared: 415, and the bytes are gone.
+    const liar = (await api.post(`${base}/init`, { filename: 'x.png', contentType: 'image/png', size: pdf.length }, t)).body.data;
+    await fetch(liar.uploadUrl, { method: 'PUT', headers: liar.headers, body: pdf });
+    res = await api.post(`${base}/${liar.id}/complete`, undefined, t);
+    expect(res.status).toBe(415);
+    expect(res.body.error.code).toBe('UNSUPPORTED_MEDIA_FORMAT');
+    // Abort: the keys are queued for the media purge job.
+    const gone = (await api.post(`${base}/init`, { filename: 'b.pdf', contentType: 'application/pdf', size: pdf.length }, t)).body.data;
+    await fetch(gone.uploadUrl, { method: 'PUT', headers: gone.headers, body: pdf });
+    res = await api.post(`${base}/${gone.id}/abort`, undefined, t);
+    expect(res.body.data).toEqual({ attachmentId: gone.id, state: 'aborted' });
+    expect((await api.post(`${base}/${gone.id}/abort`, undefined, t)).body.error.code).toBe('UPLOAD_SESSION_CLOSED');
+    const garbage = async (id: string) =>
+      (await server.owner.query(`select reason from app.media_storage_garbage where storage_key like '%' || $1 order by 1`, [id])).rows.map((x) => x.reason);
+    expect(await garbage(gone.id)).toEqual(['upload_aborted', 'upload_aborted']);
+    // Never completed: the job expires it.
+    const late = (await api.post(`${base}/init`, { filename: 'c.pdf', contentType: 'application/pdf', size: pdf.length }, t)).body.data;
+    await server.owner.query(`update app.review_attachments set expires_at = now() - interval '1 second' where id = $1`, [late.id]);
+    expect(await expireReviewAttachments(server.pool)).toBe(1);
+    expect(await garbage(late.id)).toEqual(['upload_expired', 'upload_expired']);
+    expect((await api.post(`${base}/${late.id}/complete`, undefined, t)).body.error.code).toBe('UPLOAD_SESSION_CLOSED');
   });
 
   it('the expiry job expires an active review past its due time and returns pending content to draft', async () => {

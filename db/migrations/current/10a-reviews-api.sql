@@ -899,14 +899,24 @@ create function api.comment_review_item(p_id uuid, p_item_id uuid, p_body jsonb)
 language plpgsql as $$
 declare
   r app.reviews;
+  v jsonb;
+  a app.review_activity;
 begin
   perform app.require_role('editor');
   r := app.review_for(p_id);
-  return app.review_comment(r, app.review_item_for(r, p_item_id),
+  v := app.review_comment(r, app.review_item_for(r, p_item_id),
     p_body ->> 'body', array(select x::uuid from jsonb_array_elements_text(coalesce(p_body -> 'mentions', '[]')) x));
+  if jsonb_array_length(coalesce(p_body -> 'attachmentIds', '[]')) > 0 then
+    -- Completed comment attachments of this item (10d-review-attachments.sql).
+    perform app.review_attach_to_comment(p_item_id, (v ->> 'id')::uuid,
+      array(select x::uuid from jsonb_array_elements_text(p_body -> 'attachmentIds') x));
+    select * into a from app.review_activity where id = (v ->> 'id')::uuid;
+    v := app.review_activity_json(a);
+  end if;
+  return v;
 end
 $$;
-comment on function api.comment_review_item(uuid, uuid, jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/reviews/{reviewId}/items/{itemId}/comments (commentReviewItem_v1): a comment with @mentions of members (each notified). Editor role; 400 VALIDATION_FAILED, 404 NOT_FOUND.';
+comment on function api.comment_review_item(uuid, uuid, jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/reviews/{reviewId}/items/{itemId}/comments (commentReviewItem_v1): a comment with @mentions of members (each notified) and completed attachments of the item. Editor role; 400 VALIDATION_FAILED, 404 NOT_FOUND.';
 
 create function api.list_review_item_activity(p_id uuid, p_item_id uuid) returns jsonb
 language plpgsql stable as $$
