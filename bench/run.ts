@@ -13,13 +13,14 @@ import { media } from './scenarios/media.ts';
 import { publishing } from './scenarios/publishing.ts';
 // Grid planner
 import { grid } from './scenarios/grid.ts';
+import { reviews } from './scenarios/reviews.ts';
 import { readKnobs } from './lib/knobs.ts';
 import { formatReport, machineFacts, noteNoise, writeReport } from './lib/report.ts';
 import type { Scenario } from './lib/scenario.ts';
 import { openCluster } from './lib/stack.ts';
 
 /** The registry: add a scenario here (bench/scenarios/<name>.ts exporting a Scenario). */
-const scenarios: Scenario[] = [foundation, content, media, publishing, analytics, grid];
+const scenarios: Scenario[] = [foundation, content, media, publishing, analytics, grid, reviews];
 
 function usage(): string {
   return [

@@ -2841,6 +2841,963 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workspaces/{workspaceId}/review-policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /** The workspace's review policy (viewer role) */
+        get: operations["getReviewPolicy_v1"];
+        /**
+         * Set the workspace's review policy (manager role)
+         * @description Under `required`, scheduling or publishing content (schedule, publish, content intent `schedule` or `publish_now`) without an approved review of its current version answers 409 `REVIEW_REQUIRED` with `details.resolutions`, whoever schedules it.
+         */
+        put: operations["setReviewPolicy_v1"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/approval-workflows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Approval workflows in routing order (viewer role)
+         * @description The first active workflow whose `match` fits a channel routes it.
+         */
+        get: operations["listApprovalWorkflows_v1"];
+        put?: never;
+        /** Create an approval workflow, last in routing order (manager role) */
+        post: operations["createApprovalWorkflow_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/approval-workflows/order": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /** Set the routing order of the approval workflows (manager role) */
+        put: operations["reorderApprovalWorkflows_v1"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/approval-workflows/{workflowId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Approval workflow UUID */
+                workflowId: string;
+            };
+            cookie?: never;
+        };
+        /** One approval workflow (viewer role) */
+        get: operations["getApprovalWorkflow_v1"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete an approval workflow (manager role)
+         * @description A workflow used by a draft or active review answers 409 `WORKFLOW_IN_USE` (details.reviewIds); deactivate it instead.
+         */
+        delete: operations["deleteApprovalWorkflow_v1"];
+        options?: never;
+        head?: never;
+        /**
+         * Change an approval workflow (manager role)
+         * @description Reviews already sent keep the stages they copied.
+         */
+        patch: operations["updateApprovalWorkflow_v1"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/resolve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Preview the review routing of content or unsaved channels (editor role)
+         * @description One resolution per channel: the workflow that routes it (or null), whether the workspace requires review, whether the content is approved, and the content version seen (for submit).
+         */
+        post: operations["resolveReviews_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/submit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Submit content for review, grouped, and send the reviews (editor role)
+         * @description Each item names its choice: a workflow, custom stages, or none (with an action: draft,
+         *     schedule, publish_now). Workflow and custom items are grouped by `group` (items without one
+         *     each form their own); each group becomes one review, sent at once. All or nothing: 409
+         *     `REVIEW_REQUIRED` when a channel must be reviewed and the choice is none (details.resolutions),
+         *     `REVIEW_WORKFLOW_UNAVAILABLE` when a chosen workflow is inactive, gone or no longer matches,
+         *     `REVIEW_SUBMIT_STALE` when a content version changed since its resolution. A retry with the
+         *     same `requestId` replays the stored results (`replayed: true`).
+         */
+        post: operations["submitReviews_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Reviews, newest first, with stages and items (viewer role)
+         * @description The newest 200 reviews (history routes page through closed ones).
+         */
+        get: operations["listReviews_v1"];
+        put?: never;
+        /** Create a draft review (editor role) */
+        post: operations["createReview_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Which content can enter a review, and why not (editor role) */
+        post: operations["previewReview_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/inbox": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Review items waiting on the caller (viewer role)
+         * @description Pending items of active reviews whose open stage names the caller (a member, or the key's creator) as an approver who has not decided; soonest due first.
+         */
+        get: operations["reviewInbox_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /** The caller's review inbox counted by urgency (viewer role) */
+        get: operations["reviewSummary_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Completed, cancelled and expired reviews (viewer role)
+         * @description Most recently closed first; without items (see history/{reviewId}).
+         */
+        get: operations["reviewHistory_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/history/content/{contentId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) UUID */
+                contentId: string;
+            };
+            cookie?: never;
+        };
+        /** Every review item of one content edition (viewer role) */
+        get: operations["reviewHistoryContent_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/history/{reviewId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+            };
+            cookie?: never;
+        };
+        /** A review with one view per item and its whole activity (viewer role) */
+        get: operations["reviewHistoryReview_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/{reviewId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+            };
+            cookie?: never;
+        };
+        /** A review with one view per item (viewer role) */
+        get: operations["getReview_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Change the title, message or due time of a draft or active review (editor role)
+         * @description Answers the new config revision. 409 `INVALID_REVIEW_STATUS` for a closed review, `REVIEW_CONFIG_STALE` for a stale expectedConfigRevision.
+         */
+        patch: operations["updateReview_v1"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/{reviewId}/stages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Replace the stages of a draft or active review (editor role)
+         * @description In an active review the pending items start again at the first stage; decisions under the old stages stay in history (`supersededAt`).
+         */
+        put: operations["replaceReviewStages_v1"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/{reviewId}/send": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a draft review (editor role)
+         * @description draft -> active. The workflow's stages are copied; every item's content moves to
+         *     pending_approval (a scheduled edition keeps its time as intended time and loses its publish
+         *     job); each client reviewer gets a link whose token is in this answer only; the first stage's
+         *     approvers are notified.
+         */
+        post: operations["sendReview_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/{reviewId}/remind": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Remind the pending approvers of an active review (editor role)
+         * @description One notification per pending approver of the open stages (clients through their link's feed); at most one per approver per hour (409 `REMIND_TOO_SOON`).
+         */
+        post: operations["remindReview_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/{reviewId}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel a draft or active review (editor role)
+         * @description Pending items' content returns to where it was (scheduled again at its time when that is still ahead, else draft); client links end.
+         */
+        post: operations["cancelReview_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/{reviewId}/items": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Add a content edition to a draft or active review (editor role) */
+        post: operations["addReviewItem_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/{reviewId}/items/decisions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Decide several items at once (approver of the open stage, editor role)
+         * @description Partial success: one result per decision, each with its own error code when refused.
+         */
+        post: operations["decideReviewItems_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/{reviewId}/items/{itemId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a pending item from a review (editor role)
+         * @description Its content returns to where it was.
+         */
+        delete: operations["removeReviewItem_v1"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/{reviewId}/items/{itemId}/decision": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Decide an item at its open stage (approver of the open stage, editor role)
+         * @description The stage closes by its rule and the next opens. Approval at the last stage moves the content
+         *     to scheduled (when the review auto-schedules and its intended time is ahead; the publish job
+         *     is enqueued) or to draft marked approved; changes requested moves it to rejected (editing it
+         *     returns it to draft). 403 `NOT_AN_APPROVER` for anyone not an approver of the open stage.
+         */
+        post: operations["decideReviewItem_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/{reviewId}/items/{itemId}/override": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Decide an item's open stage for its approvers (manager role) */
+        post: operations["overrideReviewItem_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/{reviewId}/items/{itemId}/revoke": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Take back one's own decision while the stage is open (editor role) */
+        post: operations["revokeReviewDecision_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/{reviewId}/items/{itemId}/comments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Comment on a review item, with @mentions (editor role) */
+        post: operations["commentReviewItem_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/{reviewId}/items/{itemId}/activity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        /** A review item's activity, decisions, comments and system events (viewer role) */
+        get: operations["listReviewItemActivity_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/{reviewId}/items/{itemId}/activity/{activityId}/reactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+                /** @description Activity entry UUID */
+                activityId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * React to an activity entry (editor role)
+         * @description One emoji per person per entry: a new one replaces the previous.
+         */
+        post: operations["addReviewReaction_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/{reviewId}/items/{itemId}/activity/{activityId}/reactions/{emoji}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+                /** @description Activity entry UUID */
+                activityId: string;
+                /** @description The emoji to remove (URL-encoded) */
+                emoji: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove one's reaction from an activity entry (editor role) */
+        delete: operations["removeReviewReaction_v1"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/{reviewId}/items/{itemId}/comment-attachments/init": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start a comment attachment upload (editor role)
+         * @description The media library's signed-upload flow: PUT the bytes to `uploadUrl` (with `headers`), then
+         *     `complete`. Images (PNG, JPEG, WebP, GIF) and PDFs up to 25 MB; the type is checked against the
+         *     bytes. An aborted upload, or one never completed before `expiresAt`, leaves no file behind.
+         */
+        post: operations["initReviewAttachment_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/{reviewId}/items/{itemId}/comment-attachments/{attachmentId}/complete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+                /** @description Attachment UUID */
+                attachmentId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Complete a comment attachment upload (editor role)
+         * @description The bytes are verified (size as declared, an image or a PDF as declared); a completed attachment answers again. Then name it in a comment's `attachmentIds`.
+         */
+        post: operations["completeReviewAttachment_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/reviews/{reviewId}/items/{itemId}/comment-attachments/{attachmentId}/abort": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+                /** @description Attachment UUID */
+                attachmentId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Abort a comment attachment upload (editor role) */
+        post: operations["abortReviewAttachment_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/notifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your notifications (session only)
+         * @description Review requests, reminders and mentions, newest first, cursor-paginated.
+         */
+        get: operations["listNotifications_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/notifications/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Mark notifications read (session only) */
+        post: operations["markNotificationsRead_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/review-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The link's review and its items (client reviewer link)
+         * @description The caller is a client reviewer: `Authorization: Bearer <review link token>` (from the send result). A link reaches its own review and nothing else; its calls are audited with actor kind `review_link`. Media come with signed view URLs.
+         */
+        get: operations["getReviewLink_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/review-link/notifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The client reviewer's notifications (client reviewer link) */
+        get: operations["listReviewLinkNotifications_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/review-link/items/{itemId}/decision": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Review item UUID */
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Decide an item at its open stage (client reviewer link)
+         * @description The caller is a client reviewer: `Authorization: Bearer <review link token>` (from the send result). A link reaches its own review and nothing else; its calls are audited with actor kind `review_link`.
+         */
+        post: operations["decideReviewLinkItem_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/review-link/items/{itemId}/comments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Review item UUID */
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Comment on an item (client reviewer link) */
+        post: operations["commentReviewLinkItem_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/review-link/items/{itemId}/activity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Review item UUID */
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        /** An item's activity (client reviewer link) */
+        get: operations["listReviewLinkItemActivity_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/review-link/items/{itemId}/activity/{activityId}/reactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Review item UUID */
+                itemId: string;
+                /** @description Activity entry UUID */
+                activityId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** React to an activity entry (client reviewer link) */
+        post: operations["addReviewLinkReaction_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/review-link/items/{itemId}/activity/{activityId}/reactions/{emoji}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Review item UUID */
+                itemId: string;
+                /** @description Activity entry UUID */
+                activityId: string;
+                /** @description The emoji to remove (URL-encoded) */
+                emoji: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Remove one's reaction (client reviewer link) */
+        delete: operations["removeReviewLinkReaction_v1"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -3567,12 +4524,39 @@ export interface components {
             /** @enum {string} */
             seriesStatus?: "active" | "completed" | "cancelled";
         } | null;
+        /**
+         * @description Where the edition stands with review (db/migrations/current/10c-content-review-filters.sql,
+         *     app.content_review_lifecycle_of): from its status, its latest review item and the workspace's
+         *     review policy.
+         */
         ContentReviewLifecycle: {
             /** @enum {string} */
             phase: "none" | "review" | "decided";
             /** @enum {string} */
             state: "not_requested" | "pending" | "approved" | "changes_requested";
             blocksPublishing: boolean;
+            /**
+             * @description Who the open review waits on.
+             * @enum {string}
+             */
+            actor?: "none" | "team" | "client" | "mixed";
+            /** @enum {string} */
+            nextAction?: "none" | "decide" | "edit" | "submit" | "schedule";
+            /** @enum {string} */
+            blocker?: "none" | "review_pending" | "changes_requested" | "review_required";
+            /** @description Set when the edition's review has client reviewers. */
+            clientReview?: {
+                /**
+                 * Format: uuid
+                 * @description The review.
+                 */
+                batchId: string;
+                /**
+                 * Format: uuid
+                 * @description The review item.
+                 */
+                itemId: string;
+            } | null;
         };
         ContentListItem: {
             /** Format: uuid */
@@ -5073,6 +6057,639 @@ export interface components {
         GridPromoteResult: {
             tile: components["schemas"]["GridTile"];
             content: components["schemas"]["ContentMutationResult"];
+        };
+        /** @description The workspace's review policy. `none` (default), `optional`, or `required` (scheduling or publishing content without an approved review answers 409 `REVIEW_REQUIRED`). */
+        ReviewPolicy: {
+            /** @enum {string} */
+            reviewPolicy: "none" | "optional" | "required";
+        };
+        /** @description An approver of a stage, a workspace member (editor or manager) by user id, or a client reviewer (external, no account) by e-mail and name. */
+        ReviewApprover: {
+            /** @enum {string} */
+            type: "member";
+            /** Format: uuid */
+            userId: string;
+        } | {
+            /** @enum {string} */
+            type: "client";
+            /** Format: email */
+            email: string;
+            name: string;
+        };
+        /**
+         * @description A stage: its approvers and the rule that closes it: `all` (default; every approver approves),
+         *     `any` (one approval), or `quorum` (`quorum` approvals). A change request by any approver
+         *     closes the stage with changes requested. `dueInHours` makes the stage due that long after it opens.
+         */
+        ReviewStageInput: {
+            name: string;
+            approvers: components["schemas"]["ReviewApprover"][];
+            /**
+             * @default all
+             * @enum {string}
+             */
+            rule: "all" | "any" | "quorum";
+            quorum?: number | null;
+            dueInHours?: number | null;
+        };
+        ReviewStage: {
+            name: string;
+            /** @enum {string} */
+            rule: "all" | "any" | "quorum";
+            quorum: number | null;
+            dueInHours: number | null;
+            approvers: components["schemas"]["ReviewApprover"][];
+        };
+        /** @description Routing conditions. Every non-empty list must contain the channel's value (for tags, any tag of the content's root); all empty is a catch-all. */
+        WorkflowMatch: {
+            integrationIds?: string[];
+            platforms?: string[];
+            tagIds?: string[];
+            campaignIds?: string[];
+        };
+        ApprovalWorkflow: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            /** @description Routing order (0 first). */
+            position: number;
+            active: boolean;
+            match: components["schemas"]["WorkflowMatch"];
+            stages: components["schemas"]["ReviewStage"][];
+            /** @description On approval at the last stage, content with a future intended publish time is scheduled at it. */
+            autoScheduleOnApproval: boolean;
+            /** @description A draft or active review uses it (it can be deactivated, not deleted). */
+            inUse: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        CreateApprovalWorkflowDto: {
+            name: string;
+            /** @default true */
+            active: boolean;
+            match?: components["schemas"]["WorkflowMatch"];
+            stages: components["schemas"]["ReviewStageInput"][];
+            /** @default false */
+            autoScheduleOnApproval: boolean;
+        };
+        UpdateApprovalWorkflowDto: {
+            name?: string;
+            active?: boolean;
+            match?: components["schemas"]["WorkflowMatch"];
+            stages?: components["schemas"]["ReviewStageInput"][];
+            autoScheduleOnApproval?: boolean;
+        };
+        ReorderApprovalWorkflowsDto: {
+            /** @description Every workflow of the workspace, once, in the new routing order. */
+            workflowIds: string[];
+        };
+        ApprovalWorkflowDeletion: {
+            /** Format: uuid */
+            id: string;
+            deleted: boolean;
+        };
+        ReviewDecision: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            itemId: string;
+            stage: number;
+            stageName: string;
+            /** @description `user:<id>`, `client:<email>`, or `override:<id>` for a manager's override. */
+            approver: string;
+            /** Format: uuid */
+            userId?: string | null;
+            clientEmail?: string | null;
+            /** @enum {string} */
+            decision: "approved" | "changes_requested";
+            comment?: string | null;
+            override: boolean;
+            reason?: string | null;
+            /** Format: date-time */
+            revokedAt?: string | null;
+            /**
+             * Format: date-time
+             * @description Set when the review's stages were replaced; kept for history.
+             */
+            supersededAt?: string | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        ReviewItem: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            reviewId: string;
+            /** Format: uuid */
+            contentId: string;
+            /** @enum {string} */
+            state: "pending" | "approved" | "changes_requested" | "removed";
+            currentStage: number;
+            currentStageName?: string | null;
+            /** Format: date-time */
+            dueAt?: string | null;
+            platform: string;
+            /** Format: uuid */
+            integrationId: string;
+            contentStatus: components["schemas"]["ContentStatus"];
+            caption?: string | null;
+            /** Format: date-time */
+            intendedPublishAt?: string | null;
+            contentVersion?: number;
+            approvedVersion?: number | null;
+            /** Format: date-time */
+            decidedAt?: string | null;
+            /** Format: date-time */
+            createdAt?: string;
+            decisions: components["schemas"]["ReviewDecision"][];
+            /** @description Inbox and content history only. */
+            reviewTitle?: string;
+            /** @description Content history only. */
+            reviewStatus?: string;
+            /**
+             * @description Inbox only.
+             * @enum {string}
+             */
+            urgency?: "overdue" | "today" | "week" | "later";
+        };
+        ReviewClientReviewer: {
+            /** Format: uuid */
+            id: string;
+            email: string;
+            name: string;
+            /** Format: date-time */
+            expiresAt?: string | null;
+            /** Format: date-time */
+            revokedAt?: string | null;
+        };
+        Review: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            status: "draft" | "active" | "completed" | "cancelled" | "expired";
+            title: string;
+            message: string | null;
+            /** Format: date-time */
+            dueAt: string | null;
+            /** Format: uuid */
+            workflowId: string | null;
+            configRevision: number;
+            /** @description Copied from the workflow at send; before that, the workflow's current stages. */
+            stages: components["schemas"]["ReviewStage"][];
+            autoScheduleOnApproval: boolean;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: uuid */
+            createdBy?: string | null;
+            /** Format: date-time */
+            updatedAt?: string;
+            /** Format: date-time */
+            sentAt: string | null;
+            /** Format: uuid */
+            sentBy?: string | null;
+            /**
+             * Format: date-time
+             * @description When it completed, was cancelled or expired.
+             */
+            completedAt: string | null;
+            /** Format: uuid */
+            completedBy?: string | null;
+            clientReviewers: components["schemas"]["ReviewClientReviewer"][];
+            items?: components["schemas"]["ReviewItem"][];
+            /** @description History view only. */
+            activity?: components["schemas"]["ReviewActivity"][];
+        };
+        ReviewActivity: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            reviewId: string;
+            /** Format: uuid */
+            itemId: string | null;
+            /** @enum {string} */
+            kind: "decision" | "comment" | "system";
+            /** @description approved, changes_requested, override_approved, override_changes_requested, revoked, comment, sent, stage_opened, removed, stages_replaced, reminded, completed, cancelled, expired */
+            event: string;
+            actor: string | null;
+            actorName?: string | null;
+            body: string | null;
+            mentions: string[];
+            data: Record<string, never>;
+            reactions: {
+                emoji: string;
+                count: number;
+                actors: string[];
+            }[];
+            attachments?: {
+                /** Format: uuid */
+                id: string;
+                filename: string;
+                contentType: string;
+                fileSize: number;
+                /** @description A signed, expiring URL serving the file. */
+                viewUrl: string;
+            }[];
+            /** Format: date-time */
+            createdAt: string;
+        };
+        /** @description A client reviewer's link. `token` is shown here only, once; send it to the client, who calls the `/v1/review-link` routes with `Authorization Bearer <token>`. */
+        ReviewLinkToken: {
+            /** Format: uuid */
+            id: string;
+            email: string;
+            name: string;
+            token: string;
+            /** Format: date-time */
+            expiresAt?: string | null;
+        };
+        ReviewSendResult: {
+            /** Format: uuid */
+            reviewId: string;
+            /** @enum {string} */
+            status: "active";
+            /** Format: date-time */
+            sentAt: string;
+            links: components["schemas"]["ReviewLinkToken"][];
+        };
+        ReviewUpdateResult: {
+            /** Format: uuid */
+            reviewId: string;
+            configRevision: number;
+            review: components["schemas"]["Review"];
+        };
+        ReviewStagesResult: {
+            /** Format: uuid */
+            reviewId: string;
+            configRevision: number;
+            stages: components["schemas"]["ReviewStage"][];
+            /** @description Links of client reviewers new to an active review (tokens shown once). */
+            links: components["schemas"]["ReviewLinkToken"][];
+        };
+        ReviewStatusResult: {
+            /** Format: uuid */
+            reviewId: string;
+            /** @enum {string} */
+            status: "draft" | "active" | "completed" | "cancelled" | "expired";
+        };
+        ReviewItemRemoval: {
+            /** Format: uuid */
+            reviewId: string;
+            /** Format: uuid */
+            itemId: string;
+            /** @enum {string} */
+            state: "removed";
+        };
+        ReviewDecisionResult: {
+            /** Format: uuid */
+            decisionId: string;
+            /** Format: uuid */
+            itemId: string;
+            /** @enum {string} */
+            decision: "approved" | "changes_requested";
+            stage: number;
+            /** @enum {string} */
+            itemState: "pending" | "approved" | "changes_requested" | "removed";
+            currentStage: number;
+            contentStatus: components["schemas"]["ContentStatus"];
+            /** @enum {string} */
+            reviewStatus: "draft" | "active" | "completed" | "cancelled" | "expired";
+        };
+        ReviewBulkDecisionResult: {
+            itemId: string;
+            ok: boolean;
+            /** @description The decision result (as ReviewDecisionResult) when ok, else null. */
+            result: Record<string, never> | null;
+            error: {
+                status: number;
+                code: string;
+                message: string;
+            } | null;
+        };
+        ReviewDecisionId: {
+            /** Format: uuid */
+            decisionId: string;
+        };
+        ReviewReactionResult: {
+            /** Format: uuid */
+            activityId: string;
+            emoji: string;
+            reacted: boolean;
+        };
+        ReviewRemindResult: {
+            /** Format: uuid */
+            reviewId: string;
+            /** @description Approvers reminded. */
+            reminded: number;
+            notifications: number;
+        };
+        ReviewSummary: {
+            total: number;
+            overdue: number;
+            today: number;
+            week: number;
+            later: number;
+        };
+        ReviewHistoryMeta: {
+            limit: number;
+            offset: number;
+            total: number;
+            hasMore: boolean;
+        };
+        ReviewResolution: {
+            /**
+             * Format: uuid
+             * @description Null for an unsaved channel.
+             */
+            contentId: string | null;
+            /** Format: uuid */
+            rootId?: string | null;
+            /** Format: uuid */
+            integrationId: string;
+            platform: string;
+            /** @description The version seen; submit answers 409 REVIEW_SUBMIT_STALE when it changed. */
+            contentVersion: number | null;
+            status?: string | null;
+            workflow: {
+                /** Format: uuid */
+                id: string;
+                name: string;
+            } | null;
+            reviewRequired: boolean;
+            /** @description The content's current version has an approved review. */
+            approved: boolean;
+        };
+        ReviewPreviewResult: {
+            /** Format: uuid */
+            contentId: string;
+            eligible: boolean;
+            /** @description Why not: not_found, in_review (reviewId names the review), status_<status> (only draft and scheduled content can enter a review). */
+            reason: string | null;
+            /** Format: uuid */
+            reviewId?: string;
+        };
+        ReviewSubmitResult: {
+            requestId: string | null;
+            /** @description True when a retry with the same requestId replayed the stored results. */
+            replayed: boolean;
+            results: {
+                /** Format: uuid */
+                contentId: string;
+                group?: string | null;
+                /** @enum {string} */
+                outcome: "review_sent" | "draft" | "schedule" | "publish_now";
+                /** Format: uuid */
+                reviewId: string | null;
+                /** Format: uuid */
+                itemId: string | null;
+                links?: components["schemas"]["ReviewLinkToken"][];
+            }[];
+        };
+        /** @description Either `contentIds` (saved content) or `channels` (unsaved content, routed with the root's `tagIds` and `campaignId` as authored). */
+        ResolveReviewDto: {
+            contentIds?: string[];
+            channels?: {
+                /** Format: uuid */
+                integrationId: string;
+            }[];
+            tagIds?: string[];
+            /** Format: uuid */
+            campaignId?: string;
+        } | unknown | unknown;
+        SubmitReviewsDto: {
+            /** @description A retry with the same requestId replays the stored results. */
+            requestId?: string;
+            /** @description Title of the reviews made (default Review). */
+            title?: string;
+            message?: string;
+            /** Format: date-time */
+            dueAt?: string;
+            items: {
+                /** Format: uuid */
+                contentId: string;
+                /** @description The version the resolution saw. */
+                contentVersion?: number;
+                /** @description Items of one group become one review; every workflow or custom item is in exactly one group (no group is a group of its own). */
+                group?: string;
+                choice: {
+                    /** @enum {string} */
+                    type: "workflow";
+                    /** Format: uuid */
+                    workflowId: string;
+                } | {
+                    /** @enum {string} */
+                    type: "custom";
+                    stages: components["schemas"]["ReviewStageInput"][];
+                } | {
+                    /** @enum {string} */
+                    type: "none";
+                };
+                /**
+                 * @description For choice none.
+                 * @default draft
+                 * @enum {string}
+                 */
+                action: "draft" | "schedule" | "publish_now";
+                /**
+                 * Format: date-time
+                 * @description With action schedule.
+                 */
+                scheduledAt?: string;
+            }[];
+        };
+        PreviewReviewDto: {
+            contentIds: string[];
+        };
+        /** @description A draft review with a workflow (`workflowId`) or custom `stages`, and its first items. */
+        CreateReviewDto: {
+            title: string;
+            message?: string;
+            /** Format: date-time */
+            dueAt?: string;
+            /** Format: uuid */
+            workflowId?: string;
+            stages?: components["schemas"]["ReviewStageInput"][];
+            contentIds?: string[];
+        };
+        UpdateReviewDto: {
+            title?: string;
+            message?: string | null;
+            /** Format: date-time */
+            dueAt?: string | null;
+            /** @description 409 REVIEW_CONFIG_STALE when the review is at another revision. */
+            expectedConfigRevision?: number;
+        };
+        ReplaceReviewStagesDto: {
+            stages: components["schemas"]["ReviewStageInput"][];
+            expectedConfigRevision?: number;
+        };
+        AddReviewItemDto: {
+            /** Format: uuid */
+            contentId: string;
+        };
+        ReviewDecisionDto: {
+            /** @enum {string} */
+            decision: "approved" | "changes_requested";
+            comment?: string;
+        };
+        BulkReviewDecisionDto: {
+            decisions: {
+                /** Format: uuid */
+                itemId: string;
+                /** @enum {string} */
+                decision: "approved" | "changes_requested";
+                comment?: string;
+            }[];
+        };
+        ReviewOverrideDto: {
+            /** @enum {string} */
+            decision: "approved" | "changes_requested";
+            reason: string;
+            comment?: string;
+        };
+        ReviewRevokeDto: {
+            reason?: string;
+        };
+        ReviewCommentDto: {
+            body: string;
+            /** @description Members mentioned (each gets a notification). */
+            mentions?: string[];
+            /** @description Completed comment attachments of this item (comment-attachments/init, then complete). */
+            attachmentIds?: string[];
+        };
+        ReviewLinkCommentDto: {
+            body: string;
+        };
+        ReviewReactionDto: {
+            emoji: string;
+        };
+        RemindReviewDto: {
+            message?: string;
+        };
+        SetReviewPolicyDto: {
+            /** @enum {string} */
+            reviewPolicy: "none" | "optional" | "required";
+        };
+        Notification: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            kind: "review_reminder" | "review_requested" | "mention";
+            /** Format: uuid */
+            workspaceId: string;
+            /** Format: uuid */
+            reviewId: string | null;
+            /** Format: uuid */
+            itemId: string | null;
+            data: Record<string, never>;
+            read: boolean;
+            /** Format: date-time */
+            readAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        NotificationMeta: {
+            limit: number;
+            /** @description Pass as `cursor` for the next page; null on the last. */
+            nextCursor: string | null;
+            unread: number;
+        };
+        MarkNotificationsReadDto: {
+            ids?: string[];
+            all?: boolean;
+        } | unknown | unknown;
+        NotificationsMarked: {
+            marked: number;
+        };
+        ReviewLinkView: {
+            review: {
+                /** Format: uuid */
+                id: string;
+                title: string;
+                message?: string | null;
+                status: string;
+                /** Format: date-time */
+                dueAt?: string | null;
+            };
+            reviewer: {
+                email: string;
+                name: string;
+                /** Format: date-time */
+                expiresAt?: string | null;
+            };
+            items: {
+                /** Format: uuid */
+                id: string;
+                /** Format: uuid */
+                contentId: string;
+                /** @enum {string} */
+                state: "pending" | "approved" | "changes_requested";
+                currentStage?: number;
+                currentStageName?: string | null;
+                awaitingYou: boolean;
+                platform: string;
+                channelName?: string;
+                caption: string | null;
+                thread?: Record<string, never>[];
+                /** Format: date-time */
+                scheduledAt: string | null;
+                media: {
+                    /** Format: uuid */
+                    id: string;
+                    type: string;
+                    contentType: string;
+                    filename?: string;
+                    viewUrl: string;
+                    /** Format: date-time */
+                    viewUrlExpiresAt?: string;
+                }[];
+            }[];
+        };
+        InitApprovalAttachmentUploadDto: {
+            filename: string;
+            /** @description image/png, image/jpeg, image/webp, image/gif or application/pdf (415 otherwise); checked against the bytes at completion. */
+            contentType: string;
+            /** @description Bytes; at most 25 MB (413 MEDIA_TOO_LARGE). */
+            size: number;
+        };
+        ReviewAttachment: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            reviewId: string;
+            /** Format: uuid */
+            itemId: string;
+            /** Format: uuid */
+            activityId?: string | null;
+            filename: string;
+            contentType: string;
+            declaredSize: number;
+            fileSize?: number | null;
+            checksumSha256?: string | null;
+            /** @enum {string} */
+            state: "pending" | "completed" | "aborted" | "expired";
+            /** Format: date-time */
+            expiresAt: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            completedAt?: string | null;
+            /** @description While pending: PUT the bytes here (method and headers below). */
+            uploadUrl?: string | null;
+            /** @enum {string} */
+            method?: "PUT";
+            headers?: {
+                [key: string]: string;
+            };
+            /** @description Once completed, a signed URL serving the file. */
+            viewUrl?: string | null;
+        };
+        ReviewAttachmentAbort: {
+            /** Format: uuid */
+            attachmentId: string;
+            /** @enum {string} */
+            state: "aborted";
         };
     };
     responses: {
@@ -6673,6 +8290,22 @@ export interface operations {
                 workflowStatuses?: string[];
                 /** @description Adds `reviewLifecycle` to every item. */
                 includeReviewLifecycle?: boolean;
+                /** @description reviewLifecycle.phase: none, review, decided. */
+                reviewLifecyclePhase?: "none" | "review" | "decided";
+                /** @description reviewLifecycle.state. */
+                reviewLifecycleState?: "not_requested" | "pending" | "approved" | "changes_requested";
+                /** @description reviewLifecycle.actor: who the review waits on. */
+                reviewLifecycleActor?: "none" | "team" | "client" | "mixed";
+                /** @description reviewLifecycle.nextAction. */
+                reviewLifecycleNextAction?: "none" | "decide" | "edit" | "submit" | "schedule";
+                /** @description reviewLifecycle.blocker. */
+                reviewLifecycleBlocker?: "none" | "review_pending" | "changes_requested" | "review_required";
+                /** @description Whether the lifecycle blocks scheduling or publishing. */
+                reviewLifecycleBlocksPublishing?: boolean;
+                /** @description reviewLifecycle.clientReview.batchId (the client review). */
+                reviewLifecycleBatchId?: string;
+                /** @description reviewLifecycle.clientReview.itemId (the review item). */
+                reviewLifecycleItemId?: string;
                 /** @description Only editions of this channel. */
                 integrationId?: string;
                 /** @description `updatedAt` (default), `createdAt`, `scheduledAt` (unscheduled last), `status` or `platform`; ties by id. */
@@ -11386,6 +13019,1947 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getReviewPolicy_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewPolicy"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    setReviewPolicy_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "reviewPolicy": "required"
+                 *     }
+                 */
+                "application/json": components["schemas"]["SetReviewPolicyDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewPolicy"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listApprovalWorkflows_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ApprovalWorkflow"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createApprovalWorkflow_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Brand review",
+                 *       "match": {
+                 *         "platforms": [
+                 *           "linkedin"
+                 *         ]
+                 *       },
+                 *       "stages": [
+                 *         {
+                 *           "name": "Brand",
+                 *           "rule": "any",
+                 *           "approvers": [
+                 *             {
+                 *               "type": "member",
+                 *               "userId": "3f1c2a64-1b2c-4d5e-8f90-1a2b3c4d5e6f"
+                 *             },
+                 *             {
+                 *               "type": "client",
+                 *               "email": "client@example.com",
+                 *               "name": "Client"
+                 *             }
+                 *           ],
+                 *           "dueInHours": 24
+                 *         }
+                 *       ],
+                 *       "autoScheduleOnApproval": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateApprovalWorkflowDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ApprovalWorkflow"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    reorderApprovalWorkflows_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "workflowIds": [
+                 *         "3f1c2a64-1b2c-4d5e-8f90-1a2b3c4d5e6f"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["ReorderApprovalWorkflowsDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ApprovalWorkflow"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getApprovalWorkflow_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Approval workflow UUID */
+                workflowId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ApprovalWorkflow"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteApprovalWorkflow_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Approval workflow UUID */
+                workflowId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ApprovalWorkflowDeletion"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateApprovalWorkflow_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Approval workflow UUID */
+                workflowId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "active": false
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateApprovalWorkflowDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ApprovalWorkflow"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    resolveReviews_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "contentIds": [
+                 *         "3f1c2a64-1b2c-4d5e-8f90-1a2b3c4d5e6f"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["ResolveReviewDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewResolution"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    submitReviews_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "requestId": "submit-2026-05-01-1",
+                 *       "title": "Launch posts",
+                 *       "items": [
+                 *         {
+                 *           "contentId": "3f1c2a64-1b2c-4d5e-8f90-1a2b3c4d5e6f",
+                 *           "contentVersion": 2,
+                 *           "group": "launch",
+                 *           "choice": {
+                 *             "type": "workflow",
+                 *             "workflowId": "7d9e3c10-2b4a-4c6d-9e8f-0a1b2c3d4e5f"
+                 *           }
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["SubmitReviewsDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewSubmitResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listReviews_v1: {
+        parameters: {
+            query?: {
+                /** @description Only reviews of this status. */
+                status?: "draft" | "active" | "completed" | "cancelled" | "expired";
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Review"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createReview_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "title": "Launch posts",
+                 *       "workflowId": "7d9e3c10-2b4a-4c6d-9e8f-0a1b2c3d4e5f",
+                 *       "contentIds": [
+                 *         "3f1c2a64-1b2c-4d5e-8f90-1a2b3c4d5e6f"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateReviewDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Review"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    previewReview_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "contentIds": [
+                 *         "3f1c2a64-1b2c-4d5e-8f90-1a2b3c4d5e6f"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["PreviewReviewDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewPreviewResult"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    reviewInbox_v1: {
+        parameters: {
+            query: {
+                /** @description A platform name or `all`. */
+                platform: string;
+                /** @description `overdue` (past due), `today` (due before midnight in the workspace's zone), `week` (within 7 days), `later` (or no due time), `all`. */
+                urgency: "overdue" | "today" | "week" | "later" | "all";
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewItem"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    reviewSummary_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewSummary"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    reviewHistory_v1: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Review"][];
+                        meta: components["schemas"]["ReviewHistoryMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    reviewHistoryContent_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Content (edition) UUID */
+                contentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewItem"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    reviewHistoryReview_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Review"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getReview_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Review"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateReview_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "title": "Launch posts (v2)",
+                 *       "expectedConfigRevision": 1
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateReviewDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewUpdateResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    replaceReviewStages_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "stages": [
+                 *         {
+                 *           "name": "Brand",
+                 *           "rule": "any",
+                 *           "approvers": [
+                 *             {
+                 *               "type": "member",
+                 *               "userId": "3f1c2a64-1b2c-4d5e-8f90-1a2b3c4d5e6f"
+                 *             },
+                 *             {
+                 *               "type": "client",
+                 *               "email": "client@example.com",
+                 *               "name": "Client"
+                 *             }
+                 *           ],
+                 *           "dueInHours": 24
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["ReplaceReviewStagesDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewStagesResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    sendReview_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewSendResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    remindReview_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "message": "Launch is on Friday"
+                 *     }
+                 */
+                "application/json": components["schemas"]["RemindReviewDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewRemindResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    cancelReview_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewStatusResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    addReviewItem_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "contentId": "3f1c2a64-1b2c-4d5e-8f90-1a2b3c4d5e6f"
+                 *     }
+                 */
+                "application/json": components["schemas"]["AddReviewItemDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewItem"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    decideReviewItems_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "decisions": [
+                 *         {
+                 *           "itemId": "3f1c2a64-1b2c-4d5e-8f90-1a2b3c4d5e6f",
+                 *           "decision": "approved"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["BulkReviewDecisionDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewBulkDecisionResult"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    removeReviewItem_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewItemRemoval"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    decideReviewItem_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "decision": "approved",
+                 *       "comment": "Looks good"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ReviewDecisionDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewDecisionResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    overrideReviewItem_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "decision": "approved",
+                 *       "reason": "Client approved by phone"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ReviewOverrideDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewDecisionId"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    revokeReviewDecision_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /** @example {} */
+                "application/json": components["schemas"]["ReviewRevokeDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewDecisionId"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    commentReviewItem_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "body": "Can we shorten the first line?",
+                 *       "mentions": []
+                 *     }
+                 */
+                "application/json": components["schemas"]["ReviewCommentDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewActivity"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listReviewItemActivity_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewActivity"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    addReviewReaction_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+                /** @description Activity entry UUID */
+                activityId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "emoji": "👍"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ReviewReactionDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewReactionResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    removeReviewReaction_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+                /** @description Activity entry UUID */
+                activityId: string;
+                /** @description The emoji to remove (URL-encoded) */
+                emoji: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewReactionResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    initReviewAttachment_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "filename": "brief.pdf",
+                 *       "contentType": "application/pdf",
+                 *       "size": 52000
+                 *     }
+                 */
+                "application/json": components["schemas"]["InitApprovalAttachmentUploadDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewAttachment"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    completeReviewAttachment_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+                /** @description Attachment UUID */
+                attachmentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewAttachment"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    abortReviewAttachment_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Review UUID */
+                reviewId: string;
+                /** @description Review item UUID */
+                itemId: string;
+                /** @description Attachment UUID */
+                attachmentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewAttachmentAbort"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listNotifications_v1: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description `nextCursor` of the previous page. */
+                cursor?: string;
+                /** @description Unread only. */
+                unread?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Notification"][];
+                        meta: components["schemas"]["NotificationMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    markNotificationsRead_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "all": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["MarkNotificationsReadDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["NotificationsMarked"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getReviewLink_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewLinkView"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listReviewLinkNotifications_v1: {
+        parameters: {
+            query?: {
+                limit?: number;
+                cursor?: string;
+                unread?: boolean;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["Notification"][];
+                        meta: components["schemas"]["NotificationMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    decideReviewLinkItem_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Review item UUID */
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "decision": "approved"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ReviewDecisionDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewDecisionResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    commentReviewLinkItem_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Review item UUID */
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "body": "Please use the new logo"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ReviewLinkCommentDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewActivity"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listReviewLinkItemActivity_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Review item UUID */
+                itemId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewActivity"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    addReviewLinkReaction_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Review item UUID */
+                itemId: string;
+                /** @description Activity entry UUID */
+                activityId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "emoji": "👍"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ReviewReactionDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewReactionResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    removeReviewLinkReaction_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Review item UUID */
+                itemId: string;
+                /** @description Activity entry UUID */
+                activityId: string;
+                /** @description The emoji to remove (URL-encoded) */
+                emoji: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ReviewReactionResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
         };

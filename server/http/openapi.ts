@@ -29,6 +29,8 @@ export interface Operation {
   throttle: Throttle;
   minPlan: Plan;
   anonymous: boolean;
+  /** Reviews: a client-review route (security scheme reviewLink only), gated by api.gate_review_link. */
+  reviewLink: boolean;
   hasBody: boolean;
   bodyRequired: boolean;
   idempotent: boolean;
@@ -125,6 +127,7 @@ export function loadOpenApi(file = OPENAPI_PATH) {
         throttle,
         minPlan: op['x-min-plan'] ?? 'basic',
         anonymous: Array.isArray(security) && security.length === 0,
+        reviewLink: Array.isArray(security) && security.length > 0 && security.every((x: Record<string, unknown>) => Object.keys(x).join() === 'reviewLink'),
         hasBody: Boolean(bodyV),
         bodyRequired: Boolean(rb?.required),
         idempotent: params.some((x: any) => x.in === 'header' && x.name.toLowerCase() === 'idempotency-key'),

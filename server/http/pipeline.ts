@@ -15,7 +15,9 @@ import { checkQueryDefaults, type IdempotencyKey, type OperationId, type PathPar
 export { errorBody };
 
 export interface Principal {
-  actorKind: 'user' | 'api_key';
+  actorKind: 'user' | 'api_key' | 'review_link';
+  /** Reviews: the client reviewer's link (actorKind review_link). */
+  reviewLinkId?: string;
   userId?: string;
   sessionId?: string;
   apiKeyId?: string;
@@ -241,6 +243,7 @@ export async function setContext(tx: DatabaseTransactionConnection, p: Principal
            set_config('pressroom.user_id', ${p?.actorKind === 'user' ? (p.userId ?? '') : ''}, true),
            set_config('pressroom.session_id', ${p?.sessionId ?? ''}, true),
            set_config('pressroom.api_key_id', ${p?.apiKeyId ?? ''}, true),
+           set_config('pressroom.review_link_id', ${p?.reviewLinkId ?? ''}, true),
            set_config('pressroom.organization_id', ${p?.organizationId ?? ''}, true),
            set_config('pressroom.workspace_id', ${workspaceId ?? ''}, true),
            set_config('pressroom.workspace_role', ${role ?? ''}, true),
@@ -278,8 +281,11 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
       const sendsCredential = Boolean(token);
       const bucket = op.anonymous && token !== '' ? `ip:${req.ip}` : null;
       gate = (await pool.oneFirst(sql.type(jsonResult)`
-        select api.gate_guarded(${sendsCredential ? sql.binary(sha256(token!)) : null}, ${wsParam}, ${op.throttle},
-                        ${op.minPlan}, ${bucket}, ${`ip:${req.ip}`}) as result`)) as GateResult;
+        select ${op.reviewLink
+          ? // Reviews: client-review routes take a review link token, and nothing else does.
+            sql.fragment`api.gate_review_link(${sendsCredential ? sql.binary(sha256(token!)) : null}, ${op.throttle}, ${`ip:${req.ip}`})`
+          : sql.fragment`api.gate_guarded(${sendsCredential ? sql.binary(sha256(token!)) : null}, ${wsParam}, ${op.throttle},
+                        ${op.minPlan}, ${bucket}, ${`ip:${req.ip}`})`} as result`)) as GateResult;
       if (gate.audit === false) audited = false;
       if (gate.rate) {
         headers['X-RateLimit-Limit'] = String(gate.rate.limit);
@@ -440,7 +446,9 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
       const durationMs = performance.now() - started;
       const p = gate.principal;
       const actorKind = p?.actorKind ?? (actor ? 'user' : 'anonymous');
-      const actorId = p ? ((p.actorKind === 'api_key' ? p.apiKeyId : p.userId) ?? null) : (actor?.userId ?? null);
+      const actorId = p
+        ? ((p.actorKind === 'api_key' ? p.apiKeyId : p.actorKind === 'review_link' ? p.reviewLinkId : p.userId) ?? null)
+        : (actor?.userId ?? null);
       try {
         if (audited) await pool.query(sql.unsafe`
           select audit.record(${actorKind}, ${actorId},

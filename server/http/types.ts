@@ -35,6 +35,10 @@ export const QUERY_DEFAULTS = {
   listAnalyticsPosts_v1: ['sortBy', 'order', 'limit', 'offset'],
   // Grid planner
   getGrid_v1: ['limit'],
+  // Reviews and approval workflows
+  reviewHistory_v1: ['limit', 'offset'],
+  listNotifications_v1: ['limit', 'unread'],
+  listReviewLinkNotifications_v1: ['limit', 'unread'],
 } as const satisfies { [K in OperationId]?: readonly (keyof QueryOf<K>)[] };
 
 type QueryOf<K extends OperationId> = OrEmpty<operations[K]['parameters']['query']>;

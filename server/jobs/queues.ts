@@ -14,6 +14,8 @@ export const QUEUES = {
   // Analytics (server/jobs/analytics.ts)
   analyticsSync: 'analytics.sync',
   analyticsReport: 'analytics.report',
+  // Reviews: active reviews past their due time expire (server/jobs/reviews.ts).
+  reviewExpiry: 'reviews.expire-due',
 } as const;
 
 /**

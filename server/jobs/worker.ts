@@ -8,6 +8,7 @@ import { registerMediaJobs } from './media.ts';
 import { registerPublishJobs } from './publish.ts';
 import { PGBOSS_SCHEMA, QUEUES } from './queues.ts';
 import { registerRecurringJobs } from './recurring.ts';
+import { registerReviewJobs } from './reviews.ts';
 
 export { QUEUES };
 
@@ -41,6 +42,7 @@ export async function startWorker(deps: AppDeps, opts: { ownerUrl: string }) {
   await registerMediaJobs(boss, deps);
   await registerPublishJobs(boss, deps);
   await registerAnalyticsJobs(boss, deps);
+  await registerReviewJobs(boss, pool, log); // reviews: expiry
   // Upkeep that must not wait for the first cron tick.
   await maintenance.ensureAuditPartitions(pool);
   return {

@@ -14,6 +14,8 @@ import { taxonomyRoutes } from './taxonomy.ts';
 import { workspaceRoutes } from './workspaces.ts';
 // Grid planner
 import { gridRoutes } from './grid.ts';
+// Reviews and approval workflows
+import { approvalWorkflowRoutes, notificationRoutes, reviewLinkRoutes, reviewRoutes } from './reviews.ts';
 
 /**
  * One handler for every operationId of server/generated/api.d.ts, typed by it:
@@ -35,6 +37,11 @@ const table = {
   ...analyticsRoutes,
   // Grid planner
   ...gridRoutes,
+  // Reviews and approval workflows
+  ...approvalWorkflowRoutes,
+  ...reviewRoutes,
+  ...notificationRoutes,
+  ...reviewLinkRoutes,
 } satisfies RouteTable;
 
 /**

@@ -25,8 +25,11 @@ import { STORAGE_PREFIX, type DiskDriver } from './disk.ts';
 import type { MediaStorage } from './index.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
-/** Routes that sign something: the media API, analytics report downloads and the storage routes. */
-const MEDIA_ROUTE = /^\/(v1\/workspaces\/[^/]+\/(media|analytics\/reports)(\/|$)|storage\/)/;
+/**
+ * Routes that sign something: the media API, analytics report downloads, reviews (attachment
+ * upload and view URLs, the client link's media: server/routes/reviews.ts) and the storage routes.
+ */
+const MEDIA_ROUTE = /^\/(v1\/workspaces\/[^/]+\/(media|analytics\/reports|reviews)(\/|$)|v1\/review-link(\/|$)|storage\/)/;
 /** How much of a refused upload's body is read (so the client sees the answer) before the connection is cut. */
 const DRAIN_LIMIT = 1024 * 1024;
 
