@@ -223,6 +223,66 @@ grant select, update (revoked_at) on table app.api_keys to pressroom_api;
 grant select, update (revoked_by) on table app.api_keys to pressroom_api;
 grant select (created_at) on table app.api_keys to pressroom_api;
 
+create table app.approval_workflows (
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  workspace_id uuid not null,
+  name text not null,
+  position integer not null,
+  active boolean default true not null,
+  match jsonb default '{}'::jsonb not null,
+  stages jsonb not null,
+  auto_schedule_on_approval boolean default false not null,
+  created_by uuid,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  constraint approval_workflows_created_by_fkey FOREIGN KEY (created_by) REFERENCES app.users(id) ON DELETE SET NULL,
+  constraint approval_workflows_name_check CHECK (((length(btrim(name)) >= 1) AND (length(btrim(name)) <= 120))),
+  constraint approval_workflows_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint approval_workflows_pkey PRIMARY KEY (id),
+  constraint approval_workflows_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.approval_workflows is 'An approval workflow: routing conditions (match: integrationIds, platforms, tagIds, campaignIds; empty = catch-all), ordered stages (name, approvers, rule all|any|quorum, dueInHours) checked by app.review_stages_problems, and whether approval schedules the content. The first active workflow by position whose match fits routes a channel (app.route_channel). Tenant policies of app.apply_tenant_policies; the api functions that write it require the manager role.';
+CREATE INDEX approval_workflows_organization_id_idx ON app.approval_workflows USING btree (organization_id);
+CREATE UNIQUE INDEX approval_workflows_workspace_name_key ON app.approval_workflows USING btree (workspace_id, lower(btrim(name)));
+CREATE INDEX approval_workflows_workspace_position_idx ON app.approval_workflows USING btree (workspace_id, "position");
+alter table app.approval_workflows enable row level security;
+alter table app.approval_workflows force row level security;
+create policy approval_workflows_api_delete on app.approval_workflows as permissive for delete to pressroom_api
+  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy approval_workflows_api_insert on app.approval_workflows as permissive for insert to pressroom_api
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy approval_workflows_api_scope on app.approval_workflows as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy approval_workflows_api_select on app.approval_workflows as permissive for select to pressroom_api
+  using (true);
+create policy approval_workflows_api_update on app.approval_workflows as permissive for update to pressroom_api
+  using (true)
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy approval_workflows_definer on app.approval_workflows as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy approval_workflows_worker on app.approval_workflows as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+CREATE TRIGGER approval_workflows_10_set_updated_at BEFORE UPDATE ON app.approval_workflows FOR EACH ROW EXECUTE FUNCTION app.tg_set_updated_at();
+grant delete, select on table app.approval_workflows to pressroom_api;
+grant delete, insert, select, update on table app.approval_workflows to pressroom_definer;
+grant delete, insert, select, update on table app.approval_workflows to pressroom_worker;
+grant insert (id) on table app.approval_workflows to pressroom_api;
+grant insert (organization_id) on table app.approval_workflows to pressroom_api;
+grant insert (workspace_id) on table app.approval_workflows to pressroom_api;
+grant insert, update (name) on table app.approval_workflows to pressroom_api;
+grant insert, update (position) on table app.approval_workflows to pressroom_api;
+grant insert, update (active) on table app.approval_workflows to pressroom_api;
+grant insert, update (match) on table app.approval_workflows to pressroom_api;
+grant insert, update (stages) on table app.approval_workflows to pressroom_api;
+grant insert, update (auto_schedule_on_approval) on table app.approval_workflows to pressroom_api;
+grant insert (created_by) on table app.approval_workflows to pressroom_api;
+grant insert (created_at) on table app.approval_workflows to pressroom_api;
+grant insert, update (updated_at) on table app.approval_workflows to pressroom_api;
+
 create table app.article_images (
   content_item_id uuid not null,
   position integer not null,
@@ -598,6 +658,7 @@ create policy content_items_worker on app.content_items as permissive for all to
 CREATE TRIGGER content_items_05_check_integration BEFORE INSERT OR UPDATE OF integration_id, status ON app.content_items FOR EACH ROW EXECUTE FUNCTION app.tg_content_items_check_integration();
 CREATE TRIGGER content_items_10_set_updated_at BEFORE UPDATE ON app.content_items FOR EACH ROW EXECUTE FUNCTION app.tg_set_updated_at();
 CREATE TRIGGER content_items_15_engine_only BEFORE UPDATE OF status, error ON app.content_items FOR EACH ROW EXECUTE FUNCTION app.tg_content_items_engine_only();
+CREATE TRIGGER content_items_18_review_rules BEFORE INSERT OR UPDATE ON app.content_items FOR EACH ROW EXECUTE FUNCTION app.tg_content_items_review_rules();
 CREATE TRIGGER content_items_20_status_machine BEFORE INSERT OR UPDATE ON app.content_items FOR EACH ROW EXECUTE FUNCTION app.tg_content_items_status_machine();
 CREATE TRIGGER content_items_30_publish_job BEFORE INSERT OR UPDATE ON app.content_items FOR EACH ROW EXECUTE FUNCTION app.tg_content_items_publish_job();
 CREATE TRIGGER content_items_40_freeze_media AFTER UPDATE ON app.content_items FOR EACH ROW WHEN (((new.status = 'sent'::text) AND (old.status <> 'sent'::text) AND (NOT old.own_media))) EXECUTE FUNCTION app.tg_content_items_freeze_media();
@@ -1864,6 +1925,63 @@ grant select on table app.media_usage_events to pressroom_api;
 grant delete, insert, select, update on table app.media_usage_events to pressroom_definer;
 grant delete, insert, select, update on table app.media_usage_events to pressroom_worker;
 
+create table app.notifications (
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  workspace_id uuid not null,
+  user_id uuid,
+  review_link_id uuid,
+  kind text not null,
+  review_id uuid,
+  item_id uuid,
+  data jsonb default '{}'::jsonb not null,
+  created_at timestamp with time zone default clock_timestamp() not null,
+  read_at timestamp with time zone,
+  constraint notifications_check CHECK (((user_id IS NULL) <> (review_link_id IS NULL))),
+  constraint notifications_item_id_fkey FOREIGN KEY (item_id) REFERENCES app.review_items(id) ON DELETE CASCADE,
+  constraint notifications_kind_check CHECK ((kind = ANY (ARRAY['review_reminder'::text, 'review_requested'::text, 'mention'::text]))),
+  constraint notifications_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint notifications_pkey PRIMARY KEY (id),
+  constraint notifications_review_id_fkey FOREIGN KEY (review_id) REFERENCES app.reviews(id) ON DELETE CASCADE,
+  constraint notifications_review_link_id_fkey FOREIGN KEY (review_link_id) REFERENCES app.review_links(id) ON DELETE CASCADE,
+  constraint notifications_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id) ON DELETE CASCADE,
+  constraint notifications_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.notifications is 'A per-person feed entry (a member by user_id, a client by review_link_id): review reminders, review requests, mentions. Members read theirs with api.list_notifications (GET /v1/me/notifications, definer-owned, scoped to the caller), clients through their link. Tenant policies of app.apply_tenant_policies (select and insert; writes need editor).';
+CREATE INDEX notifications_link_idx ON app.notifications USING btree (review_link_id, created_at DESC, id DESC) WHERE (review_link_id IS NOT NULL);
+CREATE INDEX notifications_organization_id_idx ON app.notifications USING btree (organization_id);
+CREATE INDEX notifications_user_idx ON app.notifications USING btree (user_id, created_at DESC, id DESC) WHERE (user_id IS NOT NULL);
+CREATE INDEX notifications_workspace_idx ON app.notifications USING btree (workspace_id);
+alter table app.notifications enable row level security;
+alter table app.notifications force row level security;
+create policy notifications_api_insert on app.notifications as permissive for insert to pressroom_api
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy notifications_api_scope on app.notifications as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy notifications_api_select on app.notifications as permissive for select to pressroom_api
+  using (true);
+create policy notifications_definer on app.notifications as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy notifications_worker on app.notifications as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant select on table app.notifications to pressroom_api;
+grant delete, insert, select, update on table app.notifications to pressroom_definer;
+grant delete, insert, select, update on table app.notifications to pressroom_worker;
+grant insert (id) on table app.notifications to pressroom_api;
+grant insert (organization_id) on table app.notifications to pressroom_api;
+grant insert (workspace_id) on table app.notifications to pressroom_api;
+grant insert (user_id) on table app.notifications to pressroom_api;
+grant insert (review_link_id) on table app.notifications to pressroom_api;
+grant insert (kind) on table app.notifications to pressroom_api;
+grant insert (review_id) on table app.notifications to pressroom_api;
+grant insert (item_id) on table app.notifications to pressroom_api;
+grant insert (data) on table app.notifications to pressroom_api;
+grant insert (created_at) on table app.notifications to pressroom_api;
+grant insert (read_at) on table app.notifications to pressroom_api;
+
 create table app.organizations (
   id uuid default gen_random_uuid() not null,
   name text not null,
@@ -2385,6 +2503,586 @@ grant insert, update (cancelled_at) on table app.recurring_series to pressroom_a
 grant insert (created_by) on table app.recurring_series to pressroom_api;
 grant insert (created_at) on table app.recurring_series to pressroom_api;
 grant insert, update (updated_at) on table app.recurring_series to pressroom_api;
+
+create table app.review_activity (
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  workspace_id uuid not null,
+  review_id uuid not null,
+  item_id uuid,
+  kind text not null,
+  event text not null,
+  actor_key text,
+  actor_name text,
+  body text,
+  mentions uuid[] default '{}'::uuid[] not null,
+  data jsonb default '{}'::jsonb not null,
+  created_at timestamp with time zone default clock_timestamp() not null,
+  constraint review_activity_body_check CHECK (((body IS NULL) OR (length(body) <= 10000))),
+  constraint review_activity_item_id_fkey FOREIGN KEY (item_id) REFERENCES app.review_items(id) ON DELETE CASCADE,
+  constraint review_activity_kind_check CHECK ((kind = ANY (ARRAY['decision'::text, 'comment'::text, 'system'::text]))),
+  constraint review_activity_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint review_activity_pkey PRIMARY KEY (id),
+  constraint review_activity_review_id_fkey FOREIGN KEY (review_id) REFERENCES app.reviews(id) ON DELETE CASCADE,
+  constraint review_activity_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.review_activity is 'What happened to a review item, in order: decisions, comments (with @mentions of members) and system events (sent, stage opened, approved, cancelled, ...). Append-only for requests. Tenant policies of app.apply_tenant_policies (select and insert; writes need editor).';
+CREATE INDEX review_activity_item_idx ON app.review_activity USING btree (item_id, created_at, id);
+CREATE INDEX review_activity_organization_id_idx ON app.review_activity USING btree (organization_id);
+CREATE INDEX review_activity_review_idx ON app.review_activity USING btree (review_id);
+alter table app.review_activity enable row level security;
+alter table app.review_activity force row level security;
+create policy review_activity_api_insert on app.review_activity as permissive for insert to pressroom_api
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy review_activity_api_scope on app.review_activity as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy review_activity_api_select on app.review_activity as permissive for select to pressroom_api
+  using (true);
+create policy review_activity_definer on app.review_activity as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy review_activity_worker on app.review_activity as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant select on table app.review_activity to pressroom_api;
+grant delete, insert, select, update on table app.review_activity to pressroom_definer;
+grant delete, insert, select, update on table app.review_activity to pressroom_worker;
+grant insert (id) on table app.review_activity to pressroom_api;
+grant insert (organization_id) on table app.review_activity to pressroom_api;
+grant insert (workspace_id) on table app.review_activity to pressroom_api;
+grant insert (review_id) on table app.review_activity to pressroom_api;
+grant insert (item_id) on table app.review_activity to pressroom_api;
+grant insert (kind) on table app.review_activity to pressroom_api;
+grant insert (event) on table app.review_activity to pressroom_api;
+grant insert (actor_key) on table app.review_activity to pressroom_api;
+grant insert (actor_name) on table app.review_activity to pressroom_api;
+grant insert (body) on table app.review_activity to pressroom_api;
+grant insert (mentions) on table app.review_activity to pressroom_api;
+grant insert (data) on table app.review_activity to pressroom_api;
+grant insert (created_at) on table app.review_activity to pressroom_api;
+
+create table app.review_attachments (
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  workspace_id uuid not null,
+  review_id uuid not null,
+  item_id uuid not null,
+  activity_id uuid,
+  filename text not null,
+  content_type text not null,
+  declared_size bigint not null,
+  file_size bigint,
+  checksum_sha256 text,
+  state text default 'pending'::text not null,
+  upload_key text not null,
+  storage_key text not null,
+  uploaded_by text,
+  expires_at timestamp with time zone not null,
+  created_at timestamp with time zone default now() not null,
+  completed_at timestamp with time zone,
+  constraint review_attachments_activity_id_fkey FOREIGN KEY (activity_id) REFERENCES app.review_activity(id) ON DELETE SET NULL,
+  constraint review_attachments_content_type_check CHECK ((content_type = ANY (ARRAY['image/png'::text, 'image/jpeg'::text, 'image/webp'::text, 'image/gif'::text, 'application/pdf'::text]))),
+  constraint review_attachments_declared_size_check CHECK ((declared_size > 0)),
+  constraint review_attachments_filename_check CHECK (((length(btrim(filename)) >= 1) AND (length(btrim(filename)) <= 255))),
+  constraint review_attachments_item_id_fkey FOREIGN KEY (item_id) REFERENCES app.review_items(id) ON DELETE CASCADE,
+  constraint review_attachments_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint review_attachments_pkey PRIMARY KEY (id),
+  constraint review_attachments_review_id_fkey FOREIGN KEY (review_id) REFERENCES app.reviews(id) ON DELETE CASCADE,
+  constraint review_attachments_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'completed'::text, 'aborted'::text, 'expired'::text]))),
+  constraint review_attachments_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.review_attachments is 'A comment attachment of a review item: an upload session (pending; bytes PUT to uploads/<workspace>/<id>) that completes into media/<workspace>/<id> once the bytes are verified (an image or a PDF of the declared size, at most review_attachment_max_bytes), or is aborted or expires (its keys queued in app.media_storage_garbage). A comment references completed attachments (activity_id). Tenant policies of app.apply_tenant_policies (writes need editor).';
+CREATE INDEX review_attachments_activity_idx ON app.review_attachments USING btree (activity_id) WHERE (activity_id IS NOT NULL);
+CREATE INDEX review_attachments_item_idx ON app.review_attachments USING btree (item_id);
+CREATE INDEX review_attachments_organization_id_idx ON app.review_attachments USING btree (organization_id);
+CREATE INDEX review_attachments_pending_idx ON app.review_attachments USING btree (expires_at) WHERE (state = 'pending'::text);
+CREATE INDEX review_attachments_workspace_idx ON app.review_attachments USING btree (workspace_id);
+alter table app.review_attachments enable row level security;
+alter table app.review_attachments force row level security;
+create policy review_attachments_api_insert on app.review_attachments as permissive for insert to pressroom_api
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy review_attachments_api_scope on app.review_attachments as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy review_attachments_api_select on app.review_attachments as permissive for select to pressroom_api
+  using (true);
+create policy review_attachments_api_update on app.review_attachments as permissive for update to pressroom_api
+  using (true)
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy review_attachments_definer on app.review_attachments as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy review_attachments_worker on app.review_attachments as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant select on table app.review_attachments to pressroom_api;
+grant delete, insert, select, update on table app.review_attachments to pressroom_definer;
+grant delete, insert, select, update on table app.review_attachments to pressroom_worker;
+grant insert (id) on table app.review_attachments to pressroom_api;
+grant insert (organization_id) on table app.review_attachments to pressroom_api;
+grant insert (workspace_id) on table app.review_attachments to pressroom_api;
+grant insert, update (review_id) on table app.review_attachments to pressroom_api;
+grant insert, update (item_id) on table app.review_attachments to pressroom_api;
+grant insert, update (activity_id) on table app.review_attachments to pressroom_api;
+grant insert, update (filename) on table app.review_attachments to pressroom_api;
+grant insert, update (content_type) on table app.review_attachments to pressroom_api;
+grant insert, update (declared_size) on table app.review_attachments to pressroom_api;
+grant insert, update (file_size) on table app.review_attachments to pressroom_api;
+grant insert, update (checksum_sha256) on table app.review_attachments to pressroom_api;
+grant insert, update (state) on table app.review_attachments to pressroom_api;
+grant insert, update (upload_key) on table app.review_attachments to pressroom_api;
+grant insert, update (storage_key) on table app.review_attachments to pressroom_api;
+grant insert, update (uploaded_by) on table app.review_attachments to pressroom_api;
+grant insert, update (expires_at) on table app.review_attachments to pressroom_api;
+grant insert (created_at) on table app.review_attachments to pressroom_api;
+grant insert, update (completed_at) on table app.review_attachments to pressroom_api;
+
+create table app.review_decisions (
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  workspace_id uuid not null,
+  review_id uuid not null,
+  item_id uuid not null,
+  stage integer not null,
+  stage_name text not null,
+  approver_key text not null,
+  user_id uuid,
+  client_email text,
+  decision text not null,
+  comment text,
+  override boolean default false not null,
+  reason text,
+  revoked_at timestamp with time zone,
+  superseded_at timestamp with time zone,
+  created_at timestamp with time zone default clock_timestamp() not null,
+  constraint review_decisions_check CHECK (((NOT override) OR (reason IS NOT NULL))),
+  constraint review_decisions_comment_check CHECK (((comment IS NULL) OR (length(comment) <= 5000))),
+  constraint review_decisions_decision_check CHECK ((decision = ANY (ARRAY['approved'::text, 'changes_requested'::text]))),
+  constraint review_decisions_item_id_fkey FOREIGN KEY (item_id) REFERENCES app.review_items(id) ON DELETE CASCADE,
+  constraint review_decisions_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint review_decisions_pkey PRIMARY KEY (id),
+  constraint review_decisions_reason_check CHECK (((reason IS NULL) OR (length(reason) <= 2000))),
+  constraint review_decisions_review_id_fkey FOREIGN KEY (review_id) REFERENCES app.reviews(id) ON DELETE CASCADE,
+  constraint review_decisions_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id) ON DELETE SET NULL,
+  constraint review_decisions_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.review_decisions is 'A decision on a review item at one stage by one approver (member "user:<id>" or client "client:<email>"), or a manager''s override (reason required). One live decision per approver, item and stage; a revoke or a replacement of the stages keeps the row (revoked_at, superseded_at) for history. Tenant policies of app.apply_tenant_policies (writes need editor).';
+CREATE INDEX review_decisions_item_idx ON app.review_decisions USING btree (item_id, stage);
+CREATE UNIQUE INDEX review_decisions_live_key ON app.review_decisions USING btree (item_id, stage, approver_key) WHERE ((revoked_at IS NULL) AND (superseded_at IS NULL));
+CREATE INDEX review_decisions_organization_id_idx ON app.review_decisions USING btree (organization_id);
+CREATE INDEX review_decisions_review_idx ON app.review_decisions USING btree (review_id);
+alter table app.review_decisions enable row level security;
+alter table app.review_decisions force row level security;
+create policy review_decisions_api_insert on app.review_decisions as permissive for insert to pressroom_api
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy review_decisions_api_scope on app.review_decisions as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy review_decisions_api_select on app.review_decisions as permissive for select to pressroom_api
+  using (true);
+create policy review_decisions_api_update on app.review_decisions as permissive for update to pressroom_api
+  using (true)
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy review_decisions_definer on app.review_decisions as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy review_decisions_worker on app.review_decisions as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant select on table app.review_decisions to pressroom_api;
+grant delete, insert, select, update on table app.review_decisions to pressroom_definer;
+grant delete, insert, select, update on table app.review_decisions to pressroom_worker;
+grant insert (id) on table app.review_decisions to pressroom_api;
+grant insert (organization_id) on table app.review_decisions to pressroom_api;
+grant insert (workspace_id) on table app.review_decisions to pressroom_api;
+grant insert, update (review_id) on table app.review_decisions to pressroom_api;
+grant insert, update (item_id) on table app.review_decisions to pressroom_api;
+grant insert, update (stage) on table app.review_decisions to pressroom_api;
+grant insert, update (stage_name) on table app.review_decisions to pressroom_api;
+grant insert, update (approver_key) on table app.review_decisions to pressroom_api;
+grant insert, update (user_id) on table app.review_decisions to pressroom_api;
+grant insert, update (client_email) on table app.review_decisions to pressroom_api;
+grant insert, update (decision) on table app.review_decisions to pressroom_api;
+grant insert, update (comment) on table app.review_decisions to pressroom_api;
+grant insert, update (override) on table app.review_decisions to pressroom_api;
+grant insert, update (reason) on table app.review_decisions to pressroom_api;
+grant insert, update (revoked_at) on table app.review_decisions to pressroom_api;
+grant insert, update (superseded_at) on table app.review_decisions to pressroom_api;
+grant insert (created_at) on table app.review_decisions to pressroom_api;
+
+create table app.review_items (
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  workspace_id uuid not null,
+  review_id uuid not null,
+  content_id uuid not null,
+  state text default 'pending'::text not null,
+  current_stage integer default 0 not null,
+  stage_opened_at timestamp with time zone,
+  open boolean default true not null,
+  prior_status text,
+  prior_scheduled_at timestamp with time zone,
+  approved_version integer,
+  waiting_on text[] default '{}'::text[] not null,
+  decided_at timestamp with time zone,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  constraint review_items_content_id_fkey FOREIGN KEY (content_id) REFERENCES app.content_items(id) ON DELETE CASCADE,
+  constraint review_items_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint review_items_pkey PRIMARY KEY (id),
+  constraint review_items_review_id_fkey FOREIGN KEY (review_id) REFERENCES app.reviews(id) ON DELETE CASCADE,
+  constraint review_items_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'approved'::text, 'changes_requested'::text, 'removed'::text]))),
+  constraint review_items_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.review_items is 'One content edition in a review: state pending, approved, changes_requested or removed, the stage it waits on, and what the content was before the review held it (prior_status, prior_scheduled_at). An edition is in at most one open review (index review_items_open_content_key, 409 CONTENT_IN_REVIEW). approved_version is the content version that was approved (app.content_review_approved); waiting_on lists the approvers (user:<id>, client:<email>) the item waits on, kept by app.review_item_refresh_waiting for the inbox. Tenant policies of app.apply_tenant_policies (writes need editor).';
+CREATE INDEX review_items_content_idx ON app.review_items USING btree (content_id, created_at DESC);
+CREATE UNIQUE INDEX review_items_open_content_key ON app.review_items USING btree (content_id) WHERE open;
+CREATE INDEX review_items_organization_id_idx ON app.review_items USING btree (organization_id);
+CREATE INDEX review_items_review_idx ON app.review_items USING btree (review_id);
+CREATE INDEX review_items_waiting_on_idx ON app.review_items USING gin (waiting_on) WHERE (cardinality(waiting_on) > 0);
+CREATE INDEX review_items_workspace_pending_idx ON app.review_items USING btree (workspace_id, review_id) WHERE ((state = 'pending'::text) AND open);
+alter table app.review_items enable row level security;
+alter table app.review_items force row level security;
+create policy review_items_api_delete on app.review_items as permissive for delete to pressroom_api
+  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy review_items_api_insert on app.review_items as permissive for insert to pressroom_api
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy review_items_api_scope on app.review_items as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy review_items_api_select on app.review_items as permissive for select to pressroom_api
+  using (true);
+create policy review_items_api_update on app.review_items as permissive for update to pressroom_api
+  using (true)
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy review_items_definer on app.review_items as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy review_items_worker on app.review_items as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+CREATE TRIGGER review_items_10_set_updated_at BEFORE UPDATE ON app.review_items FOR EACH ROW EXECUTE FUNCTION app.tg_set_updated_at();
+grant select on table app.review_items to pressroom_api;
+grant delete, insert, select, update on table app.review_items to pressroom_definer;
+grant delete, insert, select, update on table app.review_items to pressroom_worker;
+grant insert (id) on table app.review_items to pressroom_api;
+grant insert (organization_id) on table app.review_items to pressroom_api;
+grant insert (workspace_id) on table app.review_items to pressroom_api;
+grant insert, update (review_id) on table app.review_items to pressroom_api;
+grant insert, update (content_id) on table app.review_items to pressroom_api;
+grant insert, update (state) on table app.review_items to pressroom_api;
+grant insert, update (current_stage) on table app.review_items to pressroom_api;
+grant insert, update (stage_opened_at) on table app.review_items to pressroom_api;
+grant insert, update (open) on table app.review_items to pressroom_api;
+grant insert, update (prior_status) on table app.review_items to pressroom_api;
+grant insert, update (prior_scheduled_at) on table app.review_items to pressroom_api;
+grant insert, update (approved_version) on table app.review_items to pressroom_api;
+grant insert, update (waiting_on) on table app.review_items to pressroom_api;
+grant insert, update (decided_at) on table app.review_items to pressroom_api;
+grant insert (created_at) on table app.review_items to pressroom_api;
+grant insert, update (updated_at) on table app.review_items to pressroom_api;
+
+create table app.review_links (
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  workspace_id uuid not null,
+  review_id uuid not null,
+  email text not null,
+  name text not null,
+  token_hash bytea not null,
+  expires_at timestamp with time zone,
+  revoked_at timestamp with time zone,
+  created_at timestamp with time zone default now() not null,
+  constraint review_links_email_check CHECK (((email ~ '^[^@\s]+@[^@\s]+$'::text) AND (length(email) <= 320))),
+  constraint review_links_name_check CHECK (((length(btrim(name)) >= 1) AND (length(btrim(name)) <= 200))),
+  constraint review_links_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint review_links_pkey PRIMARY KEY (id),
+  constraint review_links_review_id_email_key UNIQUE (review_id, email),
+  constraint review_links_review_id_fkey FOREIGN KEY (review_id) REFERENCES app.reviews(id) ON DELETE CASCADE,
+  constraint review_links_token_hash_check CHECK ((length(token_hash) = 32)),
+  constraint review_links_token_hash_key UNIQUE (token_hash),
+  constraint review_links_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.review_links is 'A client reviewer''s link to one review: a random token shown once at send, stored only as its SHA-256 hash; it expires with the review (expires_at, revoked_at when the review ends). Authenticated by api.gate_review_link. Tenant policies of app.apply_tenant_policies; requests never read token_hash.';
+CREATE INDEX review_links_organization_id_idx ON app.review_links USING btree (organization_id);
+CREATE INDEX review_links_workspace_idx ON app.review_links USING btree (workspace_id);
+alter table app.review_links enable row level security;
+alter table app.review_links force row level security;
+create policy review_links_api_insert on app.review_links as permissive for insert to pressroom_api
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy review_links_api_scope on app.review_links as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy review_links_api_select on app.review_links as permissive for select to pressroom_api
+  using (true);
+create policy review_links_api_update on app.review_links as permissive for update to pressroom_api
+  using (true)
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy review_links_definer on app.review_links as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy review_links_worker on app.review_links as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant delete, insert, select, update on table app.review_links to pressroom_definer;
+grant delete, insert, select, update on table app.review_links to pressroom_worker;
+grant insert, select (id) on table app.review_links to pressroom_api;
+grant insert, select (organization_id) on table app.review_links to pressroom_api;
+grant insert, select (workspace_id) on table app.review_links to pressroom_api;
+grant insert, select, update (review_id) on table app.review_links to pressroom_api;
+grant insert, select, update (email) on table app.review_links to pressroom_api;
+grant insert, select, update (name) on table app.review_links to pressroom_api;
+grant insert (token_hash) on table app.review_links to pressroom_api;
+grant insert, select, update (expires_at) on table app.review_links to pressroom_api;
+grant insert, select, update (revoked_at) on table app.review_links to pressroom_api;
+grant insert, select (created_at) on table app.review_links to pressroom_api;
+
+create table app.review_reactions (
+  activity_id uuid not null,
+  actor_key text not null,
+  organization_id uuid not null,
+  workspace_id uuid not null,
+  emoji text not null,
+  created_at timestamp with time zone default now() not null,
+  constraint review_reactions_activity_id_fkey FOREIGN KEY (activity_id) REFERENCES app.review_activity(id) ON DELETE CASCADE,
+  constraint review_reactions_emoji_check CHECK ((((length(emoji) >= 1) AND (length(emoji) <= 32)) AND (emoji !~ '[[:space:][:cntrl:]]'::text))),
+  constraint review_reactions_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint review_reactions_pkey PRIMARY KEY (activity_id, actor_key),
+  constraint review_reactions_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.review_reactions is 'One emoji per person (member "user:<id>" or client "client:<email>") per activity entry; adding another replaces it. Tenant policies of app.apply_tenant_policies (writes need editor).';
+CREATE INDEX review_reactions_organization_id_idx ON app.review_reactions USING btree (organization_id);
+CREATE INDEX review_reactions_workspace_idx ON app.review_reactions USING btree (workspace_id);
+alter table app.review_reactions enable row level security;
+alter table app.review_reactions force row level security;
+create policy review_reactions_api_delete on app.review_reactions as permissive for delete to pressroom_api
+  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy review_reactions_api_insert on app.review_reactions as permissive for insert to pressroom_api
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy review_reactions_api_scope on app.review_reactions as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy review_reactions_api_select on app.review_reactions as permissive for select to pressroom_api
+  using (true);
+create policy review_reactions_api_update on app.review_reactions as permissive for update to pressroom_api
+  using (true)
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy review_reactions_definer on app.review_reactions as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy review_reactions_worker on app.review_reactions as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant delete, select on table app.review_reactions to pressroom_api;
+grant delete, insert, select, update on table app.review_reactions to pressroom_definer;
+grant delete, insert, select, update on table app.review_reactions to pressroom_worker;
+grant insert, update (activity_id) on table app.review_reactions to pressroom_api;
+grant insert, update (actor_key) on table app.review_reactions to pressroom_api;
+grant insert (organization_id) on table app.review_reactions to pressroom_api;
+grant insert (workspace_id) on table app.review_reactions to pressroom_api;
+grant insert, update (emoji) on table app.review_reactions to pressroom_api;
+grant insert (created_at) on table app.review_reactions to pressroom_api;
+
+create table app.review_reminders (
+  review_id uuid not null,
+  approver_key text not null,
+  organization_id uuid not null,
+  workspace_id uuid not null,
+  reminded_at timestamp with time zone default now() not null,
+  constraint review_reminders_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint review_reminders_pkey PRIMARY KEY (review_id, approver_key),
+  constraint review_reminders_review_id_fkey FOREIGN KEY (review_id) REFERENCES app.reviews(id) ON DELETE CASCADE,
+  constraint review_reminders_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.review_reminders is 'When each approver of a review was last reminded: at most one reminder per approver within review_remind_interval_seconds (409 REMIND_TOO_SOON). Tenant policies of app.apply_tenant_policies (writes need editor).';
+CREATE INDEX review_reminders_organization_id_idx ON app.review_reminders USING btree (organization_id);
+CREATE INDEX review_reminders_workspace_idx ON app.review_reminders USING btree (workspace_id);
+alter table app.review_reminders enable row level security;
+alter table app.review_reminders force row level security;
+create policy review_reminders_api_insert on app.review_reminders as permissive for insert to pressroom_api
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy review_reminders_api_scope on app.review_reminders as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy review_reminders_api_select on app.review_reminders as permissive for select to pressroom_api
+  using (true);
+create policy review_reminders_api_update on app.review_reminders as permissive for update to pressroom_api
+  using (true)
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy review_reminders_definer on app.review_reminders as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy review_reminders_worker on app.review_reminders as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant select on table app.review_reminders to pressroom_api;
+grant delete, insert, select, update on table app.review_reminders to pressroom_definer;
+grant delete, insert, select, update on table app.review_reminders to pressroom_worker;
+grant insert, update (review_id) on table app.review_reminders to pressroom_api;
+grant insert, update (approver_key) on table app.review_reminders to pressroom_api;
+grant insert (organization_id) on table app.review_reminders to pressroom_api;
+grant insert (workspace_id) on table app.review_reminders to pressroom_api;
+grant insert, update (reminded_at) on table app.review_reminders to pressroom_api;
+
+create table app.review_settings (
+  workspace_id uuid not null,
+  organization_id uuid not null,
+  review_policy text default 'none'::text not null,
+  updated_at timestamp with time zone default now() not null,
+  updated_by uuid,
+  constraint review_settings_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint review_settings_pkey PRIMARY KEY (workspace_id),
+  constraint review_settings_review_policy_check CHECK ((review_policy = ANY (ARRAY['none'::text, 'optional'::text, 'required'::text]))),
+  constraint review_settings_updated_by_fkey FOREIGN KEY (updated_by) REFERENCES app.users(id) ON DELETE SET NULL,
+  constraint review_settings_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.review_settings is 'A workspace''s review policy: none (default when no row), optional, required. Under required, scheduling or publishing content without an approved review answers 409 REVIEW_REQUIRED (trigger content_items_18_review_rules). Written by managers (api.set_review_policy). Tenant policies of app.apply_tenant_policies; the api functions that write it require the manager role.';
+alter table app.review_settings enable row level security;
+alter table app.review_settings force row level security;
+create policy review_settings_api_insert on app.review_settings as permissive for insert to pressroom_api
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy review_settings_api_scope on app.review_settings as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy review_settings_api_select on app.review_settings as permissive for select to pressroom_api
+  using (true);
+create policy review_settings_api_update on app.review_settings as permissive for update to pressroom_api
+  using (true)
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy review_settings_definer on app.review_settings as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy review_settings_worker on app.review_settings as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant select on table app.review_settings to pressroom_api;
+grant delete, insert, select, update on table app.review_settings to pressroom_definer;
+grant delete, insert, select, update on table app.review_settings to pressroom_worker;
+grant insert (workspace_id) on table app.review_settings to pressroom_api;
+grant insert (organization_id) on table app.review_settings to pressroom_api;
+grant insert, update (review_policy) on table app.review_settings to pressroom_api;
+grant insert, update (updated_at) on table app.review_settings to pressroom_api;
+grant insert, update (updated_by) on table app.review_settings to pressroom_api;
+
+create table app.review_submissions (
+  workspace_id uuid not null,
+  organization_id uuid not null,
+  request_id text not null,
+  principal_key text not null,
+  results jsonb not null,
+  created_at timestamp with time zone default now() not null,
+  constraint review_submissions_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint review_submissions_pkey PRIMARY KEY (workspace_id, principal_key, request_id),
+  constraint review_submissions_request_id_check CHECK (((length(request_id) >= 1) AND (length(request_id) <= 200))),
+  constraint review_submissions_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.review_submissions is 'The stored results of POST reviews/submit by requestId (per workspace and principal): a retry with the same requestId replays them. Tenant policies of app.apply_tenant_policies (select and insert; writes need editor).';
+CREATE INDEX review_submissions_organization_id_idx ON app.review_submissions USING btree (organization_id);
+alter table app.review_submissions enable row level security;
+alter table app.review_submissions force row level security;
+create policy review_submissions_api_insert on app.review_submissions as permissive for insert to pressroom_api
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy review_submissions_api_scope on app.review_submissions as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy review_submissions_api_select on app.review_submissions as permissive for select to pressroom_api
+  using (true);
+create policy review_submissions_definer on app.review_submissions as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy review_submissions_worker on app.review_submissions as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant select on table app.review_submissions to pressroom_api;
+grant delete, insert, select, update on table app.review_submissions to pressroom_definer;
+grant delete, insert, select, update on table app.review_submissions to pressroom_worker;
+grant insert (workspace_id) on table app.review_submissions to pressroom_api;
+grant insert (organization_id) on table app.review_submissions to pressroom_api;
+grant insert (request_id) on table app.review_submissions to pressroom_api;
+grant insert (principal_key) on table app.review_submissions to pressroom_api;
+grant insert (results) on table app.review_submissions to pressroom_api;
+grant insert (created_at) on table app.review_submissions to pressroom_api;
+
+create table app.reviews (
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  workspace_id uuid not null,
+  workflow_id uuid,
+  status text default 'draft'::text not null,
+  title text not null,
+  message text,
+  due_at timestamp with time zone,
+  config_revision integer default 1 not null,
+  stages jsonb,
+  auto_schedule_on_approval boolean default false not null,
+  created_by uuid,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  sent_at timestamp with time zone,
+  sent_by uuid,
+  completed_at timestamp with time zone,
+  completed_by uuid,
+  constraint reviews_check CHECK (((status = ANY (ARRAY['draft'::text, 'cancelled'::text])) OR (stages IS NOT NULL))),
+  constraint reviews_completed_by_fkey FOREIGN KEY (completed_by) REFERENCES app.users(id) ON DELETE SET NULL,
+  constraint reviews_created_by_fkey FOREIGN KEY (created_by) REFERENCES app.users(id) ON DELETE SET NULL,
+  constraint reviews_message_check CHECK (((message IS NULL) OR (length(message) <= 5000))),
+  constraint reviews_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint reviews_pkey PRIMARY KEY (id),
+  constraint reviews_sent_by_fkey FOREIGN KEY (sent_by) REFERENCES app.users(id) ON DELETE SET NULL,
+  constraint reviews_status_check CHECK ((status = ANY (ARRAY['draft'::text, 'active'::text, 'completed'::text, 'cancelled'::text, 'expired'::text]))),
+  constraint reviews_title_check CHECK (((length(btrim(title)) >= 1) AND (length(btrim(title)) <= 200))),
+  constraint reviews_workflow_id_fkey FOREIGN KEY (workflow_id) REFERENCES app.approval_workflows(id) ON DELETE SET NULL,
+  constraint reviews_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.reviews is 'A review: draft, active, completed, cancelled or expired (moves checked by trigger reviews_20_status_machine, 409 INVALID_REVIEW_TRANSITION), its stages (copied from the workflow at send, or custom), title, message, due time and config revision. Items are in app.review_items. Tenant policies of app.apply_tenant_policies (writes need editor).';
+CREATE INDEX reviews_due_idx ON app.reviews USING btree (due_at) WHERE (status = 'active'::text);
+CREATE INDEX reviews_organization_id_idx ON app.reviews USING btree (organization_id);
+CREATE INDEX reviews_workflow_id_idx ON app.reviews USING btree (workflow_id);
+CREATE INDEX reviews_workspace_status_idx ON app.reviews USING btree (workspace_id, status, created_at DESC);
+alter table app.reviews enable row level security;
+alter table app.reviews force row level security;
+create policy reviews_api_delete on app.reviews as permissive for delete to pressroom_api
+  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy reviews_api_insert on app.reviews as permissive for insert to pressroom_api
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy reviews_api_scope on app.reviews as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy reviews_api_select on app.reviews as permissive for select to pressroom_api
+  using (true);
+create policy reviews_api_update on app.reviews as permissive for update to pressroom_api
+  using (true)
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy reviews_definer on app.reviews as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy reviews_worker on app.reviews as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+CREATE TRIGGER reviews_10_set_updated_at BEFORE UPDATE ON app.reviews FOR EACH ROW EXECUTE FUNCTION app.tg_set_updated_at();
+CREATE TRIGGER reviews_20_status_machine BEFORE INSERT OR UPDATE ON app.reviews FOR EACH ROW EXECUTE FUNCTION app.tg_reviews_status_machine();
+grant delete, select on table app.reviews to pressroom_api;
+grant delete, insert, select, update on table app.reviews to pressroom_definer;
+grant delete, insert, select, update on table app.reviews to pressroom_worker;
+grant insert (id) on table app.reviews to pressroom_api;
+grant insert (organization_id) on table app.reviews to pressroom_api;
+grant insert (workspace_id) on table app.reviews to pressroom_api;
+grant insert, update (workflow_id) on table app.reviews to pressroom_api;
+grant insert, update (status) on table app.reviews to pressroom_api;
+grant insert, update (title) on table app.reviews to pressroom_api;
+grant insert, update (message) on table app.reviews to pressroom_api;
+grant insert, update (due_at) on table app.reviews to pressroom_api;
+grant insert, update (config_revision) on table app.reviews to pressroom_api;
+grant insert, update (stages) on table app.reviews to pressroom_api;
+grant insert, update (auto_schedule_on_approval) on table app.reviews to pressroom_api;
+grant insert (created_by) on table app.reviews to pressroom_api;
+grant insert (created_at) on table app.reviews to pressroom_api;
+grant insert, update (updated_at) on table app.reviews to pressroom_api;
+grant insert, update (sent_at) on table app.reviews to pressroom_api;
+grant insert, update (sent_by) on table app.reviews to pressroom_api;
+grant insert, update (completed_at) on table app.reviews to pressroom_api;
+grant insert, update (completed_by) on table app.reviews to pressroom_api;
 
 create table app.sandbox_posts (
   id uuid default gen_random_uuid() not null,
@@ -3738,6 +4436,22 @@ grant execute on function app.apply_tenant_policies(regclass,text[],text) to pre
 grant execute on function app.apply_tenant_policies(regclass,text[],text) to pressroom_worker;
 revoke all on function app.apply_tenant_policies(regclass,text[],text) from public;
 
+CREATE OR REPLACE FUNCTION app.approver_key(p_approver jsonb)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+  select case p_approver ->> 'type'
+    when 'member' then 'user:' || lower(p_approver ->> 'userId')
+    when 'client' then 'client:' || lower(btrim(p_approver ->> 'email'))
+  end
+$function$;
+comment on function app.approver_key(jsonb) is 'The key of an approver entry of a stage: user:<id> or client:<email>.';
+grant execute on function app.approver_key(jsonb) to pressroom_api;
+grant execute on function app.approver_key(jsonb) to pressroom_definer;
+grant execute on function app.approver_key(jsonb) to pressroom_worker;
+revoke all on function app.approver_key(jsonb) from public;
+
 CREATE OR REPLACE FUNCTION app.article_body_media_refs(p_body text)
  RETURNS text[]
  LANGUAGE sql
@@ -3992,6 +4706,25 @@ grant execute on function app.article_media_problems(uuid,text,uuid) to pressroo
 grant execute on function app.article_media_problems(uuid,text,uuid) to pressroom_worker;
 revoke all on function app.article_media_problems(uuid,text,uuid) from public;
 
+CREATE OR REPLACE FUNCTION app.assert_not_in_review(v app.content_items)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if v.status = 'pending_approval' then
+    perform app.raise(409, 'REVIEW_IN_PROGRESS',
+      'This content is in review; it can be scheduled or published once the review approves it, or after the review is cancelled or the item removed.',
+      jsonb_build_object('contentId', v.id, 'reviewId',
+        (select ri.review_id from app.review_items ri where ri.content_id = v.id and ri.open limit 1)));
+  end if;
+end
+$function$;
+comment on function app.assert_not_in_review(app.content_items) is 'Raises 409 REVIEW_IN_PROGRESS for an edition in pending_approval (its open review in details.reviewId).';
+grant execute on function app.assert_not_in_review(app.content_items) to pressroom_api;
+grant execute on function app.assert_not_in_review(app.content_items) to pressroom_definer;
+grant execute on function app.assert_not_in_review(app.content_items) to pressroom_worker;
+revoke all on function app.assert_not_in_review(app.content_items) from public;
+
 CREATE OR REPLACE FUNCTION app.assert_publishable(p_item_ids uuid[], p_prefixes text[])
  RETURNS void
  LANGUAGE plpgsql
@@ -4019,6 +4752,24 @@ grant execute on function app.assert_publishable(uuid[],text[]) to pressroom_api
 grant execute on function app.assert_publishable(uuid[],text[]) to pressroom_definer;
 grant execute on function app.assert_publishable(uuid[],text[]) to pressroom_worker;
 revoke all on function app.assert_publishable(uuid[],text[]) from public;
+
+CREATE OR REPLACE FUNCTION app.assert_review_allows_publishing(p_content uuid, p_workspace uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if app.review_policy(p_workspace) = 'required' and not app.content_review_approved(p_content) then
+    perform app.raise(409, 'REVIEW_REQUIRED',
+      'This workspace requires an approved review before content is scheduled or published; submit it for review (details.resolutions shows the routing).',
+      jsonb_build_object('contentId', p_content, 'resolutions', jsonb_build_array(app.content_resolution(p_content))));
+  end if;
+end
+$function$;
+comment on function app.assert_review_allows_publishing(uuid,uuid) is 'Raises 409 REVIEW_REQUIRED (details.resolutions: the routing reviews/resolve shows) when the workspace''s policy is required and the edition''s current version has no approved review.';
+grant execute on function app.assert_review_allows_publishing(uuid,uuid) to pressroom_api;
+grant execute on function app.assert_review_allows_publishing(uuid,uuid) to pressroom_definer;
+grant execute on function app.assert_review_allows_publishing(uuid,uuid) to pressroom_worker;
+revoke all on function app.assert_review_allows_publishing(uuid,uuid) from public;
 
 CREATE OR REPLACE FUNCTION app.bin_media(p_id uuid, p_retention_seconds integer)
  RETURNS jsonb
@@ -4377,7 +5128,7 @@ AS $function$
     'updatedAt', i.updated_at,
     'recurringMetadata', p_recurring,
     'publishing', app.publishing_json(i.id))
-  || case when p_review then jsonb_build_object('reviewLifecycle', app.content_review_lifecycle(i.status)) else '{}' end
+  || case when p_review then jsonb_build_object('reviewLifecycle', app.content_review_lifecycle_of(i)) else '{}' end  -- reviews
 $function$;
 grant execute on function app.content_list_item_json(app.content_items,app.content_roots,text,integer,jsonb,boolean) to pressroom_api;
 grant execute on function app.content_list_item_json(app.content_items,app.content_roots,text,integer,jsonb,boolean) to pressroom_definer;
@@ -4534,6 +5285,43 @@ grant execute on function app.content_recurring_metadata_batch(uuid[]) to pressr
 grant execute on function app.content_recurring_metadata_batch(uuid[]) to pressroom_worker;
 revoke all on function app.content_recurring_metadata_batch(uuid[]) from public;
 
+CREATE OR REPLACE FUNCTION app.content_resolution(p_content uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select jsonb_build_object('contentId', i.id, 'rootId', i.root_id, 'integrationId', i.integration_id,
+    'platform', g.platform, 'contentVersion', i.version, 'status', i.status,
+    'workflow', case when w.id is not null then jsonb_build_object('id', w.id, 'name', w.name) end,
+    'reviewRequired', app.review_policy(i.workspace_id) = 'required',
+    'approved', app.content_review_approved(i.id))
+  from app.content_items i
+  join app.integrations g on g.id = i.integration_id
+  join app.content_roots r on r.id = i.root_id
+  left join lateral app.route_channel(i.integration_id, g.platform,
+    array(select t.tag_id from app.content_root_tags t where t.root_id = r.id), r.campaign_id) w on true
+  where i.id = p_content
+$function$;
+comment on function app.content_resolution(uuid) is 'The routing of a saved edition: its channel, the workflow that routes it (or null), whether the workspace requires review, whether it is approved, and the content version seen.';
+grant execute on function app.content_resolution(uuid) to pressroom_api;
+grant execute on function app.content_resolution(uuid) to pressroom_definer;
+grant execute on function app.content_resolution(uuid) to pressroom_worker;
+revoke all on function app.content_resolution(uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.content_review_approved(p_content uuid)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select exists (select 1 from app.review_items ri join app.content_items i on i.id = ri.content_id
+                 where ri.content_id = p_content and ri.state = 'approved' and ri.approved_version = i.version)
+$function$;
+comment on function app.content_review_approved(uuid) is 'Whether the edition''s current version was approved by a review (an item approved at its last stage for that version).';
+grant execute on function app.content_review_approved(uuid) to pressroom_api;
+grant execute on function app.content_review_approved(uuid) to pressroom_definer;
+grant execute on function app.content_review_approved(uuid) to pressroom_worker;
+revoke all on function app.content_review_approved(uuid) from public;
+
 CREATE OR REPLACE FUNCTION app.content_review_lifecycle(p_status text)
  RETURNS jsonb
  LANGUAGE sql
@@ -4549,6 +5337,69 @@ grant execute on function app.content_review_lifecycle(text) to pressroom_api;
 grant execute on function app.content_review_lifecycle(text) to pressroom_definer;
 grant execute on function app.content_review_lifecycle(text) to pressroom_worker;
 revoke all on function app.content_review_lifecycle(text) from public;
+
+CREATE OR REPLACE FUNCTION app.content_review_lifecycle_matches(i app.content_items, p_filters jsonb)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select coalesce(bool_and(case f.key
+      when 'batchId' then lc -> 'clientReview' ->> 'batchId' = f.value #>> '{}'
+      when 'itemId' then lc -> 'clientReview' ->> 'itemId' = f.value #>> '{}'
+      else lc -> f.key = f.value end), true)
+  from (select app.content_review_lifecycle_of(i) as lc) l, jsonb_each(p_filters) f
+$function$;
+comment on function app.content_review_lifecycle_matches(app.content_items,jsonb) is 'Whether an edition''s review lifecycle matches every given filter (phase, state, actor, nextAction, blocker, blocksPublishing, batchId, itemId).';
+grant execute on function app.content_review_lifecycle_matches(app.content_items,jsonb) to pressroom_api;
+grant execute on function app.content_review_lifecycle_matches(app.content_items,jsonb) to pressroom_definer;
+grant execute on function app.content_review_lifecycle_matches(app.content_items,jsonb) to pressroom_worker;
+revoke all on function app.content_review_lifecycle_matches(app.content_items,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION app.content_review_lifecycle_of(i app.content_items)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  with it as (
+    select ri.*, exists (select 1 from app.review_links l where l.review_id = ri.review_id) as has_clients
+    from app.review_items ri where ri.content_id = i.id and ri.state <> 'removed'
+    order by ri.created_at desc, ri.id desc limit 1
+  ), x as (
+    select it.*, case
+        when i.status = 'pending_approval' then 'pending'
+        when i.status = 'rejected' then 'changes_requested'
+        when it.state = 'approved' and it.approved_version = i.version then 'approved'
+        else 'not_requested' end as lc_state,
+      app.review_policy(i.workspace_id) = 'required' as required
+    from (select 1) one left join it on true
+  ), y as (
+    select x.*, case
+        when lc_state = 'pending' then 'review_pending'
+        when lc_state = 'changes_requested' then 'changes_requested'
+        when lc_state <> 'approved' and required and i.status = 'draft' then 'review_required'
+        else 'none' end as blocker
+    from x
+  )
+  select jsonb_build_object(
+    'phase', case lc_state when 'pending' then 'review' when 'not_requested' then 'none' else 'decided' end,
+    'state', lc_state,
+    'blocksPublishing', blocker <> 'none',
+    'actor', case when lc_state <> 'pending' or cardinality(coalesce(waiting_on, '{}')) = 0 then 'none'
+                  when not exists (select 1 from unnest(waiting_on) k where k like 'client:%') then 'team'
+                  when not exists (select 1 from unnest(waiting_on) k where k like 'user:%') then 'client'
+                  else 'mixed' end,
+    'nextAction', case blocker when 'review_pending' then 'decide' when 'changes_requested' then 'edit'
+                    when 'review_required' then 'submit'
+                    else case when lc_state = 'approved' and i.status = 'draft' then 'schedule' else 'none' end end,
+    'blocker', blocker,
+    'clientReview', case when has_clients then jsonb_build_object('batchId', review_id, 'itemId', id) end)
+  from y
+$function$;
+comment on function app.content_review_lifecycle_of(app.content_items) is 'The reviewLifecycle of an edition (content list and detail): phase, state, blocksPublishing, actor, nextAction, blocker and clientReview (batchId = review, itemId = item, when the review has client reviewers), from its status, its latest review item and the workspace''s review policy.';
+grant execute on function app.content_review_lifecycle_of(app.content_items) to pressroom_api;
+grant execute on function app.content_review_lifecycle_of(app.content_items) to pressroom_definer;
+grant execute on function app.content_review_lifecycle_of(app.content_items) to pressroom_worker;
+revoke all on function app.content_review_lifecycle_of(app.content_items) from public;
 
 CREATE OR REPLACE FUNCTION app.content_root_json(p_root_id uuid)
  RETURNS jsonb
@@ -4967,6 +5818,24 @@ grant execute on function app.current_api_key_id() to pressroom_definer;
 grant execute on function app.current_api_key_id() to pressroom_worker;
 revoke all on function app.current_api_key_id() from public;
 
+CREATE OR REPLACE FUNCTION app.current_approver_key()
+ RETURNS text
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+  select case
+    when app.current_actor_kind() = 'review_link' then
+      (select 'client:' || lower(l.email) from app.review_links l where l.id = app.current_review_link_id())
+    else 'user:' || app.current_person_id()::text
+  end
+$function$;
+alter function app.current_approver_key() owner to pressroom_definer;
+comment on function app.current_approver_key() is 'The caller as an approver: user:<person id> for members (sessions and keys), client:<email> for a review link.';
+grant execute on function app.current_approver_key() to pressroom_api;
+grant execute on function app.current_approver_key() to pressroom_worker;
+revoke all on function app.current_approver_key() from public;
+
 CREATE OR REPLACE FUNCTION app.current_organization_id()
  RETURNS uuid
  LANGUAGE sql
@@ -4977,6 +5846,24 @@ grant execute on function app.current_organization_id() to pressroom_definer;
 grant execute on function app.current_organization_id() to pressroom_worker;
 revoke all on function app.current_organization_id() from public;
 
+CREATE OR REPLACE FUNCTION app.current_person_id()
+ RETURNS uuid
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+  select case app.current_actor_kind()
+    when 'user' then app.current_user_id()
+    when 'api_key' then (select k.created_by from app.api_keys k
+                         where k.id = app.current_api_key_id() and k.organization_id = app.current_organization_id())
+  end
+$function$;
+alter function app.current_person_id() owner to pressroom_definer;
+comment on function app.current_person_id() is 'The person a request acts for: the session''s user, or the creator of the API key; null for anonymous calls and review links.';
+grant execute on function app.current_person_id() to pressroom_api;
+grant execute on function app.current_person_id() to pressroom_worker;
+revoke all on function app.current_person_id() from public;
+
 CREATE OR REPLACE FUNCTION app.current_principal_id()
  RETURNS uuid
  LANGUAGE sql
@@ -4986,6 +5873,17 @@ grant execute on function app.current_principal_id() to pressroom_api;
 grant execute on function app.current_principal_id() to pressroom_definer;
 grant execute on function app.current_principal_id() to pressroom_worker;
 revoke all on function app.current_principal_id() from public;
+
+CREATE OR REPLACE FUNCTION app.current_review_link_id()
+ RETURNS uuid
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$ select nullif(current_setting('pressroom.review_link_id', true), '')::uuid $function$;
+comment on function app.current_review_link_id() is 'The review link of a client reviewer''s request (set by the pipeline after api.gate_review_link), else null.';
+grant execute on function app.current_review_link_id() to pressroom_api;
+grant execute on function app.current_review_link_id() to pressroom_definer;
+grant execute on function app.current_review_link_id() to pressroom_worker;
+revoke all on function app.current_review_link_id() from public;
 
 CREATE OR REPLACE FUNCTION app.current_user_id()
  RETURNS uuid
@@ -5062,6 +5960,53 @@ grant execute on function app.defer_content_checks() to pressroom_api;
 grant execute on function app.defer_content_checks() to pressroom_definer;
 grant execute on function app.defer_content_checks() to pressroom_worker;
 revoke all on function app.defer_content_checks() from public;
+
+CREATE OR REPLACE FUNCTION app.expire_due_reviews()
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_id uuid;
+  v_count int := 0;
+begin
+  for v_id in select id from app.reviews where status = 'active' and due_at <= now() order by due_at limit 500
+              for update skip locked loop
+    perform app.review_end(v_id, 'expired');
+    v_count := v_count + 1;
+  end loop;
+  return v_count;
+end
+$function$;
+alter function app.expire_due_reviews() owner to pressroom_definer;
+comment on function app.expire_due_reviews() is 'The reviews.expire-due job (server/jobs/reviews.ts, every minute): active reviews past due_at expire and their pending items'' content returns to draft. Idempotent.';
+grant execute on function app.expire_due_reviews() to pressroom_worker;
+revoke all on function app.expire_due_reviews() from public;
+
+CREATE OR REPLACE FUNCTION app.expire_review_attachments()
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  a app.review_attachments;
+  v_count int := 0;
+begin
+  for a in select * from app.review_attachments where state = 'pending' and expires_at <= now() order by expires_at limit 1000
+           for update skip locked loop
+    update app.review_attachments set state = 'expired' where id = a.id;
+    perform app.review_attachment_discard(a, 'upload_expired');
+    v_count := v_count + 1;
+  end loop;
+  return v_count;
+end
+$function$;
+alter function app.expire_review_attachments() owner to pressroom_definer;
+comment on function app.expire_review_attachments() is 'The reviews.expire-due job also expires never-completed attachment uploads and queues their keys in app.media_storage_garbage. Idempotent.';
+grant execute on function app.expire_review_attachments() to pressroom_worker;
+revoke all on function app.expire_review_attachments() from public;
 
 CREATE OR REPLACE FUNCTION app.field_problem(p_field text, p_code text, p_message text)
  RETURNS jsonb
@@ -6938,6 +7883,17 @@ grant execute on function app.member_json(app.workspace_members) to pressroom_de
 grant execute on function app.member_json(app.workspace_members) to pressroom_worker;
 revoke all on function app.member_json(app.workspace_members) from public;
 
+CREATE OR REPLACE FUNCTION app.new_review_link_token()
+ RETURNS text
+ LANGUAGE sql
+AS $function$
+  select 'prr_' || replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', '')
+$function$;
+comment on function app.new_review_link_token() is 'A new client review link token (prr_ + 64 hex digits, 244 random bits); only its SHA-256 is stored.';
+grant execute on function app.new_review_link_token() to pressroom_api;
+grant execute on function app.new_review_link_token() to pressroom_definer;
+revoke all on function app.new_review_link_token() from public;
+
 CREATE OR REPLACE FUNCTION app.normalize_hashtags(p_hashtags text[])
  RETURNS text[]
  LANGUAGE plpgsql
@@ -6971,6 +7927,50 @@ grant execute on function app.normalize_hashtags(text[]) to pressroom_api;
 grant execute on function app.normalize_hashtags(text[]) to pressroom_definer;
 grant execute on function app.normalize_hashtags(text[]) to pressroom_worker;
 revoke all on function app.normalize_hashtags(text[]) from public;
+
+CREATE OR REPLACE FUNCTION app.notifications_page(p_user uuid, p_link uuid, p_limit integer, p_cursor uuid, p_unread boolean)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_after_at timestamptz;
+  v_after_id uuid;
+  v_rows jsonb;
+  v_next uuid;
+  v_count int;
+begin
+  if p_cursor is not null then
+    select created_at, id into v_after_at, v_after_id from app.notifications
+    where id = p_cursor and (user_id = p_user or review_link_id = p_link);
+    if v_after_id is null then
+      perform app.raise_field_problems(jsonb_build_array(app.field_problem('cursor', 'invalid', 'not a cursor of this feed')),
+        'The cursor is not one of this feed.');
+    end if;
+  end if;
+  with page as (
+    select n.* from app.notifications n
+    where (n.user_id = p_user or n.review_link_id = p_link)
+      and (not p_unread or n.read_at is null)
+      and (v_after_id is null or (n.created_at, n.id) < (v_after_at, v_after_id))
+    order by n.created_at desc, n.id desc
+    limit p_limit + 1)
+  select jsonb_agg(jsonb_build_object('id', p.id, 'kind', p.kind, 'workspaceId', p.workspace_id, 'reviewId', p.review_id,
+           'itemId', p.item_id, 'data', p.data, 'read', p.read_at is not null, 'readAt', p.read_at, 'createdAt', p.created_at)
+           order by p.created_at desc, p.id desc) filter (where p.rn <= p_limit),
+         (array_agg(p.id order by p.created_at desc, p.id desc) filter (where p.rn = p_limit))[1],
+         count(*)
+  into v_rows, v_next, v_count
+  from (select page.*, row_number() over (order by created_at desc, id desc) as rn from page) p;
+  return jsonb_build_object('items', coalesce(v_rows, '[]'),
+    'meta', jsonb_build_object('limit', p_limit, 'nextCursor', case when v_count > p_limit then v_next end,
+      'unread', (select count(*) from app.notifications n where (n.user_id = p_user or n.review_link_id = p_link) and n.read_at is null)));
+end
+$function$;
+alter function app.notifications_page(uuid,uuid,integer,uuid,boolean) owner to pressroom_definer;
+comment on function app.notifications_page(uuid,uuid,integer,uuid,boolean) is 'A page of one person''s notifications (a user''s or a review link''s), newest first, after a cursor (the last id of the previous page), optionally unread only; meta has nextCursor and the unread count.';
+revoke all on function app.notifications_page(uuid,uuid,integer,uuid,boolean) from public;
 
 CREATE OR REPLACE FUNCTION app.organization_json(o app.organizations)
  RETURNS jsonb
@@ -7732,6 +8732,25 @@ grant execute on function app.replace_root_media(uuid,uuid[]) to pressroom_defin
 grant execute on function app.replace_root_media(uuid,uuid[]) to pressroom_worker;
 revoke all on function app.replace_root_media(uuid,uuid[]) from public;
 
+CREATE OR REPLACE FUNCTION app.require_content_ids(p_ids uuid[])
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_missing uuid[];
+begin
+  v_missing := array(select x from unnest(p_ids) x
+                     where not exists (select 1 from app.content_items i where i.id = x
+                                       and i.workspace_id = app.current_workspace_id() and i.deleted_at is null));
+  if cardinality(v_missing) > 0 then
+    perform app.raise(404, 'NOT_FOUND', 'No content with these ids in this workspace.', jsonb_build_object('ids', to_jsonb(v_missing)));
+  end if;
+end
+$function$;
+comment on function app.require_content_ids(uuid[]) is 'Raises 404 NOT_FOUND listing the ids that are not live content of the workspace.';
+grant execute on function app.require_content_ids(uuid[]) to pressroom_api;
+revoke all on function app.require_content_ids(uuid[]) from public;
+
 CREATE OR REPLACE FUNCTION app.require_content_status(v app.content_items, p_allowed text[])
  RETURNS void
  LANGUAGE plpgsql
@@ -7748,6 +8767,24 @@ grant execute on function app.require_content_status(app.content_items,text[]) t
 grant execute on function app.require_content_status(app.content_items,text[]) to pressroom_definer;
 grant execute on function app.require_content_status(app.content_items,text[]) to pressroom_worker;
 revoke all on function app.require_content_status(app.content_items,text[]) from public;
+
+CREATE OR REPLACE FUNCTION app.require_review_status(r app.reviews, p_allowed text[])
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if not (r.status = any (p_allowed)) then
+    perform app.raise(409, 'INVALID_REVIEW_STATUS',
+      format('This operation needs a review that is %s; this review is %s.', array_to_string(p_allowed, ' or '), r.status),
+      jsonb_build_object('reviewId', r.id, 'status', r.status, 'allowedStatuses', to_jsonb(p_allowed)));
+  end if;
+end
+$function$;
+comment on function app.require_review_status(app.reviews,text[]) is 'Raises 409 INVALID_REVIEW_STATUS unless the review is in one of the statuses.';
+grant execute on function app.require_review_status(app.reviews,text[]) to pressroom_api;
+grant execute on function app.require_review_status(app.reviews,text[]) to pressroom_definer;
+grant execute on function app.require_review_status(app.reviews,text[]) to pressroom_worker;
+revoke all on function app.require_review_status(app.reviews,text[]) from public;
 
 CREATE OR REPLACE FUNCTION app.require_role(p_role text)
  RETURNS void
@@ -7805,6 +8842,1071 @@ grant execute on function app.require_session() to pressroom_definer;
 grant execute on function app.require_session() to pressroom_worker;
 revoke all on function app.require_session() from public;
 
+CREATE OR REPLACE FUNCTION app.review_activity_add(p_review app.reviews, p_item uuid, p_kind text, p_event text, p_body text DEFAULT NULL::text, p_data jsonb DEFAULT '{}'::jsonb, p_mentions uuid[] DEFAULT '{}'::uuid[])
+ RETURNS uuid
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_id uuid;
+  v_key text := app.current_approver_key();
+  v_name text;
+begin
+  if app.current_actor_kind() = 'review_link' then
+    select l.name into v_name from app.review_links l where l.id = app.current_review_link_id();
+  elsif app.current_person_id() is not null then
+    select u.email into v_name from app.users u where u.id = app.current_person_id();
+  end if;
+  insert into app.review_activity (organization_id, workspace_id, review_id, item_id, kind, event, actor_key, actor_name,
+                                   body, data, mentions)
+  values (p_review.organization_id, p_review.workspace_id, p_review.id, p_item, p_kind, p_event,
+          case when app.current_actor_kind() is null then null else v_key end, v_name, p_body, coalesce(p_data, '{}'),
+          coalesce(p_mentions, '{}'))
+  returning id into v_id;
+  return v_id;
+end
+$function$;
+comment on function app.review_activity_add(app.reviews,uuid,text,text,text,jsonb,uuid[]) is 'Appends an activity entry (decision, comment or system event) to a review item, or to the review when p_item is null, with the caller as actor.';
+grant execute on function app.review_activity_add(app.reviews,uuid,text,text,text,jsonb,uuid[]) to pressroom_api;
+grant execute on function app.review_activity_add(app.reviews,uuid,text,text,text,jsonb,uuid[]) to pressroom_definer;
+grant execute on function app.review_activity_add(app.reviews,uuid,text,text,text,jsonb,uuid[]) to pressroom_worker;
+revoke all on function app.review_activity_add(app.reviews,uuid,text,text,text,jsonb,uuid[]) from public;
+
+CREATE OR REPLACE FUNCTION app.review_activity_json(a app.review_activity)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select jsonb_build_object('id', a.id, 'reviewId', a.review_id, 'itemId', a.item_id, 'kind', a.kind, 'event', a.event,
+    'actor', a.actor_key, 'actorName', a.actor_name, 'body', a.body, 'mentions', to_jsonb(a.mentions), 'data', a.data,
+    'reactions', coalesce((select jsonb_agg(jsonb_build_object('emoji', x.emoji, 'count', x.n, 'actors', x.actors) order by x.emoji)
+                           from (select emoji, count(*)::int as n, jsonb_agg(actor_key order by actor_key) as actors
+                                 from app.review_reactions where activity_id = a.id group by emoji) x), '[]'),
+    'attachments', coalesce((select jsonb_agg(jsonb_build_object('id', t.id, 'filename', t.filename, 'contentType', t.content_type,
+                               'fileSize', t.file_size, 'storageKey', t.storage_key) order by t.created_at, t.id)
+                             from app.review_attachments t where t.activity_id = a.id and t.state = 'completed'), '[]'),
+    'createdAt', a.created_at)
+$function$;
+comment on function app.review_activity_json(app.review_activity) is 'An activity entry with its reactions (emoji, count, who).';
+grant execute on function app.review_activity_json(app.review_activity) to pressroom_api;
+grant execute on function app.review_activity_json(app.review_activity) to pressroom_definer;
+grant execute on function app.review_activity_json(app.review_activity) to pressroom_worker;
+revoke all on function app.review_activity_json(app.review_activity) from public;
+
+CREATE OR REPLACE FUNCTION app.review_add_item(r app.reviews, p_content uuid)
+ RETURNS app.review_items
+ LANGUAGE plpgsql
+AS $function$
+declare
+  it app.review_items;
+  v app.content_items;
+begin
+  select * into v from app.content_items where id = p_content and workspace_id = r.workspace_id and deleted_at is null;
+  if v.id is null then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('contentId', 'not_found', 'no content with this id in this workspace')),
+      'No content with this id in this workspace.');
+  end if;
+  if v.status not in ('draft', 'scheduled') then
+    perform app.raise(400, 'INVALID_CONTENT_STATUS',
+      format('Only draft or scheduled content can enter a review; this content is %s.', v.status),
+      jsonb_build_object('contentId', v.id, 'status', v.status, 'allowedStatuses', jsonb_build_array('draft', 'scheduled')));
+  end if;
+  if exists (select 1 from app.review_items x where x.content_id = v.id and x.open) then
+    perform app.raise(409, 'CONTENT_IN_REVIEW', 'This content is already in an open review.',
+      jsonb_build_object('contentId', v.id, 'reviewId', (select x.review_id from app.review_items x where x.content_id = v.id and x.open limit 1)));
+  end if;
+  insert into app.review_items (organization_id, workspace_id, review_id, content_id)
+  values (r.organization_id, r.workspace_id, r.id, v.id) returning * into it;
+  if r.status = 'active' then
+    it := app.review_hold_content(it);
+    perform app.review_activity_add(r, it.id, 'system', 'sent');
+    perform app.review_item_refresh_waiting(it.id);
+  end if;
+  return it;
+end
+$function$;
+comment on function app.review_add_item(app.reviews,uuid) is 'Adds an edition to a review: draft or scheduled content of the workspace, in no other open review (409 CONTENT_IN_REVIEW); in an active review the content enters review at once.';
+grant execute on function app.review_add_item(app.reviews,uuid) to pressroom_api;
+grant execute on function app.review_add_item(app.reviews,uuid) to pressroom_definer;
+grant execute on function app.review_add_item(app.reviews,uuid) to pressroom_worker;
+revoke all on function app.review_add_item(app.reviews,uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.review_advance(p_review_id uuid, p_item_id uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+declare
+  r app.reviews;
+  it app.review_items;
+  v_outcome text;
+  v app.content_items;
+  v_last int;
+  v_opened boolean := false;
+begin
+  select * into r from app.reviews where id = p_review_id for update;
+  select * into it from app.review_items where id = p_item_id for update;
+  if r.status <> 'active' or it.state <> 'pending' or not it.open then
+    return;
+  end if;
+  v_last := jsonb_array_length(r.stages) - 1;
+  loop
+    v_outcome := app.review_stage_outcome(r, it.id, it.current_stage);
+    exit when v_outcome is null;
+    if v_outcome = 'changes_requested' then
+      update app.review_items set state = 'changes_requested', open = false, decided_at = now()
+      where id = it.id returning * into it;
+      perform app.review_move_content(it.content_id, 'rejected');
+      perform app.review_activity_add(r, it.id, 'system', 'changes_requested', null, jsonb_build_object('stage', it.current_stage));
+      exit;
+    end if;
+    if it.current_stage >= v_last then
+      select * into v from app.content_items where id = it.content_id for update;
+      update app.review_items set state = 'approved', open = false, decided_at = now(), approved_version = v.version
+      where id = it.id returning * into it;
+      if r.auto_schedule_on_approval and v.intended_publish_at > now() then
+        perform app.review_move_content(v.id, 'scheduled', v.intended_publish_at);
+      else
+        perform app.review_move_content(v.id, 'draft');
+      end if;
+      perform app.review_activity_add(r, it.id, 'system', 'approved', null, jsonb_build_object('stage', it.current_stage));
+      exit;
+    end if;
+    update app.review_items set current_stage = current_stage + 1, stage_opened_at = now()
+    where id = it.id returning * into it;
+    perform app.review_activity_add(r, it.id, 'system', 'stage_opened',
+      null, jsonb_build_object('stage', it.current_stage, 'stageName', r.stages -> it.current_stage ->> 'name'));
+    v_opened := true;
+  end loop;
+  perform app.review_item_refresh_waiting(it.id);
+  if v_opened then
+    -- The approvers of the stage that opened are asked (members' and clients' feeds).
+    perform app.review_notify_waiting(r, 'review_requested', jsonb_build_object('itemId', it.id),
+      (select waiting_on from app.review_items where id = it.id));
+  end if;
+  perform app.review_complete_if_done(r.id);
+end
+$function$;
+comment on function app.review_advance(uuid,uuid) is 'The engine after a decision: closes the item''s stages by their rule and opens the next; at the last stage approves the item (content scheduled at its intended time when the review auto-schedules and that time is ahead, else draft marked approved) or, on a change request, rejects it; completes the review when every item is decided.';
+grant execute on function app.review_advance(uuid,uuid) to pressroom_api;
+grant execute on function app.review_advance(uuid,uuid) to pressroom_definer;
+grant execute on function app.review_advance(uuid,uuid) to pressroom_worker;
+revoke all on function app.review_advance(uuid,uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.review_attach_to_comment(p_item uuid, p_activity uuid, p_ids uuid[])
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_bad uuid[];
+begin
+  v_bad := array(select x from unnest(coalesce(p_ids, '{}')) x
+                 where not exists (select 1 from app.review_attachments a where a.id = x and a.item_id = p_item
+                                   and a.state = 'completed' and a.activity_id is null));
+  if cardinality(v_bad) > 0 then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('attachmentIds', 'not_attachable',
+      'every attachment must be a completed upload of this item, not yet on a comment')), 'An attachment cannot be used.',
+      jsonb_build_object('attachmentIds', to_jsonb(v_bad)));
+  end if;
+  update app.review_attachments set activity_id = p_activity where id = any (p_ids);
+end
+$function$;
+comment on function app.review_attach_to_comment(uuid,uuid,uuid[]) is 'Puts completed attachments of an item on a comment (400 VALIDATION_FAILED for any other).';
+grant execute on function app.review_attach_to_comment(uuid,uuid,uuid[]) to pressroom_api;
+grant execute on function app.review_attach_to_comment(uuid,uuid,uuid[]) to pressroom_definer;
+revoke all on function app.review_attach_to_comment(uuid,uuid,uuid[]) from public;
+
+CREATE OR REPLACE FUNCTION app.review_attachment_discard(a app.review_attachments, p_reason text)
+ RETURNS void
+ LANGUAGE sql
+AS $function$
+  insert into app.media_storage_garbage (storage_key, workspace_id, organization_id, reason)
+  values (a.upload_key, a.workspace_id, a.organization_id, p_reason), (a.storage_key, a.workspace_id, a.organization_id, p_reason)
+  on conflict (storage_key) do nothing
+$function$;
+comment on function app.review_attachment_discard(app.review_attachments,text) is 'Queues both storage keys of an aborted or expired attachment in app.media_storage_garbage (the media purge job deletes the bytes).';
+grant execute on function app.review_attachment_discard(app.review_attachments,text) to pressroom_api;
+grant execute on function app.review_attachment_discard(app.review_attachments,text) to pressroom_definer;
+revoke all on function app.review_attachment_discard(app.review_attachments,text) from public;
+
+CREATE OR REPLACE FUNCTION app.review_attachment_for(r app.reviews, p_item uuid, p_id uuid, p_lock boolean DEFAULT false)
+ RETURNS app.review_attachments
+ LANGUAGE plpgsql
+AS $function$
+declare
+  a app.review_attachments;
+begin
+  if p_lock then
+    select * into a from app.review_attachments where id = p_id and review_id = r.id and item_id = p_item for update;
+  else
+    select * into a from app.review_attachments where id = p_id and review_id = r.id and item_id = p_item;
+  end if;
+  if a.id is null then
+    perform app.raise_not_found('attachment', p_id);
+  end if;
+  return a;
+end
+$function$;
+comment on function app.review_attachment_for(app.reviews,uuid,uuid,boolean) is 'The attachment of this review item with this id, or 404 NOT_FOUND.';
+grant execute on function app.review_attachment_for(app.reviews,uuid,uuid,boolean) to pressroom_api;
+revoke all on function app.review_attachment_for(app.reviews,uuid,uuid,boolean) from public;
+
+CREATE OR REPLACE FUNCTION app.review_attachment_json(a app.review_attachments)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select jsonb_build_object('id', a.id, 'reviewId', a.review_id, 'itemId', a.item_id, 'activityId', a.activity_id,
+    'filename', a.filename, 'contentType', a.content_type, 'declaredSize', a.declared_size, 'fileSize', a.file_size,
+    'checksumSha256', a.checksum_sha256, 'state', a.state, 'expiresAt', a.expires_at, 'createdAt', a.created_at,
+    'completedAt', a.completed_at, 'storageKey', case when a.state = 'pending' then a.upload_key else a.storage_key end)
+$function$;
+comment on function app.review_attachment_json(app.review_attachments) is 'An attachment with its storage key (the upload key while pending: the route signs the upload URL; the final key once completed: the route signs the view URL and drops the key).';
+grant execute on function app.review_attachment_json(app.review_attachments) to pressroom_api;
+grant execute on function app.review_attachment_json(app.review_attachments) to pressroom_definer;
+revoke all on function app.review_attachment_json(app.review_attachments) from public;
+
+CREATE OR REPLACE FUNCTION app.review_comment(r app.reviews, it app.review_items, p_body text, p_mentions uuid[])
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_id uuid;
+  v_bad uuid[];
+  a app.review_activity;
+begin
+  if btrim(coalesce(p_body, '')) = '' then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('body', 'required', 'a comment needs text')), 'A comment needs text.');
+  end if;
+  v_bad := array(select m from unnest(coalesce(p_mentions, '{}')) m
+                 where not exists (select 1 from app.user_workspace_roles(m) x where x.workspace_id = r.workspace_id));
+  if cardinality(v_bad) > 0 then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('mentions', 'not_a_member',
+      'every mentioned user must be a member of this workspace')), 'A mentioned user is not a member of this workspace.',
+      jsonb_build_object('userIds', to_jsonb(v_bad)));
+  end if;
+  v_id := app.review_activity_add(r, it.id, 'comment', 'comment', p_body, '{}',
+    array(select distinct m from unnest(coalesce(p_mentions, '{}')) m));
+  insert into app.notifications (organization_id, workspace_id, user_id, kind, review_id, item_id, data)
+  select r.organization_id, r.workspace_id, m, 'mention', r.id, it.id,
+         jsonb_build_object('title', r.title, 'activityId', v_id, 'excerpt', left(p_body, 200))
+  from (select distinct m from unnest(coalesce(p_mentions, '{}')) m) x;
+  select * into a from app.review_activity where id = v_id;
+  return app.review_activity_json(a);
+end
+$function$;
+comment on function app.review_comment(app.reviews,app.review_items,text,uuid[]) is 'Adds a comment to a review item, with @mentions of workspace members (each mentioned member gets a notification).';
+grant execute on function app.review_comment(app.reviews,app.review_items,text,uuid[]) to pressroom_api;
+grant execute on function app.review_comment(app.reviews,app.review_items,text,uuid[]) to pressroom_definer;
+revoke all on function app.review_comment(app.reviews,app.review_items,text,uuid[]) from public;
+
+CREATE OR REPLACE FUNCTION app.review_complete_if_done(p_review_id uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+declare
+  r app.reviews;
+begin
+  select * into r from app.reviews where id = p_review_id for update;
+  if r.status = 'active'
+     and exists (select 1 from app.review_items where review_id = r.id and state <> 'removed')
+     and not exists (select 1 from app.review_items where review_id = r.id and state = 'pending') then
+    update app.reviews set status = 'completed', completed_at = now(), completed_by = app.current_person_id()
+    where id = r.id returning * into r;
+    update app.review_links set revoked_at = coalesce(revoked_at, now()) where review_id = r.id;
+    perform app.review_activity_add(r, null, 'system', 'completed');
+  end if;
+end
+$function$;
+comment on function app.review_complete_if_done(uuid) is 'Completes an active review once it has items and none is pending; its client links end with it.';
+grant execute on function app.review_complete_if_done(uuid) to pressroom_api;
+grant execute on function app.review_complete_if_done(uuid) to pressroom_definer;
+grant execute on function app.review_complete_if_done(uuid) to pressroom_worker;
+revoke all on function app.review_complete_if_done(uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.review_content_eligibility(p_id uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select case
+    when i.id is null then jsonb_build_object('contentId', p_id, 'eligible', false, 'reason', 'not_found')
+    when exists (select 1 from app.review_items x where x.content_id = i.id and x.open)
+      then jsonb_build_object('contentId', p_id, 'eligible', false, 'reason', 'in_review',
+             'reviewId', (select x.review_id from app.review_items x where x.content_id = i.id and x.open limit 1))
+    when i.status not in ('draft', 'scheduled')
+      then jsonb_build_object('contentId', p_id, 'eligible', false, 'reason', 'status_' || i.status)
+    else jsonb_build_object('contentId', p_id, 'eligible', true, 'reason', null)
+  end
+  from (select p_id as pid) q
+  left join app.content_items i on i.id = q.pid and i.workspace_id = app.current_workspace_id() and i.deleted_at is null
+$function$;
+comment on function app.review_content_eligibility(uuid) is 'Whether an edition can enter a review, and why not: not_found, in_review (with the review), or status_<status> (only draft and scheduled content can).';
+grant execute on function app.review_content_eligibility(uuid) to pressroom_api;
+revoke all on function app.review_content_eligibility(uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.review_create_links(r app.reviews)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_client record;
+  v_token text;
+  v_out jsonb := '[]';
+  v_link app.review_links;
+begin
+  for v_client in
+    select distinct on (lower(a ->> 'email')) lower(a ->> 'email') as email, a ->> 'name' as name
+    from jsonb_array_elements(r.stages) s, jsonb_array_elements(s -> 'approvers') a
+    where a ->> 'type' = 'client'
+    order by lower(a ->> 'email')
+  loop
+    continue when exists (select 1 from app.review_links l where l.review_id = r.id and l.email = v_client.email);
+    v_token := app.new_review_link_token();
+    insert into app.review_links (organization_id, workspace_id, review_id, email, name, token_hash, expires_at)
+    values (r.organization_id, r.workspace_id, r.id, v_client.email, v_client.name,
+            sha256(convert_to(v_token, 'UTF8')), r.due_at)
+    returning id, email, name, expires_at into v_link.id, v_link.email, v_link.name, v_link.expires_at;
+    v_out := v_out || jsonb_build_object('id', v_link.id, 'email', v_link.email, 'name', v_link.name,
+                                         'token', v_token, 'expiresAt', v_link.expires_at);
+  end loop;
+  return v_out;
+end
+$function$;
+comment on function app.review_create_links(app.reviews) is 'Creates one review link per client reviewer of the review''s stages that has none yet (token hashed with SHA-256, expiring with the review); returns the new links with their tokens, which are never shown again.';
+grant execute on function app.review_create_links(app.reviews) to pressroom_api;
+grant execute on function app.review_create_links(app.reviews) to pressroom_definer;
+revoke all on function app.review_create_links(app.reviews) from public;
+
+CREATE OR REPLACE FUNCTION app.review_decide(r app.reviews, it app.review_items, p_decision text, p_comment text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_key text := app.current_approver_key();
+  v_stage jsonb;
+  d app.review_decisions;
+begin
+  if r.status <> 'active' then
+    perform app.require_review_status(r, array['active']);
+  end if;
+  if it.state <> 'pending' or not it.open then
+    perform app.raise(409, 'ITEM_ALREADY_DECIDED', format('This review item is %s; it takes no more decisions.', it.state),
+      jsonb_build_object('itemId', it.id, 'state', it.state));
+  end if;
+  v_stage := r.stages -> it.current_stage;
+  if v_key is null or not exists (select 1 from jsonb_array_elements(v_stage -> 'approvers') a where app.approver_key(a) = v_key) then
+    perform app.raise(403, 'NOT_AN_APPROVER',
+      format('Only an approver of the open stage (%s) decides this item.', v_stage ->> 'name'),
+      jsonb_build_object('itemId', it.id, 'stage', it.current_stage, 'stageName', v_stage ->> 'name'));
+  end if;
+  if exists (select 1 from app.review_decisions x where x.item_id = it.id and x.stage = it.current_stage
+             and x.approver_key = v_key and x.revoked_at is null and x.superseded_at is null) then
+    perform app.raise(409, 'ALREADY_DECIDED', 'You already decided this item at this stage; revoke that decision first to change it.',
+      jsonb_build_object('itemId', it.id, 'stage', it.current_stage));
+  end if;
+  insert into app.review_decisions (organization_id, workspace_id, review_id, item_id, stage, stage_name, approver_key,
+    user_id, client_email, decision, comment)
+  values (r.organization_id, r.workspace_id, r.id, it.id, it.current_stage, v_stage ->> 'name', v_key,
+    case when v_key like 'user:%' then substr(v_key, 6)::uuid end,
+    case when v_key like 'client:%' then substr(v_key, 8) end, p_decision, p_comment)
+  returning * into d;
+  perform app.review_activity_add(r, it.id, 'decision', p_decision, p_comment,
+    jsonb_build_object('decisionId', d.id, 'stage', d.stage, 'stageName', d.stage_name));
+  perform app.review_advance(r.id, it.id);
+  select * into it from app.review_items where id = it.id;
+  return jsonb_build_object('decisionId', d.id, 'itemId', it.id, 'decision', d.decision, 'stage', d.stage,
+    'itemState', it.state, 'currentStage', it.current_stage,
+    'contentStatus', (select status from app.content_items where id = it.content_id),
+    'reviewStatus', (select status from app.reviews where id = r.id));
+end
+$function$;
+comment on function app.review_decide(app.reviews,app.review_items,text,text) is 'Records the caller''s decision on an item at its open stage: the review must be active (409 INVALID_REVIEW_STATUS), the item pending (409 ITEM_ALREADY_DECIDED), the caller an approver of that stage (403 NOT_AN_APPROVER) without a live decision there (409 ALREADY_DECIDED); then the engine advances (app.review_advance).';
+grant execute on function app.review_decide(app.reviews,app.review_items,text,text) to pressroom_api;
+grant execute on function app.review_decide(app.reviews,app.review_items,text,text) to pressroom_definer;
+revoke all on function app.review_decide(app.reviews,app.review_items,text,text) from public;
+
+CREATE OR REPLACE FUNCTION app.review_decision_json(d app.review_decisions)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select jsonb_build_object('id', d.id, 'itemId', d.item_id, 'stage', d.stage, 'stageName', d.stage_name,
+    'approver', d.approver_key, 'userId', d.user_id, 'clientEmail', d.client_email, 'decision', d.decision,
+    'comment', d.comment, 'override', d.override, 'reason', d.reason, 'revokedAt', d.revoked_at,
+    'supersededAt', d.superseded_at, 'createdAt', d.created_at)
+$function$;
+comment on function app.review_decision_json(app.review_decisions) is 'A decision as the API shows it.';
+grant execute on function app.review_decision_json(app.review_decisions) to pressroom_api;
+grant execute on function app.review_decision_json(app.review_decisions) to pressroom_definer;
+grant execute on function app.review_decision_json(app.review_decisions) to pressroom_worker;
+revoke all on function app.review_decision_json(app.review_decisions) from public;
+
+CREATE OR REPLACE FUNCTION app.review_end(p_review_id uuid, p_status text)
+ RETURNS app.reviews
+ LANGUAGE plpgsql
+AS $function$
+declare
+  r app.reviews;
+  it app.review_items;
+begin
+  select * into r from app.reviews where id = p_review_id for update;
+  for it in select * from app.review_items where review_id = r.id and state = 'pending' and open for update loop
+    update app.review_items set open = false, waiting_on = '{}' where id = it.id;
+    if r.status = 'active' then
+      if p_status = 'expired' then
+        perform app.review_move_content(it.content_id, 'draft');
+      else
+        perform app.review_release_content(it);
+      end if;
+    end if;
+  end loop;
+  update app.reviews set status = p_status, completed_at = now(), completed_by = app.current_person_id()
+  where id = r.id returning * into r;
+  update app.review_links set revoked_at = coalesce(revoked_at, now()) where review_id = r.id;
+  perform app.review_activity_add(r, null, 'system', p_status);
+  return r;
+end
+$function$;
+comment on function app.review_end(uuid,text) is 'Cancels or expires a review: its pending items close and their content returns where it was (cancel) or to draft (expire); its client links end.';
+grant execute on function app.review_end(uuid,text) to pressroom_api;
+grant execute on function app.review_end(uuid,text) to pressroom_definer;
+grant execute on function app.review_end(uuid,text) to pressroom_worker;
+revoke all on function app.review_end(uuid,text) from public;
+
+CREATE OR REPLACE FUNCTION app.review_for(p_id uuid, p_lock boolean DEFAULT false)
+ RETURNS app.reviews
+ LANGUAGE plpgsql
+AS $function$
+declare
+  r app.reviews;
+begin
+  if p_lock then
+    select * into r from app.reviews where id = p_id and workspace_id = app.current_workspace_id() for update;
+  else
+    select * into r from app.reviews where id = p_id and workspace_id = app.current_workspace_id();
+  end if;
+  if r.id is null then
+    perform app.raise_not_found('review', p_id);
+  end if;
+  return r;
+end
+$function$;
+comment on function app.review_for(uuid,boolean) is 'The review of the current workspace with this id (locked on request), or 404 NOT_FOUND.';
+grant execute on function app.review_for(uuid,boolean) to pressroom_api;
+grant execute on function app.review_for(uuid,boolean) to pressroom_definer;
+grant execute on function app.review_for(uuid,boolean) to pressroom_worker;
+revoke all on function app.review_for(uuid,boolean) from public;
+
+CREATE OR REPLACE FUNCTION app.review_hold_content(p_item app.review_items)
+ RETURNS app.review_items
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v app.content_items;
+begin
+  select * into v from app.content_items where id = p_item.content_id and deleted_at is null for update;
+  if v.id is null then
+    perform app.raise_not_found('content', p_item.content_id);
+  end if;
+  if v.status not in ('draft', 'scheduled') then
+    perform app.raise(400, 'INVALID_CONTENT_STATUS',
+      format('Only draft or scheduled content can enter a review; this content is %s.', v.status),
+      jsonb_build_object('contentId', v.id, 'status', v.status, 'allowedStatuses', jsonb_build_array('draft', 'scheduled')));
+  end if;
+  update app.review_items set prior_status = v.status, prior_scheduled_at = v.scheduled_at,
+    stage_opened_at = now(), current_stage = 0
+  where id = p_item.id returning * into p_item;
+  if v.status = 'scheduled' then
+    -- Through draft: content_items_30_publish_job cancels the publish job
+    -- (409 PUBLISHING_IN_PROGRESS while it runs); the time stays as intended time.
+    perform app.review_move_content(v.id, 'draft', null, v.scheduled_at);
+  end if;
+  perform app.review_move_content(v.id, 'pending_approval');
+  return p_item;
+end
+$function$;
+comment on function app.review_hold_content(app.review_items) is 'Moves an item''s draft or scheduled content to pending_approval (a scheduled edition keeps its time as intended time and loses its publish job), remembering where it was.';
+grant execute on function app.review_hold_content(app.review_items) to pressroom_api;
+grant execute on function app.review_hold_content(app.review_items) to pressroom_definer;
+grant execute on function app.review_hold_content(app.review_items) to pressroom_worker;
+revoke all on function app.review_hold_content(app.review_items) from public;
+
+CREATE OR REPLACE FUNCTION app.review_inbox_rows(p_key text)
+ RETURNS TABLE(item app.review_items, review app.reviews, platform text, due_at timestamp with time zone, urgency text)
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+  select it, r, g.platform, app.review_item_due_at(r, it), app.review_urgency(app.review_item_due_at(r, it), w.timezone)
+  from app.review_items it
+  join app.reviews r on r.id = it.review_id and r.status = 'active'
+  join app.content_items i on i.id = it.content_id
+  join app.integrations g on g.id = i.integration_id
+  join app.workspaces w on w.id = it.workspace_id
+  where it.workspace_id = app.current_workspace_id() and it.organization_id = app.current_organization_id()
+    and it.waiting_on @> array[p_key] and cardinality(it.waiting_on) > 0
+$function$;
+alter function app.review_inbox_rows(text) owner to pressroom_definer;
+comment on function app.review_inbox_rows(text) is 'The pending items of active reviews of the request''s workspace that wait on an approver, with platform, due time and urgency (definer-owned so the GIN index on waiting_on serves it; scoped to the request''s organization and workspace).';
+grant execute on function app.review_inbox_rows(text) to pressroom_api;
+revoke all on function app.review_inbox_rows(text) from public;
+
+CREATE OR REPLACE FUNCTION app.review_item_activity(it app.review_items)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select coalesce(jsonb_agg(app.review_activity_json(a) order by a.created_at, a.id), '[]')
+  from app.review_activity a where a.item_id = it.id
+$function$;
+comment on function app.review_item_activity(app.review_items) is 'An item''s activity in order: decisions, comments, system events, each with its reactions.';
+grant execute on function app.review_item_activity(app.review_items) to pressroom_api;
+grant execute on function app.review_item_activity(app.review_items) to pressroom_definer;
+revoke all on function app.review_item_activity(app.review_items) from public;
+
+CREATE OR REPLACE FUNCTION app.review_item_due_at(r app.reviews, it app.review_items)
+ RETURNS timestamp with time zone
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select least(r.due_at, case when (r.stages -> it.current_stage ->> 'dueInHours') is not null
+                               then it.stage_opened_at + make_interval(hours => (r.stages -> it.current_stage ->> 'dueInHours')::int) end)
+$function$;
+comment on function app.review_item_due_at(app.reviews,app.review_items) is 'When an item''s open stage is due: the earlier of the review''s due time and the stage''s dueInHours after it opened.';
+grant execute on function app.review_item_due_at(app.reviews,app.review_items) to pressroom_api;
+grant execute on function app.review_item_due_at(app.reviews,app.review_items) to pressroom_definer;
+grant execute on function app.review_item_due_at(app.reviews,app.review_items) to pressroom_worker;
+revoke all on function app.review_item_due_at(app.reviews,app.review_items) from public;
+
+CREATE OR REPLACE FUNCTION app.review_item_for(r app.reviews, p_item_id uuid, p_lock boolean DEFAULT false)
+ RETURNS app.review_items
+ LANGUAGE plpgsql
+AS $function$
+declare
+  it app.review_items;
+begin
+  if p_lock then
+    select * into it from app.review_items where id = p_item_id and review_id = r.id for update;
+  else
+    select * into it from app.review_items where id = p_item_id and review_id = r.id;
+  end if;
+  if it.id is null then
+    perform app.raise_not_found('review item', p_item_id);
+  end if;
+  return it;
+end
+$function$;
+comment on function app.review_item_for(app.reviews,uuid,boolean) is 'The item of this review with this id, or 404 NOT_FOUND.';
+grant execute on function app.review_item_for(app.reviews,uuid,boolean) to pressroom_api;
+grant execute on function app.review_item_for(app.reviews,uuid,boolean) to pressroom_definer;
+grant execute on function app.review_item_for(app.reviews,uuid,boolean) to pressroom_worker;
+revoke all on function app.review_item_for(app.reviews,uuid,boolean) from public;
+
+CREATE OR REPLACE FUNCTION app.review_item_json(r app.reviews, it app.review_items)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select jsonb_build_object('id', it.id, 'reviewId', it.review_id, 'contentId', it.content_id, 'state', it.state,
+    'currentStage', it.current_stage,
+    'currentStageName', case when it.state = 'pending' then r.stages -> it.current_stage ->> 'name' end,
+    'dueAt', case when it.state = 'pending' and r.status = 'active' then app.review_item_due_at(r, it) end,
+    'platform', g.platform, 'integrationId', i.integration_id, 'contentStatus', i.status,
+    'caption', coalesce(i.caption, cr.caption), 'intendedPublishAt', coalesce(i.intended_publish_at, i.scheduled_at),
+    'contentVersion', i.version, 'approvedVersion', it.approved_version, 'decidedAt', it.decided_at,
+    'createdAt', it.created_at,
+    'decisions', coalesce((select jsonb_agg(app.review_decision_json(d) order by d.created_at, d.id)
+                           from app.review_decisions d where d.item_id = it.id), '[]'))
+  from app.content_items i
+  join app.content_roots cr on cr.id = i.root_id
+  join app.integrations g on g.id = i.integration_id
+  where i.id = it.content_id
+$function$;
+comment on function app.review_item_json(app.reviews,app.review_items) is 'A review item as the API shows it: state, open stage and its due time, its content (platform, status, caption, intended time, version) and every decision.';
+grant execute on function app.review_item_json(app.reviews,app.review_items) to pressroom_api;
+grant execute on function app.review_item_json(app.reviews,app.review_items) to pressroom_definer;
+grant execute on function app.review_item_json(app.reviews,app.review_items) to pressroom_worker;
+revoke all on function app.review_item_json(app.reviews,app.review_items) from public;
+
+CREATE OR REPLACE FUNCTION app.review_item_refresh_waiting(p_item_id uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+declare
+  it app.review_items;
+  r app.reviews;
+  v_keys text[] := '{}';
+begin
+  select * into it from app.review_items where id = p_item_id;
+  select * into r from app.reviews where id = it.review_id;
+  if r.status = 'active' and it.state = 'pending' and it.open then
+    v_keys := array(select app.approver_key(a) from jsonb_array_elements(r.stages -> it.current_stage -> 'approvers') a
+                    where app.approver_key(a) not in (
+                      select d.approver_key from app.review_decisions d
+                      where d.item_id = it.id and d.stage = it.current_stage and d.revoked_at is null and d.superseded_at is null));
+  end if;
+  if v_keys is distinct from it.waiting_on then
+    update app.review_items set waiting_on = v_keys where id = it.id;
+  end if;
+end
+$function$;
+comment on function app.review_item_refresh_waiting(uuid) is 'Recomputes review_items.waiting_on: the approvers of the open stage of a pending item of an active review who have not decided; empty otherwise.';
+grant execute on function app.review_item_refresh_waiting(uuid) to pressroom_api;
+grant execute on function app.review_item_refresh_waiting(uuid) to pressroom_definer;
+grant execute on function app.review_item_refresh_waiting(uuid) to pressroom_worker;
+revoke all on function app.review_item_refresh_waiting(uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.review_json(r app.reviews, p_items boolean DEFAULT true)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select jsonb_build_object('id', r.id, 'status', r.status, 'title', r.title, 'message', r.message, 'dueAt', r.due_at,
+    'workflowId', r.workflow_id, 'configRevision', r.config_revision,
+    'stages', coalesce(r.stages, (select w.stages from app.approval_workflows w where w.id = r.workflow_id), '[]'),
+    'autoScheduleOnApproval', r.auto_schedule_on_approval,
+    'createdAt', r.created_at, 'createdBy', r.created_by, 'updatedAt', r.updated_at,
+    'sentAt', r.sent_at, 'sentBy', r.sent_by, 'completedAt', r.completed_at, 'completedBy', r.completed_by,
+    'clientReviewers', coalesce((select jsonb_agg(jsonb_build_object('id', l.id, 'email', l.email, 'name', l.name,
+                                    'expiresAt', l.expires_at, 'revokedAt', l.revoked_at) order by l.created_at, l.email)
+                                 from app.review_links l where l.review_id = r.id), '[]'))
+  || case when p_items then jsonb_build_object('items',
+       coalesce((select jsonb_agg(app.review_item_json(r, it) order by it.created_at, it.id)
+                 from app.review_items it where it.review_id = r.id), '[]')) else '{}' end
+$function$;
+comment on function app.review_json(app.reviews,boolean) is 'A review as the API shows it: status, stages, timestamps and actors, client reviewers (never their tokens), and its items.';
+grant execute on function app.review_json(app.reviews,boolean) to pressroom_api;
+grant execute on function app.review_json(app.reviews,boolean) to pressroom_definer;
+grant execute on function app.review_json(app.reviews,boolean) to pressroom_worker;
+revoke all on function app.review_json(app.reviews,boolean) from public;
+
+CREATE OR REPLACE FUNCTION app.review_link_context()
+ RETURNS app.review_links
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  l app.review_links;
+begin
+  if app.current_actor_kind() is distinct from 'review_link' then
+    perform app.raise(403, 'REVIEW_LINK_REQUIRED', 'This operation is for client reviewers with a review link.');
+  end if;
+  select * into l from app.review_links where id = app.current_review_link_id()
+    and workspace_id = app.current_workspace_id() and revoked_at is null and (expires_at is null or expires_at > now());
+  if l.id is null then
+    perform app.raise(401, 'UNAUTHENTICATED', 'This review link has ended.');
+  end if;
+  return l;
+end
+$function$;
+alter function app.review_link_context() owner to pressroom_definer;
+comment on function app.review_link_context() is 'The live review link of a client reviewer''s request (403 REVIEW_LINK_REQUIRED for any other caller, 401 when it has ended).';
+revoke all on function app.review_link_context() from public;
+
+CREATE OR REPLACE FUNCTION app.review_link_item(l app.review_links, p_item_id uuid)
+ RETURNS app.review_items
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  it app.review_items;
+begin
+  select * into it from app.review_items where id = p_item_id and review_id = l.review_id and state <> 'removed' for update;
+  if it.id is null then
+    perform app.raise_not_found('review item', p_item_id);
+  end if;
+  return it;
+end
+$function$;
+alter function app.review_link_item(app.review_links,uuid) owner to pressroom_definer;
+comment on function app.review_link_item(app.review_links,uuid) is 'An item of the link''s review (never one of another review), or 404 NOT_FOUND.';
+revoke all on function app.review_link_item(app.review_links,uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.review_move_content(p_content uuid, p_status text, p_scheduled_at timestamp with time zone DEFAULT NULL::timestamp with time zone, p_intended_at timestamp with time zone DEFAULT NULL::timestamp with time zone, p_keep_intended boolean DEFAULT true)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform set_config('pressroom.review_engine', 'on', true);
+  update app.content_items
+  set status = p_status,
+      scheduled_at = case when p_status = 'scheduled' then p_scheduled_at else null end,
+      intended_publish_at = case when p_keep_intended then coalesce(p_intended_at, intended_publish_at) else p_intended_at end
+  where id = p_content;
+  perform set_config('pressroom.review_engine', '', true);
+exception when others then
+  perform set_config('pressroom.review_engine', '', true);
+  raise;
+end
+$function$;
+comment on function app.review_move_content(uuid,text,timestamp with time zone,timestamp with time zone,boolean) is 'The review engine''s move of an edition (into or out of pending_approval, to rejected, to scheduled on approval), flagged for trigger content_items_18_review_rules for this statement only.';
+grant execute on function app.review_move_content(uuid,text,timestamp with time zone,timestamp with time zone,boolean) to pressroom_api;
+grant execute on function app.review_move_content(uuid,text,timestamp with time zone,timestamp with time zone,boolean) to pressroom_definer;
+grant execute on function app.review_move_content(uuid,text,timestamp with time zone,timestamp with time zone,boolean) to pressroom_worker;
+revoke all on function app.review_move_content(uuid,text,timestamp with time zone,timestamp with time zone,boolean) from public;
+
+CREATE OR REPLACE FUNCTION app.review_new(p_title text, p_message text, p_due_at timestamp with time zone, p_workflow uuid, p_stages jsonb)
+ RETURNS app.reviews
+ LANGUAGE plpgsql
+AS $function$
+declare
+  r app.reviews;
+  w app.approval_workflows;
+begin
+  if p_due_at is not null and p_due_at <= now() then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('dueAt', 'in_past', 'a due time must be ahead')),
+      'A due time must be ahead.');
+  end if;
+  if p_workflow is not null and p_stages is not null then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('stages', 'not_allowed', 'give a workflowId or stages, not both')),
+      'Give a workflowId or stages, not both.');
+  end if;
+  if p_workflow is not null then
+    select * into w from app.approval_workflows where id = p_workflow and workspace_id = app.current_workspace_id();
+    if w.id is null or not w.active then
+      perform app.raise(409, 'REVIEW_WORKFLOW_UNAVAILABLE', 'This workflow is inactive or gone.', jsonb_build_object('workflowId', p_workflow));
+    end if;
+  end if;
+  if p_stages is not null then
+    perform app.raise_field_problems(app.review_stages_problems(p_stages, 'stages'), 'The stages are not valid; see details.fields.');
+  end if;
+  insert into app.reviews (organization_id, workspace_id, workflow_id, title, message, due_at, stages,
+    auto_schedule_on_approval, created_by)
+  values (app.current_organization_id(), app.current_workspace_id(), w.id, btrim(p_title), p_message, p_due_at,
+    case when p_stages is not null then app.review_stages_normalize(p_stages) end,
+    coalesce(w.auto_schedule_on_approval, false), app.current_person_id())
+  returning * into r;
+  return r;
+end
+$function$;
+comment on function app.review_new(text,text,timestamp with time zone,uuid,jsonb) is 'A new draft review with a workflow (active, of this workspace; 409 REVIEW_WORKFLOW_UNAVAILABLE) or custom stages (validated), not both.';
+grant execute on function app.review_new(text,text,timestamp with time zone,uuid,jsonb) to pressroom_api;
+revoke all on function app.review_new(text,text,timestamp with time zone,uuid,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION app.review_notify_waiting(r app.reviews, p_kind text, p_data jsonb DEFAULT '{}'::jsonb, p_only text[] DEFAULT NULL::text[])
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_count int;
+begin
+  with waiting as (
+    select distinct k as approver_key from app.review_items it, unnest(it.waiting_on) k
+    where it.review_id = r.id and it.state = 'pending' and it.open
+      and (p_only is null or k = any (p_only))
+  ), ins as (
+    insert into app.notifications (organization_id, workspace_id, user_id, review_link_id, kind, review_id, data)
+    select r.organization_id, r.workspace_id,
+           case when w.approver_key like 'user:%' then substr(w.approver_key, 6)::uuid end,
+           case when w.approver_key like 'client:%' then
+             (select l.id from app.review_links l where l.review_id = r.id and 'client:' || l.email = w.approver_key) end,
+           p_kind, r.id, jsonb_build_object('title', r.title) || p_data
+    from waiting w
+    where w.approver_key like 'user:%'
+       or exists (select 1 from app.review_links l where l.review_id = r.id and 'client:' || l.email = w.approver_key)
+    returning 1
+  )
+  select count(*) into v_count from ins;
+  return v_count;
+end
+$function$;
+comment on function app.review_notify_waiting(app.reviews,text,jsonb,text[]) is 'Writes a notification (review_requested or review_reminder) for every approver a review waits on (members by user, clients by link), optionally only for the listed approver keys; returns how many.';
+grant execute on function app.review_notify_waiting(app.reviews,text,jsonb,text[]) to pressroom_api;
+grant execute on function app.review_notify_waiting(app.reviews,text,jsonb,text[]) to pressroom_definer;
+revoke all on function app.review_notify_waiting(app.reviews,text,jsonb,text[]) from public;
+
+CREATE OR REPLACE FUNCTION app.review_policy(p_workspace uuid)
+ RETURNS text
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select coalesce((select review_policy from app.review_settings where workspace_id = p_workspace), 'none')
+$function$;
+comment on function app.review_policy(uuid) is 'The review policy of a workspace: none (no row), optional or required.';
+grant execute on function app.review_policy(uuid) to pressroom_api;
+grant execute on function app.review_policy(uuid) to pressroom_definer;
+grant execute on function app.review_policy(uuid) to pressroom_worker;
+revoke all on function app.review_policy(uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.review_react(r app.reviews, it app.review_items, p_activity uuid, p_emoji text, p_add boolean)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_key text := app.current_approver_key();
+begin
+  if not exists (select 1 from app.review_activity a where a.id = p_activity and a.item_id = it.id) then
+    perform app.raise_not_found('activity entry', p_activity);
+  end if;
+  if p_add then
+    insert into app.review_reactions (activity_id, actor_key, organization_id, workspace_id, emoji)
+    values (p_activity, v_key, r.organization_id, r.workspace_id, p_emoji)
+    on conflict (activity_id, actor_key) do update set emoji = excluded.emoji;
+  else
+    delete from app.review_reactions where activity_id = p_activity and actor_key = v_key and emoji = p_emoji;
+    if not found then
+      perform app.raise(404, 'NOT_FOUND', 'You have no such reaction on this activity entry.',
+        jsonb_build_object('activityId', p_activity, 'emoji', p_emoji));
+    end if;
+  end if;
+  return jsonb_build_object('activityId', p_activity, 'emoji', p_emoji, 'reacted', p_add);
+end
+$function$;
+comment on function app.review_react(app.reviews,app.review_items,uuid,text,boolean) is 'Adds (replacing the caller''s previous one) or removes the caller''s emoji on an activity entry of the item; 404 when there is nothing to remove.';
+grant execute on function app.review_react(app.reviews,app.review_items,uuid,text,boolean) to pressroom_api;
+grant execute on function app.review_react(app.reviews,app.review_items,uuid,text,boolean) to pressroom_definer;
+revoke all on function app.review_react(app.reviews,app.review_items,uuid,text,boolean) from public;
+
+CREATE OR REPLACE FUNCTION app.review_release_content(p_item app.review_items)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v app.content_items;
+begin
+  select * into v from app.content_items where id = p_item.content_id for update;
+  if v.status <> 'pending_approval' or v.deleted_at is not null then
+    return;
+  end if;
+  if p_item.prior_status = 'scheduled' and p_item.prior_scheduled_at > now() then
+    perform app.review_move_content(v.id, 'scheduled', p_item.prior_scheduled_at);
+  else
+    perform app.review_move_content(v.id, 'draft');
+  end if;
+end
+$function$;
+comment on function app.review_release_content(app.review_items) is 'Returns an undecided item''s content to where it was: scheduled again at its time when it was scheduled and that time is still ahead, else draft.';
+grant execute on function app.review_release_content(app.review_items) to pressroom_api;
+grant execute on function app.review_release_content(app.review_items) to pressroom_definer;
+grant execute on function app.review_release_content(app.review_items) to pressroom_worker;
+revoke all on function app.review_release_content(app.review_items) from public;
+
+CREATE OR REPLACE FUNCTION app.review_revoke(r app.reviews, it app.review_items)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  d app.review_decisions;
+begin
+  perform app.require_review_status(r, array['active']);
+  select * into d from app.review_decisions
+  where item_id = it.id and stage = it.current_stage and approver_key = app.current_approver_key()
+    and revoked_at is null and superseded_at is null and it.state = 'pending' and it.open
+  for update;
+  if d.id is null then
+    perform app.raise(409, 'NOTHING_TO_REVOKE', 'You have no decision on this item''s open stage to take back.',
+      jsonb_build_object('itemId', it.id, 'stage', it.current_stage));
+  end if;
+  update app.review_decisions set revoked_at = now() where id = d.id;
+  perform app.review_activity_add(r, it.id, 'decision', 'revoked', null, jsonb_build_object('decisionId', d.id, 'stage', d.stage));
+  perform app.review_item_refresh_waiting(it.id);
+  return jsonb_build_object('decisionId', d.id);
+end
+$function$;
+comment on function app.review_revoke(app.reviews,app.review_items) is 'Takes back the caller''s live decision on the item''s open stage (409 NOTHING_TO_REVOKE when there is none: a closed stage cannot be revoked).';
+grant execute on function app.review_revoke(app.reviews,app.review_items) to pressroom_api;
+grant execute on function app.review_revoke(app.reviews,app.review_items) to pressroom_definer;
+revoke all on function app.review_revoke(app.reviews,app.review_items) from public;
+
+CREATE OR REPLACE FUNCTION app.review_send(r app.reviews)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  w app.approval_workflows;
+  it app.review_items;
+  v_links jsonb;
+  v_due timestamptz;
+begin
+  perform app.require_review_status(r, array['draft']);
+  if r.stages is null then
+    select * into w from app.approval_workflows where id = r.workflow_id;
+    if w.id is null or not w.active then
+      perform app.raise(409, 'REVIEW_WORKFLOW_UNAVAILABLE', 'The review''s workflow is inactive or gone; choose another or custom stages.',
+        jsonb_build_object('reviewId', r.id, 'workflowId', r.workflow_id));
+    end if;
+  end if;
+  if not exists (select 1 from app.review_items where review_id = r.id and state = 'pending') then
+    perform app.raise(409, 'REVIEW_EMPTY', 'A review needs at least one item to be sent.', jsonb_build_object('reviewId', r.id));
+  end if;
+  update app.reviews set status = 'active', sent_at = now(), sent_by = app.current_person_id(),
+    stages = coalesce(stages, w.stages),
+    auto_schedule_on_approval = case when stages is null then w.auto_schedule_on_approval else auto_schedule_on_approval end
+  where id = r.id returning * into r;
+  for it in select * from app.review_items where review_id = r.id and state = 'pending' order by created_at, id loop
+    it := app.review_hold_content(it);
+    perform app.review_activity_add(r, it.id, 'system', 'sent');
+    perform app.review_item_refresh_waiting(it.id);
+  end loop;
+  v_links := app.review_create_links(r);
+  perform app.review_notify_waiting(r, 'review_requested');
+  return jsonb_build_object('reviewId', r.id, 'status', r.status, 'sentAt', r.sent_at, 'links', v_links);
+end
+$function$;
+comment on function app.review_send(app.reviews) is 'Sends a draft review (draft -> active): copies the workflow''s stages (409 REVIEW_WORKFLOW_UNAVAILABLE when it is inactive or gone), puts every item''s content in review, creates the client links (tokens returned once) and notifies the first stage''s approvers. 409 REVIEW_EMPTY without items.';
+grant execute on function app.review_send(app.reviews) to pressroom_api;
+revoke all on function app.review_send(app.reviews) from public;
+
+CREATE OR REPLACE FUNCTION app.review_stage_outcome(p_review app.reviews, p_item uuid, p_stage integer)
+ RETURNS text
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  v_stage jsonb := p_review.stages -> p_stage;
+  v_override text;
+  v_approvals int;
+  v_changes int;
+  v_needed int;
+begin
+  select decision into v_override from app.review_decisions
+  where item_id = p_item and stage = p_stage and override and revoked_at is null and superseded_at is null
+  order by created_at desc limit 1;
+  if v_override is not null then
+    return v_override;
+  end if;
+  select count(*) filter (where decision = 'approved'), count(*) filter (where decision = 'changes_requested')
+  into v_approvals, v_changes
+  from app.review_decisions d
+  where d.item_id = p_item and d.stage = p_stage and not d.override and d.revoked_at is null and d.superseded_at is null
+    and d.approver_key in (select app.approver_key(a) from jsonb_array_elements(v_stage -> 'approvers') a);
+  if v_changes > 0 then
+    return 'changes_requested';
+  end if;
+  v_needed := case v_stage ->> 'rule'
+    when 'any' then 1
+    when 'quorum' then (v_stage ->> 'quorum')::int
+    else jsonb_array_length(v_stage -> 'approvers') end;
+  if v_approvals >= v_needed then
+    return 'approved';
+  end if;
+  return null;
+end
+$function$;
+comment on function app.review_stage_outcome(app.reviews,uuid,integer) is 'A stage''s outcome for an item: the latest override, else changes_requested when an approver asked for changes, else approved when the rule (all, any, quorum n) is met by live approvals, else null (open).';
+grant execute on function app.review_stage_outcome(app.reviews,uuid,integer) to pressroom_api;
+grant execute on function app.review_stage_outcome(app.reviews,uuid,integer) to pressroom_definer;
+grant execute on function app.review_stage_outcome(app.reviews,uuid,integer) to pressroom_worker;
+revoke all on function app.review_stage_outcome(app.reviews,uuid,integer) from public;
+
+CREATE OR REPLACE FUNCTION app.review_stages_normalize(p_stages jsonb)
+ RETURNS jsonb
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+  select coalesce(jsonb_agg(jsonb_build_object(
+      'name', btrim(s ->> 'name'),
+      'rule', coalesce(s ->> 'rule', 'all'),
+      'quorum', case when s ->> 'rule' = 'quorum' then (s ->> 'quorum')::int end,
+      'dueInHours', (s ->> 'dueInHours')::int,
+      'approvers', (select coalesce(jsonb_agg(case a ->> 'type'
+                       when 'member' then jsonb_build_object('type', 'member', 'userId', lower(a ->> 'userId'))
+                       else jsonb_build_object('type', 'client', 'email', lower(btrim(a ->> 'email')), 'name', btrim(a ->> 'name'))
+                     end order by k), '[]')
+                    from jsonb_array_elements(s -> 'approvers') with ordinality x (a, k))) order by n), '[]')
+  from jsonb_array_elements(p_stages) with ordinality t (s, n)
+$function$;
+comment on function app.review_stages_normalize(jsonb) is 'Stages as stored: trimmed names, lower-cased client e-mail addresses and member ids, rule all by default, quorum only with rule quorum.';
+grant execute on function app.review_stages_normalize(jsonb) to pressroom_api;
+grant execute on function app.review_stages_normalize(jsonb) to pressroom_definer;
+grant execute on function app.review_stages_normalize(jsonb) to pressroom_worker;
+revoke all on function app.review_stages_normalize(jsonb) from public;
+
+CREATE OR REPLACE FUNCTION app.review_stages_problems(p_stages jsonb, p_field text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  v_problems jsonb := '[]';
+  v_stage jsonb;
+  v_i int := 0;
+  v_a jsonb;
+  v_j int;
+  v_keys text[];
+  v_role text;
+  v_n int;
+begin
+  if jsonb_typeof(p_stages) <> 'array' or jsonb_array_length(p_stages) = 0 then
+    return jsonb_build_array(app.field_problem(p_field, 'required', 'at least one stage'));
+  end if;
+  if jsonb_array_length(p_stages) > 10 then
+    return jsonb_build_array(app.field_problem(p_field, 'too_many', 'at most 10 stages'));
+  end if;
+  for v_stage in select e from jsonb_array_elements(p_stages) e loop
+    v_keys := '{}';
+    v_j := 0;
+    if jsonb_typeof(v_stage -> 'approvers') <> 'array' or jsonb_array_length(v_stage -> 'approvers') = 0 then
+      v_problems := v_problems || app.field_problem(format('%s/%s/approvers', p_field, v_i), 'required', 'at least one approver');
+    else
+      for v_a in select e from jsonb_array_elements(v_stage -> 'approvers') e loop
+        if v_a ->> 'type' = 'member' then
+          select r.role into v_role from app.user_workspace_roles((v_a ->> 'userId')::uuid) r
+          where r.workspace_id = app.current_workspace_id();
+          if app.role_rank(v_role) < app.role_rank('editor') then
+            v_problems := v_problems || app.field_problem(format('%s/%s/approvers/%s/userId', p_field, v_i, v_j), 'not_an_editor',
+              'an approver must be an editor or manager of this workspace (or a client reviewer)');
+          end if;
+        end if;
+        if app.approver_key(v_a) = any (v_keys) then
+          v_problems := v_problems || app.field_problem(format('%s/%s/approvers/%s', p_field, v_i, v_j), 'duplicate', 'listed twice in this stage');
+        end if;
+        v_keys := v_keys || app.approver_key(v_a);
+        v_j := v_j + 1;
+      end loop;
+    end if;
+    v_n := coalesce(jsonb_array_length(v_stage -> 'approvers'), 0);
+    if v_stage ->> 'rule' = 'quorum' then
+      if (v_stage ->> 'quorum') is null or (v_stage ->> 'quorum')::int > v_n then
+        v_problems := v_problems || app.field_problem(format('%s/%s/quorum', p_field, v_i), 'out_of_range',
+          format('a quorum between 1 and the number of approvers (%s)', v_n));
+      end if;
+    elsif v_stage ? 'quorum' and v_stage -> 'quorum' <> 'null' then
+      v_problems := v_problems || app.field_problem(format('%s/%s/quorum', p_field, v_i), 'not_allowed', 'quorum goes with rule quorum');
+    end if;
+    v_i := v_i + 1;
+  end loop;
+  return v_problems;
+end
+$function$;
+comment on function app.review_stages_problems(jsonb,text) is 'Field problems of a stages array: 1 to 10 stages, each with approvers (members who are editors or managers of the workspace, or clients), no approver twice in a stage, a quorum between 1 and the number of approvers with rule quorum only.';
+grant execute on function app.review_stages_problems(jsonb,text) to pressroom_api;
+grant execute on function app.review_stages_problems(jsonb,text) to pressroom_definer;
+grant execute on function app.review_stages_problems(jsonb,text) to pressroom_worker;
+revoke all on function app.review_stages_problems(jsonb,text) from public;
+
+CREATE OR REPLACE FUNCTION app.review_transition_allowed(p_from text, p_to text)
+ RETURNS boolean
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select (p_from, p_to) in (('draft', 'active'), ('draft', 'cancelled'), ('active', 'cancelled'),
+                            ('active', 'completed'), ('active', 'expired'))
+$function$;
+comment on function app.review_transition_allowed(text,text) is 'The review transition table: draft -> active (send), draft|active -> cancelled, active -> completed, active -> expired.';
+grant execute on function app.review_transition_allowed(text,text) to pressroom_api;
+grant execute on function app.review_transition_allowed(text,text) to pressroom_definer;
+grant execute on function app.review_transition_allowed(text,text) to pressroom_worker;
+revoke all on function app.review_transition_allowed(text,text) from public;
+
+CREATE OR REPLACE FUNCTION app.review_urgency(p_due timestamp with time zone, p_tz text)
+ RETURNS text
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select case
+    when p_due is null then 'later'
+    when p_due < now() then 'overdue'
+    when p_due < (date_trunc('day', now() at time zone p_tz) + interval '1 day') at time zone p_tz then 'today'
+    when p_due < now() + interval '7 days' then 'week'
+    else 'later' end
+$function$;
+comment on function app.review_urgency(timestamp with time zone,text) is 'An inbox item''s urgency from its due time: overdue, today (before midnight in the workspace''s zone), week (within 7 days), later (or no due time).';
+grant execute on function app.review_urgency(timestamp with time zone,text) to pressroom_api;
+grant execute on function app.review_urgency(timestamp with time zone,text) to pressroom_definer;
+revoke all on function app.review_urgency(timestamp with time zone,text) from public;
+
 CREATE OR REPLACE FUNCTION app.role_rank(p_role text)
  RETURNS integer
  LANGUAGE sql
@@ -7814,6 +9916,23 @@ grant execute on function app.role_rank(text) to pressroom_api;
 grant execute on function app.role_rank(text) to pressroom_definer;
 grant execute on function app.role_rank(text) to pressroom_worker;
 revoke all on function app.role_rank(text) from public;
+
+CREATE OR REPLACE FUNCTION app.route_channel(p_integration uuid, p_platform text, p_tag_ids uuid[], p_campaign uuid)
+ RETURNS app.approval_workflows
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select w.* from app.approval_workflows w
+  where w.workspace_id = app.current_workspace_id() and w.active
+    and app.workflow_matches(w.match, p_integration, p_platform, p_tag_ids, p_campaign)
+  order by w.position, w.created_at, w.id
+  limit 1
+$function$;
+comment on function app.route_channel(uuid,text,uuid[],uuid) is 'The workflow routing a channel: the first active workflow of the workspace, by position, whose match fits.';
+grant execute on function app.route_channel(uuid,text,uuid[],uuid) to pressroom_api;
+grant execute on function app.route_channel(uuid,text,uuid[],uuid) to pressroom_definer;
+grant execute on function app.route_channel(uuid,text,uuid[],uuid) to pressroom_worker;
+revoke all on function app.route_channel(uuid,text,uuid[],uuid) from public;
 
 CREATE OR REPLACE FUNCTION app.sandbox_edit_caption(p_integration_id uuid, p_platform_post_id text, p_caption text)
  RETURNS boolean
@@ -8622,6 +10741,43 @@ grant execute on function app.tg_content_items_record_version() to pressroom_def
 grant execute on function app.tg_content_items_record_version() to pressroom_worker;
 revoke all on function app.tg_content_items_record_version() from public;
 
+CREATE OR REPLACE FUNCTION app.tg_content_items_review_rules()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_engine boolean := current_setting('pressroom.review_engine', true) = 'on';
+begin
+  if tg_op = 'INSERT' then
+    if new.status = 'scheduled' then
+      perform app.assert_review_allows_publishing(new.id, new.workspace_id);
+    end if;
+    return new;
+  end if;
+  -- The engine's own moves, and the owner's (migrations, administration), pass.
+  if v_engine or current_user not in ('pressroom_api', 'pressroom_definer', 'pressroom_worker') then
+    return new;
+  end if;
+  if old.status = 'pending_approval' and (new.status <> old.status or new.deleted_at is not null) then
+    perform app.assert_not_in_review(old);
+  end if;
+  if new.status <> old.status and (new.status in ('pending_approval', 'rejected')) then
+    perform app.raise(409, 'INVALID_STATUS_TRANSITION',
+      format('Only a review moves content to %s.', new.status),
+      jsonb_build_object('contentId', old.id, 'from', old.status, 'to', new.status));
+  end if;
+  if new.status = 'scheduled' and old.status <> 'scheduled' and new.deleted_at is null then
+    perform app.assert_review_allows_publishing(new.id, new.workspace_id);
+  end if;
+  return new;
+end
+$function$;
+comment on function app.tg_content_items_review_rules() is 'Trigger content_items_18_review_rules: content in review is moved only by the review engine (409 REVIEW_IN_PROGRESS), only a review moves content to pending_approval or rejected, and under the required policy scheduling needs an approved review (409 REVIEW_REQUIRED).';
+grant execute on function app.tg_content_items_review_rules() to pressroom_api;
+grant execute on function app.tg_content_items_review_rules() to pressroom_definer;
+grant execute on function app.tg_content_items_review_rules() to pressroom_worker;
+revoke all on function app.tg_content_items_review_rules() from public;
+
 CREATE OR REPLACE FUNCTION app.tg_content_items_status_machine()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -9233,6 +11389,40 @@ grant execute on function app.tg_recurring_cancel_is_final() to pressroom_define
 grant execute on function app.tg_recurring_cancel_is_final() to pressroom_worker;
 revoke all on function app.tg_recurring_cancel_is_final() from public;
 
+CREATE OR REPLACE FUNCTION app.tg_reviews_status_machine()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if tg_op = 'INSERT' then
+    if new.status <> 'draft' then
+      perform app.raise(409, 'INVALID_REVIEW_TRANSITION', 'A review starts as a draft.',
+        jsonb_build_object('from', null, 'to', new.status));
+    end if;
+    return new;
+  end if;
+  if new.status <> old.status and not app.review_transition_allowed(old.status, new.status) then
+    perform app.raise(409, 'INVALID_REVIEW_TRANSITION',
+      format('A review cannot move from %s to %s.', old.status, new.status),
+      jsonb_build_object('reviewId', old.id, 'from', old.status, 'to', new.status));
+  end if;
+  if new.status = old.status and old.status in ('completed', 'cancelled', 'expired')
+     and (new.title, new.message, new.due_at, new.stages) is distinct from (old.title, old.message, old.due_at, old.stages) then
+    perform app.raise(409, 'REVIEW_CLOSED', format('This review is %s and cannot change.', old.status),
+      jsonb_build_object('reviewId', old.id, 'status', old.status));
+  end if;
+  if new.workspace_id <> old.workspace_id or new.organization_id <> old.organization_id then
+    perform app.raise(400, 'IMMUTABLE_FIELD', 'A review cannot move to another workspace.', jsonb_build_object('reviewId', old.id));
+  end if;
+  return new;
+end
+$function$;
+comment on function app.tg_reviews_status_machine() is 'Trigger reviews_20_status_machine: reviews start as drafts and move by app.review_transition_allowed (409 INVALID_REVIEW_TRANSITION); a closed review does not change (409 REVIEW_CLOSED).';
+grant execute on function app.tg_reviews_status_machine() to pressroom_api;
+grant execute on function app.tg_reviews_status_machine() to pressroom_definer;
+grant execute on function app.tg_reviews_status_machine() to pressroom_worker;
+revoke all on function app.tg_reviews_status_machine() from public;
+
 CREATE OR REPLACE FUNCTION app.tg_set_updated_at()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -9461,6 +11651,134 @@ grant execute on function app.work_claim_take(text,uuid,uuid) to pressroom_api;
 grant execute on function app.work_claim_take(text,uuid,uuid) to pressroom_worker;
 revoke all on function app.work_claim_take(text,uuid,uuid) from public;
 
+CREATE OR REPLACE FUNCTION app.workflow_for(p_id uuid, p_lock boolean DEFAULT false)
+ RETURNS app.approval_workflows
+ LANGUAGE plpgsql
+AS $function$
+declare
+  w app.approval_workflows;
+begin
+  if p_lock then
+    select * into w from app.approval_workflows where id = p_id and workspace_id = app.current_workspace_id() for update;
+  else
+    select * into w from app.approval_workflows where id = p_id and workspace_id = app.current_workspace_id();
+  end if;
+  if w.id is null then
+    perform app.raise_not_found('approval workflow', p_id);
+  end if;
+  return w;
+end
+$function$;
+comment on function app.workflow_for(uuid,boolean) is 'The approval workflow of the current workspace with this id (locked on request), or 404 NOT_FOUND.';
+grant execute on function app.workflow_for(uuid,boolean) to pressroom_api;
+grant execute on function app.workflow_for(uuid,boolean) to pressroom_definer;
+grant execute on function app.workflow_for(uuid,boolean) to pressroom_worker;
+revoke all on function app.workflow_for(uuid,boolean) from public;
+
+CREATE OR REPLACE FUNCTION app.workflow_json(w app.approval_workflows)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select jsonb_build_object('id', w.id, 'name', w.name, 'position', w.position, 'active', w.active,
+    'match', app.workflow_match_normalize(w.match), 'stages', w.stages,
+    'autoScheduleOnApproval', w.auto_schedule_on_approval,
+    'inUse', exists (select 1 from app.reviews r where r.workflow_id = w.id and r.status in ('draft', 'active')),
+    'createdAt', w.created_at, 'updatedAt', w.updated_at)
+$function$;
+comment on function app.workflow_json(app.approval_workflows) is 'An approval workflow as the API shows it.';
+grant execute on function app.workflow_json(app.approval_workflows) to pressroom_api;
+grant execute on function app.workflow_json(app.approval_workflows) to pressroom_definer;
+grant execute on function app.workflow_json(app.approval_workflows) to pressroom_worker;
+revoke all on function app.workflow_json(app.approval_workflows) from public;
+
+CREATE OR REPLACE FUNCTION app.workflow_match_normalize(p_match jsonb)
+ RETURNS jsonb
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+  select jsonb_build_object(
+    'integrationIds', coalesce(p_match -> 'integrationIds', '[]'),
+    'platforms', coalesce(p_match -> 'platforms', '[]'),
+    'tagIds', coalesce(p_match -> 'tagIds', '[]'),
+    'campaignIds', coalesce(p_match -> 'campaignIds', '[]'))
+$function$;
+comment on function app.workflow_match_normalize(jsonb) is 'A workflow''s match with all four lists present (empty lists match anything).';
+grant execute on function app.workflow_match_normalize(jsonb) to pressroom_api;
+grant execute on function app.workflow_match_normalize(jsonb) to pressroom_definer;
+grant execute on function app.workflow_match_normalize(jsonb) to pressroom_worker;
+revoke all on function app.workflow_match_normalize(jsonb) from public;
+
+CREATE OR REPLACE FUNCTION app.workflow_matches(p_match jsonb, p_integration uuid, p_platform text, p_tag_ids uuid[], p_campaign uuid)
+ RETURNS boolean
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+  select (jsonb_array_length(coalesce(p_match -> 'integrationIds', '[]')) = 0 or (p_match -> 'integrationIds') ? p_integration::text)
+     and (jsonb_array_length(coalesce(p_match -> 'platforms', '[]')) = 0 or (p_match -> 'platforms') ? p_platform)
+     and (jsonb_array_length(coalesce(p_match -> 'campaignIds', '[]')) = 0
+          or (p_campaign is not null and (p_match -> 'campaignIds') ? p_campaign::text))
+     and (jsonb_array_length(coalesce(p_match -> 'tagIds', '[]')) = 0
+          or exists (select 1 from unnest(coalesce(p_tag_ids, '{}')) t where (p_match -> 'tagIds') ? t::text))
+$function$;
+comment on function app.workflow_matches(jsonb,uuid,text,uuid[],uuid) is 'Whether a workflow''s match fits a channel: every non-empty list (integrationIds, platforms, campaignIds, tagIds) contains the channel''s value; an empty match is a catch-all.';
+grant execute on function app.workflow_matches(jsonb,uuid,text,uuid[],uuid) to pressroom_api;
+grant execute on function app.workflow_matches(jsonb,uuid,text,uuid[],uuid) to pressroom_definer;
+grant execute on function app.workflow_matches(jsonb,uuid,text,uuid[],uuid) to pressroom_worker;
+revoke all on function app.workflow_matches(jsonb,uuid,text,uuid[],uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.workflow_name_taken(p_name text, p_except uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if exists (select 1 from app.approval_workflows w where w.workspace_id = app.current_workspace_id()
+             and lower(btrim(w.name)) = lower(btrim(p_name)) and w.id is distinct from p_except) then
+    perform app.raise(409, 'NAME_TAKEN', 'An approval workflow with this name exists in this workspace.',
+      jsonb_build_object('name', btrim(p_name)));
+  end if;
+end
+$function$;
+comment on function app.workflow_name_taken(text,uuid) is 'Raises 409 NAME_TAKEN when another workflow of the workspace has this name (case-insensitive, trimmed).';
+grant execute on function app.workflow_name_taken(text,uuid) to pressroom_api;
+revoke all on function app.workflow_name_taken(text,uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.workflow_problems(p_body jsonb, p_partial boolean)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  v_problems jsonb := '[]';
+  v_bad text[];
+begin
+  if p_body ? 'stages' or not p_partial then
+    v_problems := v_problems || app.review_stages_problems(p_body -> 'stages', 'stages');
+  end if;
+  if p_body ? 'match' then
+    v_bad := array(select x from jsonb_array_elements_text(coalesce(p_body -> 'match' -> 'integrationIds', '[]')) x
+                   where not exists (select 1 from app.integrations g where g.id = x::uuid and g.workspace_id = app.current_workspace_id()));
+    if cardinality(v_bad) > 0 then
+      v_problems := v_problems || app.field_problem('match/integrationIds', 'not_found', 'no channel with this id in this workspace: ' || array_to_string(v_bad, ', '));
+    end if;
+    v_bad := array(select x from jsonb_array_elements_text(coalesce(p_body -> 'match' -> 'tagIds', '[]')) x
+                   where not exists (select 1 from app.tags t where t.id = x::uuid and t.workspace_id = app.current_workspace_id()));
+    if cardinality(v_bad) > 0 then
+      v_problems := v_problems || app.field_problem('match/tagIds', 'not_found', 'no tag with this id in this workspace: ' || array_to_string(v_bad, ', '));
+    end if;
+    v_bad := array(select x from jsonb_array_elements_text(coalesce(p_body -> 'match' -> 'campaignIds', '[]')) x
+                   where not exists (select 1 from app.campaigns c where c.id = x::uuid and c.workspace_id = app.current_workspace_id()));
+    if cardinality(v_bad) > 0 then
+      v_problems := v_problems || app.field_problem('match/campaignIds', 'not_found', 'no campaign with this id in this workspace: ' || array_to_string(v_bad, ', '));
+    end if;
+  end if;
+  return v_problems;
+end
+$function$;
+comment on function app.workflow_problems(jsonb,boolean) is 'Field problems of a workflow body: its stages (app.review_stages_problems) and match references (channels, tags, campaigns of this workspace).';
+grant execute on function app.workflow_problems(jsonb,boolean) to pressroom_api;
+revoke all on function app.workflow_problems(jsonb,boolean) from public;
+
 CREATE OR REPLACE FUNCTION app.workspace_json(w app.workspaces, p_role text)
  RETURNS jsonb
  LANGUAGE sql
@@ -9523,6 +11841,33 @@ grant execute on function api.abort_media_upload(uuid) to pressroom_request;
 grant execute on function api.abort_media_upload(uuid) to pressroom_worker;
 revoke all on function api.abort_media_upload(uuid) from public;
 
+CREATE OR REPLACE FUNCTION api.abort_review_attachment(p_review uuid, p_item uuid, p_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  r app.reviews;
+  a app.review_attachments;
+begin
+  perform app.require_role('editor');
+  r := app.review_for(p_review);
+  a := app.review_attachment_for(r, p_item, p_id, true);
+  if a.state <> 'pending' then
+    perform app.raise(409, 'UPLOAD_SESSION_CLOSED', format('This upload is %s and cannot be aborted.', a.state),
+      jsonb_build_object('attachmentId', a.id, 'state', a.state));
+  end if;
+  update app.review_attachments set state = 'aborted' where id = a.id returning * into a;
+  perform app.review_attachment_discard(a, 'upload_aborted');
+  return jsonb_build_object('attachmentId', a.id, 'state', a.state);
+end
+$function$;
+alter function api.abort_review_attachment(uuid,uuid,uuid) owner to pressroom_api;
+comment on function api.abort_review_attachment(uuid,uuid,uuid) is 'Serves POST .../comment-attachments/{attachmentId}/abort (abortReviewAttachment_v1): a pending upload is aborted and whatever was PUT is queued for deletion. Editor role; 404 NOT_FOUND, 409 UPLOAD_SESSION_CLOSED.';
+grant execute on function api.abort_review_attachment(uuid,uuid,uuid) to pressroom_request;
+revoke all on function api.abort_review_attachment(uuid,uuid,uuid) from public;
+
 CREATE OR REPLACE FUNCTION api.add_member(p_email text, p_role text)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -9565,6 +11910,47 @@ alter function api.add_member(text,text) owner to pressroom_api;
 comment on function api.add_member(text,text) is 'Serves POST /v1/workspaces/{workspaceId}/members (addMember_v1). Adds a user of the organization to the workspace with a role, inviting a new user of the organization when the address is not one of its users, whether or not it has an account in another organization (nothing outside the caller''s organization is looked at). Requires the manager role; raises 409 ALREADY_MEMBER.';
 grant execute on function api.add_member(text,text) to pressroom_request;
 revoke all on function api.add_member(text,text) from public;
+
+CREATE OR REPLACE FUNCTION api.add_review_item(p_id uuid, p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  r app.reviews;
+  it app.review_items;
+begin
+  perform app.require_role('editor');
+  r := app.review_for(p_id, true);
+  perform app.require_review_status(r, array['draft', 'active']);
+  it := app.review_add_item(r, (p_body ->> 'contentId')::uuid);
+  return app.review_item_json(r, it);
+end
+$function$;
+alter function api.add_review_item(uuid,jsonb) owner to pressroom_api;
+comment on function api.add_review_item(uuid,jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/reviews/{reviewId}/items (addReviewItem_v1): adds an edition to a draft or active review. Editor role; 400 INVALID_CONTENT_STATUS, 409 CONTENT_IN_REVIEW, 409 INVALID_REVIEW_STATUS.';
+grant execute on function api.add_review_item(uuid,jsonb) to pressroom_request;
+revoke all on function api.add_review_item(uuid,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION api.add_review_reaction(p_id uuid, p_item_id uuid, p_activity_id uuid, p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  r app.reviews;
+begin
+  perform app.require_role('editor');
+  r := app.review_for(p_id);
+  return app.review_react(r, app.review_item_for(r, p_item_id), p_activity_id, p_body ->> 'emoji', true);
+end
+$function$;
+alter function api.add_review_reaction(uuid,uuid,uuid,jsonb) owner to pressroom_api;
+comment on function api.add_review_reaction(uuid,uuid,uuid,jsonb) is 'Serves POST .../reviews/{reviewId}/items/{itemId}/activity/{activityId}/reactions (addReviewReaction_v1): the caller''s one emoji on the entry (replaces a previous one). Editor role; 404 NOT_FOUND.';
+grant execute on function api.add_review_reaction(uuid,uuid,uuid,jsonb) to pressroom_request;
+revoke all on function api.add_review_reaction(uuid,uuid,uuid,jsonb) from public;
 
 CREATE OR REPLACE FUNCTION api.analytics_aggregates(p_from date, p_to date, p_interval text, p_group_by text, p_integration_ids uuid[])
  RETURNS jsonb
@@ -9918,6 +12304,35 @@ grant execute on function api.begin_media_upload_completion(uuid) to pressroom_r
 grant execute on function api.begin_media_upload_completion(uuid) to pressroom_worker;
 revoke all on function api.begin_media_upload_completion(uuid) from public;
 
+CREATE OR REPLACE FUNCTION api.begin_review_attachment_completion(p_review uuid, p_item uuid, p_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  r app.reviews;
+  a app.review_attachments;
+begin
+  perform app.require_role('editor');
+  r := app.review_for(p_review);
+  a := app.review_attachment_for(r, p_item, p_id, true);
+  if a.state = 'completed' then
+    return jsonb_build_object('state', 'completed', 'attachment', app.review_attachment_json(a));
+  end if;
+  if a.state <> 'pending' or a.expires_at <= now() then
+    perform app.raise(409, 'UPLOAD_SESSION_CLOSED', format('This upload is %s; start another.', case when a.state = 'pending' then 'expired' else a.state end),
+      jsonb_build_object('attachmentId', a.id, 'state', a.state));
+  end if;
+  return jsonb_build_object('state', 'pending', 'uploadKey', a.upload_key, 'finalKey', a.storage_key,
+    'declaredSize', a.declared_size, 'contentType', a.content_type);
+end
+$function$;
+alter function api.begin_review_attachment_completion(uuid,uuid,uuid) owner to pressroom_api;
+comment on function api.begin_review_attachment_completion(uuid,uuid,uuid) is 'First phase of POST .../comment-attachments/{attachmentId}/complete (completeReviewAttachment_v1): the completed attachment, or what verifying the bytes needs (upload and final key, declared size and type). Editor role; 404 NOT_FOUND, 409 UPLOAD_SESSION_CLOSED.';
+grant execute on function api.begin_review_attachment_completion(uuid,uuid,uuid) to pressroom_request;
+revoke all on function api.begin_review_attachment_completion(uuid,uuid,uuid) from public;
+
 CREATE OR REPLACE FUNCTION api.bulk_media(p_action text, p_ids uuid[], p_args jsonb DEFAULT '{}'::jsonb)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -10075,6 +12490,27 @@ comment on function api.cancel_recurring_series(uuid,jsonb) is 'Serves POST /v1/
 grant execute on function api.cancel_recurring_series(uuid,jsonb) to pressroom_request;
 revoke all on function api.cancel_recurring_series(uuid,jsonb) from public;
 
+CREATE OR REPLACE FUNCTION api.cancel_review(p_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  r app.reviews;
+begin
+  perform app.require_role('editor');
+  r := app.review_for(p_id, true);
+  perform app.require_review_status(r, array['draft', 'active']);
+  r := app.review_end(r.id, 'cancelled');
+  return jsonb_build_object('reviewId', r.id, 'status', r.status);
+end
+$function$;
+alter function api.cancel_review(uuid) owner to pressroom_api;
+comment on function api.cancel_review(uuid) is 'Serves POST /v1/workspaces/{workspaceId}/reviews/{reviewId}/cancel (cancelReview_v1): draft or active -> cancelled; pending items'' content returns to where it was. Editor role; 409 INVALID_REVIEW_STATUS.';
+grant execute on function api.cancel_review(uuid) to pressroom_request;
+revoke all on function api.cancel_review(uuid) from public;
+
 CREATE OR REPLACE FUNCTION api.claim_article_platform_draft(p_id uuid, p_claim_seconds integer)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -10163,6 +12599,36 @@ alter function api.claim_published_caption_edit(uuid,integer) owner to pressroom
 comment on function api.claim_published_caption_edit(uuid,integer) is 'First step of editing a published caption: the checks of api.published_caption_target, a claim for p_claim_seconds (409 CAPTION_EDIT_IN_PROGRESS while another is live), and what the connector needs (the webhook secret included).';
 grant execute on function api.claim_published_caption_edit(uuid,integer) to pressroom_request;
 revoke all on function api.claim_published_caption_edit(uuid,integer) from public;
+
+CREATE OR REPLACE FUNCTION api.comment_review_item(p_id uuid, p_item_id uuid, p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  r app.reviews;
+  v jsonb;
+  a app.review_activity;
+begin
+  perform app.require_role('editor');
+  r := app.review_for(p_id);
+  v := app.review_comment(r, app.review_item_for(r, p_item_id),
+    p_body ->> 'body', array(select x::uuid from jsonb_array_elements_text(coalesce(p_body -> 'mentions', '[]')) x));
+  if jsonb_array_length(coalesce(p_body -> 'attachmentIds', '[]')) > 0 then
+    -- Completed comment attachments of this item (10d-review-attachments.sql).
+    perform app.review_attach_to_comment(p_item_id, (v ->> 'id')::uuid,
+      array(select x::uuid from jsonb_array_elements_text(p_body -> 'attachmentIds') x));
+    select * into a from app.review_activity where id = (v ->> 'id')::uuid;
+    v := app.review_activity_json(a);
+  end if;
+  return v;
+end
+$function$;
+alter function api.comment_review_item(uuid,uuid,jsonb) owner to pressroom_api;
+comment on function api.comment_review_item(uuid,uuid,jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/reviews/{reviewId}/items/{itemId}/comments (commentReviewItem_v1): a comment with @mentions of members (each notified) and completed attachments of the item. Editor role; 400 VALIDATION_FAILED, 404 NOT_FOUND.';
+grant execute on function api.comment_review_item(uuid,uuid,jsonb) to pressroom_request;
+revoke all on function api.comment_review_item(uuid,uuid,jsonb) from public;
 
 CREATE OR REPLACE FUNCTION api.complete_media_upload(p_id uuid, p_facts jsonb, p_patch jsonb)
  RETURNS jsonb
@@ -10314,6 +12780,34 @@ alter function api.create_api_key(text,uuid[],text,timestamp with time zone,text
 comment on function api.create_api_key(text,uuid[],text,timestamp with time zone,text,bytea) is 'Serves POST /v1/workspaces/{workspaceId}/api-keys (createApiKey_v1). Records a new key (its SHA-256 and prefix, made by the server) granted the listed workspaces with a role (editor unless given). Requires a session and the manager role; every granted workspace must be one the caller manages (403 WORKSPACE_FORBIDDEN); 400 VALIDATION_FAILED for an expiresAt in the past.';
 grant execute on function api.create_api_key(text,uuid[],text,timestamp with time zone,text,bytea) to pressroom_request;
 revoke all on function api.create_api_key(text,uuid[],text,timestamp with time zone,text,bytea) from public;
+
+CREATE OR REPLACE FUNCTION api.create_approval_workflow(p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  w app.approval_workflows;
+begin
+  perform app.require_role('manager');
+  perform app.raise_field_problems(app.workflow_problems(p_body, false), 'The workflow is not valid; see details.fields.');
+  perform app.workflow_name_taken(p_body ->> 'name', null);
+  insert into app.approval_workflows (organization_id, workspace_id, name, position, active, match, stages,
+    auto_schedule_on_approval, created_by)
+  values (app.current_organization_id(), app.current_workspace_id(), btrim(p_body ->> 'name'),
+    coalesce((select max(position) + 1 from app.approval_workflows where workspace_id = app.current_workspace_id()), 0),
+    coalesce((p_body ->> 'active')::boolean, true), app.workflow_match_normalize(coalesce(p_body -> 'match', '{}')),
+    app.review_stages_normalize(p_body -> 'stages'), coalesce((p_body ->> 'autoScheduleOnApproval')::boolean, false),
+    app.current_person_id())
+  returning * into w;
+  return app.workflow_json(w);
+end
+$function$;
+alter function api.create_approval_workflow(jsonb) owner to pressroom_api;
+comment on function api.create_approval_workflow(jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/approval-workflows (createApprovalWorkflow_v1): a workflow, last in routing order. Manager role; 400 VALIDATION_FAILED (stages, match references), 409 NAME_TAKEN.';
+grant execute on function api.create_approval_workflow(jsonb) to pressroom_request;
+revoke all on function api.create_approval_workflow(jsonb) from public;
 
 CREATE OR REPLACE FUNCTION api.create_article(p_body jsonb)
  RETURNS jsonb
@@ -10762,6 +13256,30 @@ grant execute on function api.create_media_label_group(text) to pressroom_reques
 grant execute on function api.create_media_label_group(text) to pressroom_worker;
 revoke all on function api.create_media_label_group(text) from public;
 
+CREATE OR REPLACE FUNCTION api.create_review(p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  r app.reviews;
+  v_id text;
+begin
+  perform app.require_role('editor');
+  r := app.review_new(p_body ->> 'title', p_body ->> 'message', (p_body ->> 'dueAt')::timestamptz,
+                      (p_body ->> 'workflowId')::uuid, p_body -> 'stages');
+  for v_id in select x from jsonb_array_elements_text(coalesce(p_body -> 'contentIds', '[]')) x loop
+    perform app.review_add_item(r, v_id::uuid);
+  end loop;
+  return app.review_json(r);
+end
+$function$;
+alter function api.create_review(jsonb) owner to pressroom_api;
+comment on function api.create_review(jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/reviews (createReview_v1): a draft review with a workflow or custom stages and its first items. Editor role; 400 VALIDATION_FAILED, 400 INVALID_CONTENT_STATUS, 409 CONTENT_IN_REVIEW, 409 REVIEW_WORKFLOW_UNAVAILABLE.';
+grant execute on function api.create_review(jsonb) to pressroom_request;
+revoke all on function api.create_review(jsonb) from public;
+
 CREATE OR REPLACE FUNCTION api.create_session(p_user_id uuid, p_verified_hash text, p_token_hash bytea)
  RETURNS jsonb
  LANGUAGE sql
@@ -10833,6 +13351,91 @@ alter function api.create_workspace(text,text) owner to pressroom_definer;
 comment on function api.create_workspace(text,text) is 'Serves POST /v1/workspaces (createWorkspace_v1). Creates a workspace (time zone UTC unless given) with the caller as manager. Requires a session of an organization owner or admin (403 SESSION_REQUIRED, 403 ROLE_REQUIRED); owned by pressroom_definer. An unknown time zone is refused by trigger workspaces_20_check_timezone (400 INVALID_TIMEZONE).';
 grant execute on function api.create_workspace(text,text) to pressroom_request;
 revoke all on function api.create_workspace(text,text) from public;
+
+CREATE OR REPLACE FUNCTION api.decide_review_item(p_id uuid, p_item_id uuid, p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  r app.reviews;
+begin
+  perform app.require_role('editor');
+  r := app.review_for(p_id, true);
+  return app.review_decide(r, app.review_item_for(r, p_item_id, true), p_body ->> 'decision', p_body ->> 'comment');
+end
+$function$;
+alter function api.decide_review_item(uuid,uuid,jsonb) owner to pressroom_api;
+comment on function api.decide_review_item(uuid,uuid,jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/reviews/{reviewId}/items/{itemId}/decision (decideReviewItem_v1): the caller''s decision (approved or changes_requested, optional comment) at the item''s open stage (app.review_decide). Editor role and approver of the open stage; 403 NOT_AN_APPROVER, 404 NOT_FOUND, 409 INVALID_REVIEW_STATUS, ITEM_ALREADY_DECIDED, ALREADY_DECIDED.';
+grant execute on function api.decide_review_item(uuid,uuid,jsonb) to pressroom_request;
+revoke all on function api.decide_review_item(uuid,uuid,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION api.decide_review_items(p_id uuid, p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  r app.reviews;
+  d jsonb;
+  v_out jsonb := '[]';
+  v_result jsonb;
+  v_state text;
+  v_code text;
+  v_msg text;
+begin
+  perform app.require_role('editor');
+  r := app.review_for(p_id, true);
+  for d in select e from jsonb_array_elements(p_body -> 'decisions') e loop
+    begin
+      v_result := app.review_decide(r, app.review_item_for(r, (d ->> 'itemId')::uuid, true), d ->> 'decision', d ->> 'comment');
+      v_out := v_out || jsonb_build_object('itemId', d ->> 'itemId', 'ok', true, 'result', v_result, 'error', null);
+    exception when others then
+      get stacked diagnostics v_state = returned_sqlstate, v_code = pg_exception_detail, v_msg = message_text;
+      if v_state not like 'PT%' then
+        raise;
+      end if;
+      v_out := v_out || jsonb_build_object('itemId', d ->> 'itemId', 'ok', false, 'result', null,
+        'error', jsonb_build_object('status', substr(v_state, 3)::int, 'code', v_code, 'message', v_msg));
+    end;
+    select * into r from app.reviews where id = r.id;
+  end loop;
+  return v_out;
+end
+$function$;
+alter function api.decide_review_items(uuid,jsonb) owner to pressroom_api;
+comment on function api.decide_review_items(uuid,jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/reviews/{reviewId}/items/decisions (decideReviewItems_v1): several decisions, each alone (partial success): one result per decision, with its own error code when refused. Editor role.';
+grant execute on function api.decide_review_items(uuid,jsonb) to pressroom_request;
+revoke all on function api.decide_review_items(uuid,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION api.delete_approval_workflow(p_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  w app.approval_workflows;
+  v_ids uuid[];
+begin
+  perform app.require_role('manager');
+  w := app.workflow_for(p_id, true);
+  v_ids := array(select r.id from app.reviews r where r.workflow_id = w.id and r.status in ('draft', 'active') order by r.created_at limit 100);
+  if cardinality(v_ids) > 0 then
+    perform app.raise(409, 'WORKFLOW_IN_USE',
+      'Open reviews use this workflow; deactivate it instead (PATCH active: false), or delete it once they are closed.',
+      jsonb_build_object('workflowId', w.id, 'reviewIds', to_jsonb(v_ids)));
+  end if;
+  delete from app.approval_workflows where id = w.id;
+  return jsonb_build_object('id', w.id, 'deleted', true);
+end
+$function$;
+alter function api.delete_approval_workflow(uuid) owner to pressroom_api;
+comment on function api.delete_approval_workflow(uuid) is 'Serves DELETE /v1/workspaces/{workspaceId}/approval-workflows/{workflowId} (deleteApprovalWorkflow_v1). Manager role; 404 NOT_FOUND, 409 WORKFLOW_IN_USE while a draft or active review uses it.';
+grant execute on function api.delete_approval_workflow(uuid) to pressroom_request;
+revoke all on function api.delete_approval_workflow(uuid) from public;
 
 CREATE OR REPLACE FUNCTION api.delete_campaign(p_id uuid)
  RETURNS jsonb
@@ -11273,6 +13876,37 @@ comment on function api.finish_published_caption_edit(uuid,uuid,text) is 'Last s
 grant execute on function api.finish_published_caption_edit(uuid,uuid,text) to pressroom_request;
 revoke all on function api.finish_published_caption_edit(uuid,uuid,text) from public;
 
+CREATE OR REPLACE FUNCTION api.finish_review_attachment_completion(p_review uuid, p_item uuid, p_id uuid, p_facts jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  r app.reviews;
+  a app.review_attachments;
+begin
+  perform app.require_role('editor');
+  r := app.review_for(p_review);
+  a := app.review_attachment_for(r, p_item, p_id, true);
+  if a.state = 'completed' then
+    return app.review_attachment_json(a);
+  end if;
+  if a.state <> 'pending' then
+    perform app.raise(409, 'UPLOAD_SESSION_CLOSED', format('This upload is %s; start another.', a.state),
+      jsonb_build_object('attachmentId', a.id, 'state', a.state));
+  end if;
+  update app.review_attachments set state = 'completed', completed_at = now(), file_size = (p_facts ->> 'fileSize')::bigint,
+    checksum_sha256 = p_facts ->> 'checksumSha256', content_type = p_facts ->> 'contentType'
+  where id = a.id returning * into a;
+  return app.review_attachment_json(a);
+end
+$function$;
+alter function api.finish_review_attachment_completion(uuid,uuid,uuid,jsonb) owner to pressroom_api;
+comment on function api.finish_review_attachment_completion(uuid,uuid,uuid,jsonb) is 'Last phase of completeReviewAttachment_v1: records the verified bytes (size, SHA-256, type from the bytes). Editor role.';
+grant execute on function api.finish_review_attachment_completion(uuid,uuid,uuid,jsonb) to pressroom_request;
+revoke all on function api.finish_review_attachment_completion(uuid,uuid,uuid,jsonb) from public;
+
 CREATE OR REPLACE FUNCTION api.gate(p_token_hash bytea, p_workspace_id uuid, p_class text, p_min_plan text DEFAULT 'basic'::text, p_bucket text DEFAULT NULL::text)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -11307,6 +13941,69 @@ comment on function api.gate_guarded(bytea,uuid,text,text,text,text) is 'Runs fi
 grant execute on function api.gate_guarded(bytea,uuid,text,text,text,text) to pressroom_app;
 revoke all on function api.gate_guarded(bytea,uuid,text,text,text,text) from public;
 
+CREATE OR REPLACE FUNCTION api.gate_review_link(p_token_hash bytea, p_class text, p_client text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_window timestamptz := date_trunc('minute', now());
+  v_reset int := greatest(1, ceil(extract(epoch from (date_trunc('minute', now()) + interval '1 minute' - clock_timestamp())))::int);
+  v_failures int;
+  v_link app.review_links;
+  v_org app.organizations;
+  v_principal jsonb;
+  v_limit int := app.setting_int('rate_limit_' || p_class);
+  v_rate jsonb;
+begin
+  select failures into v_failures from app.auth_failures where client = p_client and window_start = v_window;
+  if coalesce(v_failures, 0) >= app.setting_int('auth_failure_limit') then
+    update app.auth_failures set failures = failures + 1 where client = p_client and window_start = v_window;
+    return jsonb_build_object('audit', false, 'retryAfter', v_reset,
+      'error', jsonb_build_object('status', 429, 'code', 'AUTH_THROTTLED',
+        'message', 'Too many failed credentials from this address; retry after the time in Retry-After.',
+        'details', jsonb_build_object('retryAfter', v_reset)));
+  end if;
+  select * into v_link from app.review_links where token_hash = p_token_hash;
+  if p_token_hash is null or v_link.id is null or v_link.revoked_at is not null
+     or (v_link.expires_at is not null and v_link.expires_at <= now()) then
+    perform app.flush_auth_failures(p_client);
+    insert into app.auth_failures as f (client, window_start, failures, audited)
+    values (p_client, v_window, 1, 1)
+    on conflict (client, window_start) do update
+      set failures = f.failures + 1,
+          audited = f.audited + case when f.failures < app.setting_int('auth_failure_audit') then 1 else 0 end
+    returning failures into v_failures;
+    return jsonb_build_object('audit', v_failures <= app.setting_int('auth_failure_audit'),
+      'error', jsonb_build_object('status', 401, 'code', 'UNAUTHENTICATED',
+        'message', case when v_link.id is null then 'Send a review link token: Authorization: Bearer <review link token>.'
+                        else 'This review link has ended (the review closed or expired).' end));
+  end if;
+  select * into v_org from app.organizations where id = v_link.organization_id;
+  v_principal := jsonb_build_object('actorKind', 'review_link', 'reviewLinkId', v_link.id,
+    'organizationId', v_link.organization_id, 'plan', v_org.plan);
+  if (v_org.plan = 'trial' and v_org.trial_ends_at <= now()) or app.plan_rank(v_org.plan) < app.plan_rank('standard') then
+    return jsonb_build_object('principal', v_principal, 'error', jsonb_build_object('status', 401, 'code', 'PLAN_REQUIRED',
+      'message', format('Client review needs the standard plan or higher; this organization is on %s%s.', v_org.plan,
+                        case when v_org.plan = 'trial' then ' (ended)' else '' end),
+      'details', jsonb_build_object('plan', v_org.plan, 'requiredPlan', 'standard')));
+  end if;
+  v_rate := app.rate_limit_hit('review_link:' || v_link.id, p_class, v_limit);
+  if not (v_rate ->> 'allowed')::boolean then
+    return jsonb_build_object('principal', v_principal, 'workspaceId', v_link.workspace_id, 'rate', v_rate,
+      'error', jsonb_build_object('status', 429, 'code', 'RATE_LIMITED',
+        'message', format('The %s limit of %s requests per minute for this link is used up; retry after %s s.', p_class, v_limit, v_rate ->> 'reset'),
+        'details', jsonb_build_object('class', p_class, 'limit', v_limit, 'retryAfter', (v_rate ->> 'reset')::int)));
+  end if;
+  return jsonb_build_object('principal', v_principal, 'workspaceId', v_link.workspace_id, 'workspaceRole', null, 'rate', v_rate);
+end
+$function$;
+alter function api.gate_review_link(bytea,text,text) owner to pressroom_definer;
+comment on function api.gate_review_link(bytea,text,text) is 'The gate of the client-review routes (server/http/pipeline.ts, operations with x-auth: reviewLink), as pressroom_app: the review link of the bearer token (SHA-256), live (not revoked, not expired), of an organization on the standard plan or higher (401 PLAN_REQUIRED), the rate limit per link, and the failed-credential guard of api.gate_guarded. Returns the principal (actorKind review_link) and the link''s workspace.';
+grant execute on function api.gate_review_link(bytea,text,text) to pressroom_app;
+revoke all on function api.gate_review_link(bytea,text,text) from public;
+
 CREATE OR REPLACE FUNCTION api.get_analytics_report(p_id uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -11328,6 +14025,22 @@ alter function api.get_analytics_report(uuid) owner to pressroom_api;
 comment on function api.get_analytics_report(uuid) is 'Serves GET /v1/workspaces/{workspaceId}/analytics/reports/{id} (getAnalyticsReport_v1): the report''s status, and for a ready one its storage key, which the route turns into a signed download URL (and leaves out of the answer). Viewer role; 404 NOT_FOUND.';
 grant execute on function api.get_analytics_report(uuid) to pressroom_request;
 revoke all on function api.get_analytics_report(uuid) from public;
+
+CREATE OR REPLACE FUNCTION api.get_approval_workflow(p_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+begin
+  perform app.require_role('viewer');
+  return app.workflow_json(app.workflow_for(p_id));
+end
+$function$;
+alter function api.get_approval_workflow(uuid) owner to pressroom_api;
+comment on function api.get_approval_workflow(uuid) is 'Serves GET /v1/workspaces/{workspaceId}/approval-workflows/{workflowId} (getApprovalWorkflow_v1). Viewer role; 404 NOT_FOUND.';
+grant execute on function api.get_approval_workflow(uuid) to pressroom_request;
+revoke all on function api.get_approval_workflow(uuid) from public;
 
 CREATE OR REPLACE FUNCTION api.get_article(p_id uuid)
  RETURNS jsonb
@@ -11612,6 +14325,38 @@ grant execute on function api.get_media_upload(uuid) to pressroom_request;
 grant execute on function api.get_media_upload(uuid) to pressroom_worker;
 revoke all on function api.get_media_upload(uuid) from public;
 
+CREATE OR REPLACE FUNCTION api.get_review(p_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+begin
+  perform app.require_role('viewer');
+  return app.review_json(app.review_for(p_id));
+end
+$function$;
+alter function api.get_review(uuid) owner to pressroom_api;
+comment on function api.get_review(uuid) is 'Serves GET /v1/workspaces/{workspaceId}/reviews/{reviewId} (getReview_v1): the review with one view per item. Viewer role; 404 NOT_FOUND.';
+grant execute on function api.get_review(uuid) to pressroom_request;
+revoke all on function api.get_review(uuid) from public;
+
+CREATE OR REPLACE FUNCTION api.get_review_policy()
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+begin
+  perform app.require_role('viewer');
+  return jsonb_build_object('reviewPolicy', app.review_policy(app.current_workspace_id()));
+end
+$function$;
+alter function api.get_review_policy() owner to pressroom_api;
+comment on function api.get_review_policy() is 'Serves GET /v1/workspaces/{workspaceId}/review-policy (getReviewPolicy_v1): none, optional or required. Viewer role.';
+grant execute on function api.get_review_policy() to pressroom_request;
+revoke all on function api.get_review_policy() from public;
+
 CREATE OR REPLACE FUNCTION api.idempotency_begin(p_method text, p_route text, p_key text, p_request_hash bytea)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -11811,6 +14556,49 @@ comment on function api.init_media_upload(text,text,bigint,uuid,text) is 'Serves
 grant execute on function api.init_media_upload(text,text,bigint,uuid,text) to pressroom_request;
 revoke all on function api.init_media_upload(text,text,bigint,uuid,text) from public;
 
+CREATE OR REPLACE FUNCTION api.init_review_attachment(p_review uuid, p_item uuid, p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  r app.reviews;
+  it app.review_items;
+  a app.review_attachments;
+  v_id uuid := gen_random_uuid();
+  v_max bigint := app.setting_int('review_attachment_max_bytes');
+begin
+  perform app.require_role('editor');
+  r := app.review_for(p_review);
+  it := app.review_item_for(r, p_item);
+  perform app.require_review_status(r, array['draft', 'active']);
+  if (p_body ->> 'contentType') not in ('image/png', 'image/jpeg', 'image/webp', 'image/gif', 'application/pdf') then
+    perform app.raise(415, 'UNSUPPORTED_MEDIA_FORMAT', format('%s cannot be attached; images (PNG, JPEG, WebP, GIF) and PDFs can.', p_body ->> 'contentType'),
+      jsonb_build_object('field', 'body.contentType', 'supported', jsonb_build_array('image/png', 'image/jpeg', 'image/webp', 'image/gif', 'application/pdf')));
+  end if;
+  if (p_body ->> 'size')::bigint > v_max then
+    perform app.raise(413, 'MEDIA_TOO_LARGE', format('An attachment may be at most %s bytes; this one is %s bytes.', v_max, p_body ->> 'size'),
+      jsonb_build_object('field', 'body.size', 'maxBytes', v_max, 'size', (p_body ->> 'size')::bigint));
+  end if;
+  if btrim(p_body ->> 'filename') = '' or (p_body ->> 'filename') ~ '[[:cntrl:]/\\]' then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('filename', 'invalid', 'a file name without slashes or control characters')),
+      'The file name is not valid.');
+  end if;
+  insert into app.review_attachments (id, organization_id, workspace_id, review_id, item_id, filename, content_type, declared_size,
+    upload_key, storage_key, uploaded_by, expires_at)
+  values (v_id, r.organization_id, r.workspace_id, r.id, it.id, btrim(p_body ->> 'filename'), p_body ->> 'contentType',
+    (p_body ->> 'size')::bigint, format('uploads/%s/%s', r.workspace_id, v_id), format('media/%s/%s', r.workspace_id, v_id),
+    app.current_approver_key(), now() + make_interval(secs => app.setting_int('upload_session_ttl_seconds')))
+  returning * into a;
+  return app.review_attachment_json(a);
+end
+$function$;
+alter function api.init_review_attachment(uuid,uuid,jsonb) owner to pressroom_api;
+comment on function api.init_review_attachment(uuid,uuid,jsonb) is 'Serves POST .../reviews/{reviewId}/items/{itemId}/comment-attachments/init (initReviewAttachment_v1): an upload session for an image or PDF of at most review_attachment_max_bytes, expiring after upload_session_ttl_seconds; the route signs the upload URL. Editor role; 404 NOT_FOUND, 409 INVALID_REVIEW_STATUS, 413 MEDIA_TOO_LARGE, 415 UNSUPPORTED_MEDIA_FORMAT.';
+grant execute on function api.init_review_attachment(uuid,uuid,jsonb) to pressroom_request;
+revoke all on function api.init_review_attachment(uuid,uuid,jsonb) from public;
+
 CREATE OR REPLACE FUNCTION api.integration_for_listing(p_id uuid, p_capability text)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -11871,6 +14659,23 @@ alter function api.list_api_keys() owner to pressroom_api;
 comment on function api.list_api_keys() is 'Serves GET /v1/workspaces/{workspaceId}/api-keys (listApiKeys_v1). The active (not revoked, not expired) keys the caller may administer, without their secrets. Requires a session and the manager role.';
 grant execute on function api.list_api_keys() to pressroom_request;
 revoke all on function api.list_api_keys() from public;
+
+CREATE OR REPLACE FUNCTION api.list_approval_workflows()
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+begin
+  perform app.require_role('viewer');
+  return coalesce((select jsonb_agg(app.workflow_json(w) order by w.position, w.created_at, w.id)
+                   from app.approval_workflows w where w.workspace_id = app.current_workspace_id()), '[]');
+end
+$function$;
+alter function api.list_approval_workflows() owner to pressroom_api;
+comment on function api.list_approval_workflows() is 'Serves GET /v1/workspaces/{workspaceId}/approval-workflows (listApprovalWorkflows_v1): the workspace''s workflows in routing order. Viewer role.';
+grant execute on function api.list_approval_workflows() to pressroom_request;
+revoke all on function api.list_approval_workflows() from public;
 
 CREATE OR REPLACE FUNCTION api.list_articles(p_limit integer, p_offset bigint)
  RETURNS jsonb
@@ -12071,6 +14876,12 @@ declare
   v_order text;
   v_total bigint;
   v_ids uuid[];
+  -- reviews: the reviewLifecycle* filters (db/migrations/current/10c-content-review-filters.sql)
+  v_lc jsonb := jsonb_strip_nulls(jsonb_build_object(
+    'phase', p_query -> 'reviewLifecyclePhase', 'state', p_query -> 'reviewLifecycleState',
+    'actor', p_query -> 'reviewLifecycleActor', 'nextAction', p_query -> 'reviewLifecycleNextAction',
+    'blocker', p_query -> 'reviewLifecycleBlocker', 'blocksPublishing', p_query -> 'reviewLifecycleBlocksPublishing',
+    'batchId', p_query -> 'reviewLifecycleBatchId', 'itemId', p_query -> 'reviewLifecycleItemId'));
 begin
   perform app.require_role('viewer');
   if jsonb_typeof(p_query -> 'workflowStatuses') = 'array' then
@@ -12094,8 +14905,13 @@ begin
                                    when 'publishing' then 'scheduled' when 'published' then 'sent' else w end
             from unnest(v_workflow) w));
   end if;
-  if v_status is null and v_workflow is null then
+  if v_status is null and v_workflow is null and v_lc = '{}' then
     v_live := v_live || $w$ and i.status in ('draft', 'scheduled', 'sent', 'failed')$w$;
+  end if;
+  -- reviews: any reviewLifecycle filter opts review-held content in and adds reviewLifecycle to items.
+  if v_lc <> '{}' then
+    v_review := true;
+    v_live := v_live || ' and app.content_review_lifecycle_matches(i, $8)';
   end if;
   if v_integration is not null then
     v_where := v_where || ' and i.integration_id = $5';
@@ -12117,18 +14933,18 @@ begin
   end if;
   execute format('select count(*) from app.content_items i where %s', v_where)
   into v_total
-  using app.current_workspace_id(), v_since, v_status, v_workflow, v_integration;
+  using app.current_workspace_id(), v_since, v_status, v_workflow, v_integration, null::int, null::bigint, v_lc;
   execute format('select array(select i.id from app.content_items i %s where %s order by %s limit $6 offset $7)',
                  v_join, v_where, v_order)
   into v_ids
-  using app.current_workspace_id(), v_since, v_status, v_workflow, v_integration, v_limit, v_offset;
+  using app.current_workspace_id(), v_since, v_status, v_workflow, v_integration, v_limit, v_offset, v_lc;
   return jsonb_build_object('items', (select app.content_list_items_json(v_ids, v_review)),
     'meta', jsonb_build_object('limit', v_limit, 'offset', v_offset, 'total', v_total,
                                'hasMore', v_offset + cardinality(v_ids) < v_total));
 end
 $function$;
 alter function api.list_content(jsonb) owner to pressroom_api;
-comment on function api.list_content(jsonb) is 'Serves GET /v1/workspaces/{workspaceId}/content (listContent_v1). A page of editions filtered by status, workflow statuses and integration, sorted as asked; with since, the editions changed after it and tombstones of those deleted after it. Returns items and meta (limit, offset, total, hasMore). Requires the viewer role.';
+comment on function api.list_content(jsonb) is 'Serves GET /v1/workspaces/{workspaceId}/content (listContent_v1). A page of editions filtered by status, workflow statuses, integration and the reviewLifecycle* filters (any of them opts pending_approval and rejected content in and adds reviewLifecycle), sorted as asked; with since, the editions changed after it and tombstones of those deleted after it. Returns items and meta (limit, offset, total, hasMore). Requires the viewer role.';
 grant execute on function api.list_content(jsonb) to pressroom_request;
 revoke all on function api.list_content(jsonb) from public;
 
@@ -12478,6 +15294,60 @@ comment on function api.list_members() is 'Serves GET /v1/workspaces/{workspaceI
 grant execute on function api.list_members() to pressroom_request;
 revoke all on function api.list_members() from public;
 
+CREATE OR REPLACE FUNCTION api.list_notifications(p_limit integer, p_cursor uuid, p_unread boolean)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+begin
+  perform app.require_session();
+  return app.notifications_page(app.current_user_id(), null, p_limit, p_cursor, p_unread);
+end
+$function$;
+alter function api.list_notifications(integer,uuid,boolean) owner to pressroom_definer;
+comment on function api.list_notifications(integer,uuid,boolean) is 'Serves GET /v1/me/notifications (listNotifications_v1): the signed-in user''s notifications (reminders, review requests, mentions), cursor-paginated, with read state. Session only (403 SESSION_REQUIRED).';
+grant execute on function api.list_notifications(integer,uuid,boolean) to pressroom_request;
+revoke all on function api.list_notifications(integer,uuid,boolean) from public;
+
+CREATE OR REPLACE FUNCTION api.list_review_item_activity(p_id uuid, p_item_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  r app.reviews;
+begin
+  perform app.require_role('viewer');
+  r := app.review_for(p_id);
+  return app.review_item_activity(app.review_item_for(r, p_item_id));
+end
+$function$;
+alter function api.list_review_item_activity(uuid,uuid) owner to pressroom_api;
+comment on function api.list_review_item_activity(uuid,uuid) is 'Serves GET /v1/workspaces/{workspaceId}/reviews/{reviewId}/items/{itemId}/activity (listReviewItemActivity_v1): decisions, comments and system events in order, with reactions. Viewer role; 404 NOT_FOUND.';
+grant execute on function api.list_review_item_activity(uuid,uuid) to pressroom_request;
+revoke all on function api.list_review_item_activity(uuid,uuid) from public;
+
+CREATE OR REPLACE FUNCTION api.list_reviews(p_status text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+begin
+  perform app.require_role('viewer');
+  return coalesce((select jsonb_agg(app.review_json(r) order by r.created_at desc, r.id desc)
+                   from (select * from app.reviews r where r.workspace_id = app.current_workspace_id()
+                           and (p_status is null or r.status = p_status)
+                         order by r.created_at desc, r.id desc limit 200) r), '[]');
+end
+$function$;
+alter function api.list_reviews(text) owner to pressroom_api;
+comment on function api.list_reviews(text) is 'Serves GET /v1/workspaces/{workspaceId}/reviews (listReviews_v1): the newest 200 reviews, optionally of one status, with stages and items. Viewer role.';
+grant execute on function api.list_reviews(text) to pressroom_request;
+revoke all on function api.list_reviews(text) from public;
+
 CREATE OR REPLACE FUNCTION api.list_sandbox_posts(p_integration_id uuid, p_limit integer, p_offset bigint)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -12562,6 +15432,29 @@ alter function api.login_lookup(text) owner to pressroom_definer;
 comment on function api.login_lookup(text) is 'Serves POST /v1/auth/sessions (createSession_v1), first step. Returns the user id and stored password hash of the active user with this email (the KDF runs in the server); no row when there is none. Anonymous, owned by pressroom_definer.';
 grant execute on function api.login_lookup(text) to pressroom_request;
 revoke all on function api.login_lookup(text) from public;
+
+CREATE OR REPLACE FUNCTION api.mark_notifications_read(p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_count int;
+begin
+  perform app.require_session();
+  update app.notifications set read_at = now()
+  where user_id = app.current_user_id() and read_at is null
+    and (coalesce((p_body ->> 'all')::boolean, false)
+         or id in (select x::uuid from jsonb_array_elements_text(coalesce(p_body -> 'ids', '[]')) x));
+  get diagnostics v_count = row_count;
+  return jsonb_build_object('marked', v_count);
+end
+$function$;
+alter function api.mark_notifications_read(jsonb) owner to pressroom_definer;
+comment on function api.mark_notifications_read(jsonb) is 'Serves POST /v1/me/notifications/read (markNotificationsRead_v1): marks the listed (or all) of the signed-in user''s notifications read. Session only.';
+grant execute on function api.mark_notifications_read(jsonb) to pressroom_request;
+revoke all on function api.mark_notifications_read(jsonb) from public;
 
 CREATE OR REPLACE FUNCTION api.media_folder_path(p_id uuid)
  RETURNS jsonb
@@ -12824,6 +15717,62 @@ grant execute on function api.move_media_labels_to_group(uuid,uuid[]) to pressro
 grant execute on function api.move_media_labels_to_group(uuid,uuid[]) to pressroom_worker;
 revoke all on function api.move_media_labels_to_group(uuid,uuid[]) from public;
 
+CREATE OR REPLACE FUNCTION api.override_review_item(p_id uuid, p_item_id uuid, p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  r app.reviews;
+  it app.review_items;
+  d app.review_decisions;
+begin
+  perform app.require_role('manager');
+  r := app.review_for(p_id, true);
+  perform app.require_review_status(r, array['active']);
+  it := app.review_item_for(r, p_item_id, true);
+  if it.state <> 'pending' or not it.open then
+    perform app.raise(409, 'ITEM_ALREADY_DECIDED', format('This review item is %s; it takes no more decisions.', it.state),
+      jsonb_build_object('itemId', it.id, 'state', it.state));
+  end if;
+  if btrim(coalesce(p_body ->> 'reason', '')) = '' then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('reason', 'required', 'an override needs a reason')),
+      'An override needs a reason.');
+  end if;
+  insert into app.review_decisions (organization_id, workspace_id, review_id, item_id, stage, stage_name, approver_key,
+    user_id, decision, comment, override, reason)
+  values (r.organization_id, r.workspace_id, r.id, it.id, it.current_stage, r.stages -> it.current_stage ->> 'name',
+    'override:' || gen_random_uuid(), app.current_person_id(), p_body ->> 'decision', p_body ->> 'comment', true, btrim(p_body ->> 'reason'))
+  returning * into d;
+  perform app.review_activity_add(r, it.id, 'decision', 'override_' || d.decision, d.reason,
+    jsonb_build_object('decisionId', d.id, 'stage', d.stage, 'stageName', d.stage_name, 'override', true));
+  perform app.review_advance(r.id, it.id);
+  return jsonb_build_object('decisionId', d.id);
+end
+$function$;
+alter function api.override_review_item(uuid,uuid,jsonb) owner to pressroom_api;
+comment on function api.override_review_item(uuid,uuid,jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/reviews/{reviewId}/items/{itemId}/override (overrideReviewItem_v1): a manager decides the item''s open stage (reason required); the engine advances. Manager role; 400 VALIDATION_FAILED, 409 INVALID_REVIEW_STATUS, ITEM_ALREADY_DECIDED.';
+grant execute on function api.override_review_item(uuid,uuid,jsonb) to pressroom_request;
+revoke all on function api.override_review_item(uuid,uuid,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION api.preview_review(p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+begin
+  perform app.require_role('editor');
+  return coalesce((select jsonb_agg(app.review_content_eligibility(x::uuid) order by n)
+                   from jsonb_array_elements_text(p_body -> 'contentIds') with ordinality t (x, n)), '[]');
+end
+$function$;
+alter function api.preview_review(jsonb) owner to pressroom_api;
+comment on function api.preview_review(jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/reviews/preview (previewReview_v1): for each content id, whether it can enter a review and the reason if not. Editor role.';
+grant execute on function api.preview_review(jsonb) to pressroom_request;
+revoke all on function api.preview_review(jsonb) from public;
+
 CREATE OR REPLACE FUNCTION api.promote_grid_tile(p_integration_id uuid, p_tile_id uuid, p_body jsonb)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -12880,6 +15829,7 @@ declare
 begin
   perform app.require_role('editor');
   v := app.content_item_for_update(p_id);
+  perform app.assert_not_in_review(v);  -- reviews: 409 REVIEW_IN_PROGRESS
   perform app.require_content_status(v, array['draft', 'scheduled']);
   select * into s from app.publishing_states where content_item_id = v.id;
   if v.status = 'scheduled' and s.state = 'awaiting_confirmation' and s.job_id is not distinct from v.publish_job_id then
@@ -12896,7 +15846,7 @@ begin
 end
 $function$;
 alter function api.publish_content(uuid) owner to pressroom_api;
-comment on function api.publish_content(uuid) is 'Serves POST /v1/workspaces/{workspaceId}/content/{id}/publish (publishContent_v1). Moves a draft or scheduled edition to scheduled now, validated against its platform''s rules, and starts a new publishing run. Requires the editor role; 404 NOT_FOUND, 400 INVALID_CONTENT_STATUS, 400 VALIDATION_FAILED, 409 PUBLISHING_AWAITS_CONFIRMATION, 409 PUBLISHING_IN_PROGRESS.';
+comment on function api.publish_content(uuid) is 'Serves POST /v1/workspaces/{workspaceId}/content/{id}/publish (publishContent_v1). Moves a draft or scheduled edition to scheduled now, validated against its platform''s rules, and starts a new publishing run. Requires the editor role; 404 NOT_FOUND, 400 INVALID_CONTENT_STATUS, 400 VALIDATION_FAILED, 409 PUBLISHING_AWAITS_CONFIRMATION, 409 PUBLISHING_IN_PROGRESS, 409 REVIEW_IN_PROGRESS, 409 REVIEW_REQUIRED.';
 grant execute on function api.publish_content(uuid) to pressroom_request;
 revoke all on function api.publish_content(uuid) from public;
 
@@ -13030,6 +15980,50 @@ comment on function api.release_work_claim(text,uuid,uuid) is 'Gives up a claim 
 grant execute on function api.release_work_claim(text,uuid,uuid) to pressroom_request;
 revoke all on function api.release_work_claim(text,uuid,uuid) from public;
 
+CREATE OR REPLACE FUNCTION api.remind_review(p_id uuid, p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  r app.reviews;
+  v_waiting text[];
+  v_recent text[];
+  v_interval int := app.setting_int('review_remind_interval_seconds');
+  v_count int;
+begin
+  perform app.require_role('editor');
+  r := app.review_for(p_id, true);
+  perform app.require_review_status(r, array['active']);
+  v_waiting := array(select distinct k from app.review_items it, unnest(it.waiting_on) k
+                     where it.review_id = r.id and it.state = 'pending' and it.open order by k);
+  if cardinality(v_waiting) = 0 then
+    perform app.raise(409, 'NOTHING_TO_REMIND', 'No approver is pending on this review.', jsonb_build_object('reviewId', r.id));
+  end if;
+  v_recent := array(select m.approver_key from app.review_reminders m
+                    where m.review_id = r.id and m.approver_key = any (v_waiting)
+                      and m.reminded_at > now() - make_interval(secs => v_interval) order by 1);
+  if cardinality(v_recent) > 0 then
+    perform app.raise(409, 'REMIND_TOO_SOON',
+      format('An approver of this review was reminded less than %s seconds ago.', v_interval),
+      jsonb_build_object('reviewId', r.id, 'approvers', to_jsonb(v_recent), 'intervalSeconds', v_interval,
+        'retryAfter', (select ceil(extract(epoch from (max(m.reminded_at) + make_interval(secs => v_interval) - now())))::int
+                       from app.review_reminders m where m.review_id = r.id and m.approver_key = any (v_recent))));
+  end if;
+  insert into app.review_reminders (review_id, approver_key, organization_id, workspace_id)
+  select r.id, k, r.organization_id, r.workspace_id from unnest(v_waiting) k
+  on conflict (review_id, approver_key) do update set reminded_at = now();
+  v_count := app.review_notify_waiting(r, 'review_reminder', jsonb_build_object('message', p_body ->> 'message'));
+  perform app.review_activity_add(r, null, 'system', 'reminded', p_body ->> 'message', jsonb_build_object('approvers', to_jsonb(v_waiting)));
+  return jsonb_build_object('reviewId', r.id, 'reminded', cardinality(v_waiting), 'notifications', v_count);
+end
+$function$;
+alter function api.remind_review(uuid,jsonb) owner to pressroom_api;
+comment on function api.remind_review(uuid,jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/reviews/{reviewId}/remind (remindReview_v1): a reminder to every pending approver of the open stages, into their notifications; at most one per approver per review_remind_interval_seconds (409 REMIND_TOO_SOON). Editor role; 409 INVALID_REVIEW_STATUS, NOTHING_TO_REMIND.';
+grant execute on function api.remind_review(uuid,jsonb) to pressroom_request;
+revoke all on function api.remind_review(uuid,jsonb) from public;
+
 CREATE OR REPLACE FUNCTION api.remove_member(p_user_id uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -13053,6 +16047,86 @@ alter function api.remove_member(uuid) owner to pressroom_api;
 comment on function api.remove_member(uuid) is 'Serves DELETE /v1/workspaces/{workspaceId}/members/{userId} (removeMember_v1). Removes a member from the workspace. Requires the manager role; 404 NOT_FOUND, and 409 LAST_MANAGER from trigger workspace_members_30_keep_manager.';
 grant execute on function api.remove_member(uuid) to pressroom_request;
 revoke all on function api.remove_member(uuid) from public;
+
+CREATE OR REPLACE FUNCTION api.remove_review_item(p_id uuid, p_item_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  r app.reviews;
+  it app.review_items;
+begin
+  perform app.require_role('editor');
+  r := app.review_for(p_id, true);
+  perform app.require_review_status(r, array['draft', 'active']);
+  it := app.review_item_for(r, p_item_id, true);
+  if it.state <> 'pending' then
+    perform app.raise(409, 'ITEM_ALREADY_DECIDED', format('This review item is %s and stays in the review''s history.', it.state),
+      jsonb_build_object('itemId', it.id, 'state', it.state));
+  end if;
+  update app.review_items set state = 'removed', open = false, waiting_on = '{}' where id = it.id returning * into it;
+  if r.status = 'active' then
+    perform app.review_release_content(it);
+  end if;
+  perform app.review_activity_add(r, it.id, 'system', 'removed');
+  perform app.review_complete_if_done(r.id);
+  return jsonb_build_object('reviewId', r.id, 'itemId', it.id, 'state', it.state);
+end
+$function$;
+alter function api.remove_review_item(uuid,uuid) owner to pressroom_api;
+comment on function api.remove_review_item(uuid,uuid) is 'Serves DELETE /v1/workspaces/{workspaceId}/reviews/{reviewId}/items/{itemId} (removeReviewItem_v1): a pending item leaves the review and its content returns to where it was. Editor role; 404 NOT_FOUND, 409 ITEM_ALREADY_DECIDED, 409 INVALID_REVIEW_STATUS.';
+grant execute on function api.remove_review_item(uuid,uuid) to pressroom_request;
+revoke all on function api.remove_review_item(uuid,uuid) from public;
+
+CREATE OR REPLACE FUNCTION api.remove_review_reaction(p_id uuid, p_item_id uuid, p_activity_id uuid, p_emoji text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  r app.reviews;
+begin
+  perform app.require_role('editor');
+  r := app.review_for(p_id);
+  return app.review_react(r, app.review_item_for(r, p_item_id), p_activity_id, p_emoji, false);
+end
+$function$;
+alter function api.remove_review_reaction(uuid,uuid,uuid,text) owner to pressroom_api;
+comment on function api.remove_review_reaction(uuid,uuid,uuid,text) is 'Serves DELETE .../reviews/{reviewId}/items/{itemId}/activity/{activityId}/reactions/{emoji} (removeReviewReaction_v1). Editor role; 404 NOT_FOUND.';
+grant execute on function api.remove_review_reaction(uuid,uuid,uuid,text) to pressroom_request;
+revoke all on function api.remove_review_reaction(uuid,uuid,uuid,text) from public;
+
+CREATE OR REPLACE FUNCTION api.reorder_approval_workflows(p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v_ids uuid[] := array(select x::uuid from jsonb_array_elements_text(p_body -> 'workflowIds') x);
+  v_have uuid[];
+begin
+  perform app.require_role('manager');
+  v_have := array(select id from app.approval_workflows where workspace_id = app.current_workspace_id() order by id for update);
+  if cardinality(v_ids) <> cardinality(v_have)
+     or array(select distinct x from unnest(v_ids) x order by x) <> v_have then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('workflowIds', 'not_a_permutation',
+      'list every workflow of the workspace exactly once')), 'List every workflow of the workspace exactly once.',
+      jsonb_build_object('workflowIds', to_jsonb(v_have)));
+  end if;
+  update app.approval_workflows w set position = x.n - 1
+  from unnest(v_ids) with ordinality x (id, n)
+  where w.id = x.id and w.position <> x.n - 1;
+  return api.list_approval_workflows();
+end
+$function$;
+alter function api.reorder_approval_workflows(jsonb) owner to pressroom_api;
+comment on function api.reorder_approval_workflows(jsonb) is 'Serves PUT /v1/workspaces/{workspaceId}/approval-workflows/order (reorderApprovalWorkflows_v1): the routing order, every workflow listed once. Manager role; 400 VALIDATION_FAILED.';
+grant execute on function api.reorder_approval_workflows(jsonb) to pressroom_request;
+revoke all on function api.reorder_approval_workflows(jsonb) from public;
 
 CREATE OR REPLACE FUNCTION api.reorder_media_label_groups(p_ids uuid[])
  RETURNS jsonb
@@ -13116,6 +16190,47 @@ grant execute on function api.replace_media_labels(uuid,uuid[]) to pressroom_req
 grant execute on function api.replace_media_labels(uuid,uuid[]) to pressroom_worker;
 revoke all on function api.replace_media_labels(uuid,uuid[]) from public;
 
+CREATE OR REPLACE FUNCTION api.replace_review_stages(p_id uuid, p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  r app.reviews;
+  it app.review_items;
+  v_links jsonb := '[]';
+begin
+  perform app.require_role('editor');
+  r := app.review_for(p_id, true);
+  perform app.require_review_status(r, array['draft', 'active']);
+  if p_body ? 'expectedConfigRevision' and (p_body ->> 'expectedConfigRevision')::int <> r.config_revision then
+    perform app.raise(409, 'REVIEW_CONFIG_STALE', format('The review is at config revision %s.', r.config_revision),
+      jsonb_build_object('reviewId', r.id, 'configRevision', r.config_revision));
+  end if;
+  perform app.raise_field_problems(app.review_stages_problems(p_body -> 'stages', 'stages'), 'The stages are not valid; see details.fields.');
+  update app.reviews set stages = app.review_stages_normalize(p_body -> 'stages'), config_revision = config_revision + 1
+  where id = r.id returning * into r;
+  if r.status = 'active' then
+    -- Decisions under the old stages stay in history; pending items start again at the first stage.
+    update app.review_decisions set superseded_at = now()
+    where review_id = r.id and revoked_at is null and superseded_at is null
+      and item_id in (select id from app.review_items where review_id = r.id and state = 'pending' and open);
+    for it in select * from app.review_items where review_id = r.id and state = 'pending' and open loop
+      update app.review_items set current_stage = 0, stage_opened_at = now() where id = it.id;
+      perform app.review_activity_add(r, it.id, 'system', 'stages_replaced', null, jsonb_build_object('configRevision', r.config_revision));
+      perform app.review_item_refresh_waiting(it.id);
+    end loop;
+    v_links := app.review_create_links(r);
+  end if;
+  return jsonb_build_object('reviewId', r.id, 'configRevision', r.config_revision, 'stages', r.stages, 'links', v_links);
+end
+$function$;
+alter function api.replace_review_stages(uuid,jsonb) owner to pressroom_api;
+comment on function api.replace_review_stages(uuid,jsonb) is 'Serves PUT /v1/workspaces/{workspaceId}/reviews/{reviewId}/stages (replaceReviewStages_v1): new stages for a draft or active review; in an active one the pending items start again at the first stage, earlier decisions kept in history as superseded, and new client reviewers get links (tokens returned once). Editor role; 400 VALIDATION_FAILED, 409 INVALID_REVIEW_STATUS, 409 REVIEW_CONFIG_STALE.';
+grant execute on function api.replace_review_stages(uuid,jsonb) to pressroom_request;
+revoke all on function api.replace_review_stages(uuid,jsonb) from public;
+
 CREATE OR REPLACE FUNCTION api.resolve_publishing_result(p_id uuid, p_body jsonb)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -13147,6 +16262,47 @@ alter function api.resolve_publishing_result(uuid,jsonb) owner to pressroom_api;
 comment on function api.resolve_publishing_result(uuid,jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/content/{id}/resolve-publishing-result (resolvePublishingResult_v1). Records the outcome (published or failed) of an edition whose last attempt''s outcome is unknown, through the engine''s app.publishing_resolve. Requires the editor role; 404 NOT_FOUND, 400 VALIDATION_FAILED, 409 NOTHING_TO_RESOLVE.';
 grant execute on function api.resolve_publishing_result(uuid,jsonb) to pressroom_request;
 revoke all on function api.resolve_publishing_result(uuid,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION api.resolve_reviews(p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v_ids uuid[];
+begin
+  perform app.require_role('editor');
+  if p_body ? 'contentIds' then
+    v_ids := array(select distinct x::uuid from jsonb_array_elements_text(p_body -> 'contentIds') x);
+    perform app.require_content_ids(v_ids);
+    return coalesce((select jsonb_agg(app.content_resolution(i.id) order by x.n)
+                     from unnest(array(select x::uuid from jsonb_array_elements_text(p_body -> 'contentIds') x)) with ordinality x (id, n)
+                     join app.content_items i on i.id = x.id), '[]');
+  end if;
+  -- Unsaved channels, routed as authored.
+  if exists (select 1 from jsonb_array_elements(coalesce(p_body -> 'channels', '[]')) c
+             where not exists (select 1 from app.integrations g where g.id = (c ->> 'integrationId')::uuid
+                               and g.workspace_id = app.current_workspace_id() and g.deleted_at is null)) then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('channels', 'integration_not_found',
+      'a channel is not a connected channel of this workspace')), 'A channel is not a connected channel of this workspace.');
+  end if;
+  return coalesce((select jsonb_agg(
+      jsonb_build_object('contentId', null, 'rootId', null, 'integrationId', g.id, 'platform', g.platform,
+        'contentVersion', null, 'status', null,
+        'workflow', case when w.id is not null then jsonb_build_object('id', w.id, 'name', w.name) end,
+        'reviewRequired', app.review_policy(app.current_workspace_id()) = 'required', 'approved', false) order by c.n)
+    from jsonb_array_elements(coalesce(p_body -> 'channels', '[]')) with ordinality c (ch, n)
+    join app.integrations g on g.id = (c.ch ->> 'integrationId')::uuid
+    left join lateral app.route_channel(g.id, g.platform,
+      array(select x::uuid from jsonb_array_elements_text(coalesce(p_body -> 'tagIds', '[]')) x),
+      (p_body ->> 'campaignId')::uuid) w on true), '[]');
+end
+$function$;
+alter function api.resolve_reviews(jsonb) owner to pressroom_api;
+comment on function api.resolve_reviews(jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/reviews/resolve (resolveReviews_v1): the routing preview, one resolution per saved edition (contentIds) or unsaved channel (channels with the root''s tagIds and campaignId): the workflow or null, whether review is required, and the content version seen. Editor role; 400 VALIDATION_FAILED, 404 NOT_FOUND.';
+grant execute on function api.resolve_reviews(jsonb) to pressroom_request;
+revoke all on function api.resolve_reviews(jsonb) from public;
 
 CREATE OR REPLACE FUNCTION api.restore_content_version(p_id uuid, p_version integer, p_body jsonb)
  RETURNS jsonb
@@ -13299,6 +16455,243 @@ comment on function api.revert_content_to_draft(uuid,jsonb) is 'Serves POST /v1/
 grant execute on function api.revert_content_to_draft(uuid,jsonb) to pressroom_request;
 revoke all on function api.revert_content_to_draft(uuid,jsonb) from public;
 
+CREATE OR REPLACE FUNCTION api.review_history(p_limit integer, p_offset bigint)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v_total bigint;
+begin
+  perform app.require_role('viewer');
+  select count(*) into v_total from app.reviews where workspace_id = app.current_workspace_id()
+    and status in ('completed', 'cancelled', 'expired');
+  return jsonb_build_object('items', coalesce((select jsonb_agg(app.review_json(r, false) order by r.completed_at desc, r.id desc)
+      from (select * from app.reviews r where r.workspace_id = app.current_workspace_id() and r.status in ('completed', 'cancelled', 'expired')
+            order by r.completed_at desc, r.id desc limit p_limit offset p_offset) r), '[]'),
+    'meta', jsonb_build_object('limit', p_limit, 'offset', p_offset, 'total', v_total,
+      'hasMore', p_offset + p_limit < v_total));
+end
+$function$;
+alter function api.review_history(integer,bigint) owner to pressroom_api;
+comment on function api.review_history(integer,bigint) is 'Serves GET /v1/workspaces/{workspaceId}/reviews/history (reviewHistory_v1): completed, cancelled and expired reviews, most recently closed first, paginated. Viewer role.';
+grant execute on function api.review_history(integer,bigint) to pressroom_request;
+revoke all on function api.review_history(integer,bigint) from public;
+
+CREATE OR REPLACE FUNCTION api.review_history_content(p_content_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+begin
+  perform app.require_role('viewer');
+  if not exists (select 1 from app.content_items where id = p_content_id and workspace_id = app.current_workspace_id()) then
+    perform app.raise_not_found('content', p_content_id);
+  end if;
+  return coalesce((select jsonb_agg(app.review_item_json(r, it)
+                      || jsonb_build_object('reviewTitle', r.title, 'reviewStatus', r.status) order by it.created_at desc, it.id desc)
+                   from app.review_items it join app.reviews r on r.id = it.review_id
+                   where it.content_id = p_content_id), '[]');
+end
+$function$;
+alter function api.review_history_content(uuid) owner to pressroom_api;
+comment on function api.review_history_content(uuid) is 'Serves GET /v1/workspaces/{workspaceId}/reviews/history/content/{contentId} (reviewHistoryContent_v1): every review item of one edition, newest first, with its decisions. Viewer role; 404 NOT_FOUND.';
+grant execute on function api.review_history_content(uuid) to pressroom_request;
+revoke all on function api.review_history_content(uuid) from public;
+
+CREATE OR REPLACE FUNCTION api.review_history_review(p_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  r app.reviews;
+begin
+  perform app.require_role('viewer');
+  r := app.review_for(p_id);
+  return app.review_json(r) || jsonb_build_object('activity',
+    coalesce((select jsonb_agg(app.review_activity_json(a) order by a.created_at, a.id)
+              from app.review_activity a where a.review_id = r.id), '[]'));
+end
+$function$;
+alter function api.review_history_review(uuid) owner to pressroom_api;
+comment on function api.review_history_review(uuid) is 'Serves GET /v1/workspaces/{workspaceId}/reviews/history/{reviewId} (reviewHistoryReview_v1): the review, one view per item, and its whole activity. Viewer role; 404 NOT_FOUND.';
+grant execute on function api.review_history_review(uuid) to pressroom_request;
+revoke all on function api.review_history_review(uuid) from public;
+
+CREATE OR REPLACE FUNCTION api.review_inbox(p_platform text, p_urgency text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v_key text := app.current_approver_key();
+begin
+  perform app.require_role('viewer');
+  return coalesce((select jsonb_agg(app.review_item_json(x.review, x.item)
+                      || jsonb_build_object('reviewTitle', (x.review).title, 'urgency', x.urgency)
+                    order by x.due_at nulls last, (x.item).created_at, (x.item).id)
+                   from app.review_inbox_rows(v_key) x
+                   where (p_platform = 'all' or x.platform = p_platform) and (p_urgency = 'all' or x.urgency = p_urgency)), '[]');
+end
+$function$;
+alter function api.review_inbox(text,text) owner to pressroom_api;
+comment on function api.review_inbox(text,text) is 'Serves GET /v1/workspaces/{workspaceId}/reviews/inbox (reviewInbox_v1): the items waiting on the caller, by platform (or all) and urgency (overdue, today, week, later or all), soonest due first. Viewer role.';
+grant execute on function api.review_inbox(text,text) to pressroom_request;
+revoke all on function api.review_inbox(text,text) from public;
+
+CREATE OR REPLACE FUNCTION api.review_link_activity(p_item_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  l app.review_links := app.review_link_context();
+begin
+  return app.review_item_activity(app.review_link_item(l, p_item_id));
+end
+$function$;
+alter function api.review_link_activity(uuid) owner to pressroom_definer;
+comment on function api.review_link_activity(uuid) is 'Serves GET /v1/review-link/items/{itemId}/activity (listReviewLinkItemActivity_v1). Review link only.';
+grant execute on function api.review_link_activity(uuid) to pressroom_request;
+revoke all on function api.review_link_activity(uuid) from public;
+
+CREATE OR REPLACE FUNCTION api.review_link_comment(p_item_id uuid, p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  l app.review_links := app.review_link_context();
+  r app.reviews;
+begin
+  select * into r from app.reviews where id = l.review_id;
+  return app.review_comment(r, app.review_link_item(l, p_item_id), p_body ->> 'body', '{}');
+end
+$function$;
+alter function api.review_link_comment(uuid,jsonb) owner to pressroom_definer;
+comment on function api.review_link_comment(uuid,jsonb) is 'Serves POST /v1/review-link/items/{itemId}/comments (commentReviewLinkItem_v1): a client''s comment on an item of its review. Review link only.';
+grant execute on function api.review_link_comment(uuid,jsonb) to pressroom_request;
+revoke all on function api.review_link_comment(uuid,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION api.review_link_decide(p_item_id uuid, p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  l app.review_links := app.review_link_context();
+  r app.reviews;
+begin
+  select * into r from app.reviews where id = l.review_id for update;
+  return app.review_decide(r, app.review_link_item(l, p_item_id), p_body ->> 'decision', p_body ->> 'comment');
+end
+$function$;
+alter function api.review_link_decide(uuid,jsonb) owner to pressroom_definer;
+comment on function api.review_link_decide(uuid,jsonb) is 'Serves POST /v1/review-link/items/{itemId}/decision (decideReviewLinkItem_v1): the client''s decision at the item''s open stage, as app.review_decide (403 NOT_AN_APPROVER when the client is not an approver of that stage). Review link only.';
+grant execute on function api.review_link_decide(uuid,jsonb) to pressroom_request;
+revoke all on function api.review_link_decide(uuid,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION api.review_link_get()
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  l app.review_links := app.review_link_context();
+  r app.reviews;
+begin
+  select * into r from app.reviews where id = l.review_id;
+  return jsonb_build_object(
+    'review', jsonb_build_object('id', r.id, 'title', r.title, 'message', r.message, 'status', r.status, 'dueAt', r.due_at),
+    'reviewer', jsonb_build_object('email', l.email, 'name', l.name, 'expiresAt', l.expires_at),
+    'items', coalesce((select jsonb_agg(jsonb_build_object('id', it.id, 'contentId', it.content_id, 'state', it.state,
+        'currentStage', it.current_stage, 'currentStageName', case when it.state = 'pending' then r.stages -> it.current_stage ->> 'name' end,
+        'awaitingYou', ('client:' || l.email) = any (it.waiting_on),
+        'platform', g.platform, 'channelName', g.name,
+        'caption', coalesce(i.caption, cr.caption), 'thread', i.thread,
+        'scheduledAt', coalesce(i.scheduled_at, i.intended_publish_at),
+        'media', coalesce((select jsonb_agg(jsonb_build_object('id', m.id, 'type', m.type, 'contentType', m.content_type,
+                              'filename', m.filename, 'storageKey', m.storage_key) order by x.n)
+                           from unnest(app.content_item_media_ids(i.id, i.root_id, i.own_media)) with ordinality x (id, n)
+                           join app.media_items m on m.id = x.id), '[]')) order by it.created_at, it.id)
+      from app.review_items it
+      join app.content_items i on i.id = it.content_id
+      join app.content_roots cr on cr.id = i.root_id
+      join app.integrations g on g.id = i.integration_id
+      where it.review_id = r.id and it.state <> 'removed'), '[]'));
+end
+$function$;
+alter function api.review_link_get() owner to pressroom_definer;
+comment on function api.review_link_get() is 'Serves GET /v1/review-link (getReviewLink_v1): the link''s review and its items as a client sees them (platform, caption, thread, scheduled time, media; the route signs media view URLs and drops the storage keys). Review link only.';
+grant execute on function api.review_link_get() to pressroom_request;
+revoke all on function api.review_link_get() from public;
+
+CREATE OR REPLACE FUNCTION api.review_link_notifications(p_limit integer, p_cursor uuid, p_unread boolean)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  l app.review_links := app.review_link_context();
+begin
+  return app.notifications_page(null, l.id, p_limit, p_cursor, p_unread);
+end
+$function$;
+alter function api.review_link_notifications(integer,uuid,boolean) owner to pressroom_definer;
+comment on function api.review_link_notifications(integer,uuid,boolean) is 'Serves GET /v1/review-link/notifications (listReviewLinkNotifications_v1): the client''s feed (reminders, review requests). Review link only.';
+grant execute on function api.review_link_notifications(integer,uuid,boolean) to pressroom_request;
+revoke all on function api.review_link_notifications(integer,uuid,boolean) from public;
+
+CREATE OR REPLACE FUNCTION api.review_link_react(p_item_id uuid, p_activity_id uuid, p_emoji text, p_add boolean)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  l app.review_links := app.review_link_context();
+  r app.reviews;
+begin
+  select * into r from app.reviews where id = l.review_id;
+  return app.review_react(r, app.review_link_item(l, p_item_id), p_activity_id, p_emoji, p_add);
+end
+$function$;
+alter function api.review_link_react(uuid,uuid,text,boolean) owner to pressroom_definer;
+comment on function api.review_link_react(uuid,uuid,text,boolean) is 'Serves POST and DELETE /v1/review-link/items/{itemId}/activity/{activityId}/reactions[/{emoji}] (addReviewLinkReaction_v1, removeReviewLinkReaction_v1). Review link only.';
+grant execute on function api.review_link_react(uuid,uuid,text,boolean) to pressroom_request;
+revoke all on function api.review_link_react(uuid,uuid,text,boolean) from public;
+
+CREATE OR REPLACE FUNCTION api.review_summary()
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v_key text := app.current_approver_key();
+begin
+  perform app.require_role('viewer');
+  return (select jsonb_build_object('total', count(*),
+            'overdue', count(*) filter (where urgency = 'overdue'), 'today', count(*) filter (where urgency = 'today'),
+            'week', count(*) filter (where urgency = 'week'), 'later', count(*) filter (where urgency = 'later'))
+          from app.review_inbox_rows(v_key));
+end
+$function$;
+alter function api.review_summary() owner to pressroom_api;
+comment on function api.review_summary() is 'Serves GET /v1/workspaces/{workspaceId}/reviews/summary (reviewSummary_v1): the caller''s inbox counted by urgency. Viewer role.';
+grant execute on function api.review_summary() to pressroom_request;
+revoke all on function api.review_summary() from public;
+
 CREATE OR REPLACE FUNCTION api.revoke_api_key(p_id uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -13325,6 +16718,25 @@ alter function api.revoke_api_key(uuid) owner to pressroom_api;
 comment on function api.revoke_api_key(uuid) is 'Serves DELETE /v1/workspaces/{workspaceId}/api-keys/{id} (revokeApiKey_v1). Revokes a key the caller may administer; revocation takes effect on the key''s next call and is final. Requires a session and the manager role; 404 NOT_FOUND for an unknown, foreign or already revoked key.';
 grant execute on function api.revoke_api_key(uuid) to pressroom_request;
 revoke all on function api.revoke_api_key(uuid) from public;
+
+CREATE OR REPLACE FUNCTION api.revoke_review_decision(p_id uuid, p_item_id uuid, p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  r app.reviews;
+begin
+  perform app.require_role('editor');
+  r := app.review_for(p_id, true);
+  return app.review_revoke(r, app.review_item_for(r, p_item_id, true));
+end
+$function$;
+alter function api.revoke_review_decision(uuid,uuid,jsonb) owner to pressroom_api;
+comment on function api.revoke_review_decision(uuid,uuid,jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/reviews/{reviewId}/items/{itemId}/revoke (revokeReviewDecision_v1): takes back one''s own decision while the stage is open. Editor role; 409 NOTHING_TO_REVOKE, 409 INVALID_REVIEW_STATUS.';
+grant execute on function api.revoke_review_decision(uuid,uuid,jsonb) to pressroom_request;
+revoke all on function api.revoke_review_decision(uuid,uuid,jsonb) from public;
 
 CREATE OR REPLACE FUNCTION api.sandbox_edit_caption(p_integration_id uuid, p_platform_post_id text, p_caption text)
  RETURNS boolean
@@ -13371,6 +16783,7 @@ declare
 begin
   perform app.require_role('editor');
   v := app.content_item_for_update(p_id);
+  perform app.assert_not_in_review(v);  -- reviews: 409 REVIEW_IN_PROGRESS
   perform app.require_content_status(v, array['draft', 'scheduled']);
   if p_scheduled_at < now() then
     perform app.raise_field_problems(jsonb_build_array(app.field_problem('scheduledAt', 'in_past', 'a time in the past cannot be scheduled')),
@@ -13385,9 +16798,25 @@ begin
 end
 $function$;
 alter function api.schedule_content(uuid,timestamp with time zone) owner to pressroom_api;
-comment on function api.schedule_content(uuid,timestamp with time zone) is 'Serves PATCH /v1/workspaces/{workspaceId}/content/{id}/schedule (scheduleContent_v1). Schedules or reschedules a draft or scheduled edition at a future time, validated against its platform''s rules; the publish job follows in the same transaction. Requires the editor role; 400 INVALID_CONTENT_STATUS, 400 VALIDATION_FAILED (time in the past, platform rules), 409 PUBLISHING_IN_PROGRESS, 409 PUBLISHING_AWAITS_CONFIRMATION.';
+comment on function api.schedule_content(uuid,timestamp with time zone) is 'Serves PATCH /v1/workspaces/{workspaceId}/content/{id}/schedule (scheduleContent_v1). Schedules or reschedules a draft or scheduled edition at a future time, validated against its platform''s rules; the publish job follows in the same transaction. Requires the editor role; 400 INVALID_CONTENT_STATUS, 400 VALIDATION_FAILED (time in the past, platform rules), 409 PUBLISHING_IN_PROGRESS, 409 PUBLISHING_AWAITS_CONFIRMATION, 409 REVIEW_IN_PROGRESS (content in review), 409 REVIEW_REQUIRED (the workspace requires an approved review).';
 grant execute on function api.schedule_content(uuid,timestamp with time zone) to pressroom_request;
 revoke all on function api.schedule_content(uuid,timestamp with time zone) from public;
+
+CREATE OR REPLACE FUNCTION api.send_review(p_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+begin
+  perform app.require_role('editor');
+  return app.review_send(app.review_for(p_id, true));
+end
+$function$;
+alter function api.send_review(uuid) owner to pressroom_api;
+comment on function api.send_review(uuid) is 'Serves POST /v1/workspaces/{workspaceId}/reviews/{reviewId}/send (sendReview_v1): draft -> active (app.review_send); the client links'' tokens are in the answer, once. Editor role; 409 INVALID_REVIEW_STATUS, REVIEW_EMPTY, REVIEW_WORKFLOW_UNAVAILABLE.';
+grant execute on function api.send_review(uuid) to pressroom_request;
+revoke all on function api.send_review(uuid) from public;
 
 CREATE OR REPLACE FUNCTION api.set_content_intended_publish_time(p_id uuid, p_at timestamp with time zone)
  RETURNS jsonb
@@ -13448,6 +16877,25 @@ comment on function api.set_grid_tile_cover(uuid,uuid,uuid,integer) is 'Serves P
 grant execute on function api.set_grid_tile_cover(uuid,uuid,uuid,integer) to pressroom_request;
 revoke all on function api.set_grid_tile_cover(uuid,uuid,uuid,integer) from public;
 
+CREATE OR REPLACE FUNCTION api.set_review_policy(p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+begin
+  perform app.require_role('manager');
+  insert into app.review_settings (workspace_id, organization_id, review_policy, updated_by)
+  values (app.current_workspace_id(), app.current_organization_id(), p_body ->> 'reviewPolicy', app.current_person_id())
+  on conflict (workspace_id) do update set review_policy = excluded.review_policy, updated_at = now(), updated_by = excluded.updated_by;
+  return jsonb_build_object('reviewPolicy', app.review_policy(app.current_workspace_id()));
+end
+$function$;
+alter function api.set_review_policy(jsonb) owner to pressroom_api;
+comment on function api.set_review_policy(jsonb) is 'Serves PUT /v1/workspaces/{workspaceId}/review-policy (setReviewPolicy_v1): sets the workspace''s review policy. Manager role.';
+grant execute on function api.set_review_policy(jsonb) to pressroom_request;
+revoke all on function api.set_review_policy(jsonb) from public;
+
 CREATE OR REPLACE FUNCTION api.signup(p_email text, p_password_hash text, p_organization_name text, p_workspace_name text, p_session_token_hash bytea)
  RETURNS jsonb
  LANGUAGE sql
@@ -13469,9 +16917,13 @@ CREATE OR REPLACE FUNCTION api.storage_media_object(p_id uuid)
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
-  select jsonb_build_object('id', m.id, 'storageKey', m.storage_key, 'contentType', m.content_type,
-    'filename', m.filename, 'fileSize', m.file_size, 'checksumSha256', m.checksum_sha256)
-  from app.media_items m where m.id = p_id
+  select coalesce(
+    (select jsonb_build_object('id', m.id, 'storageKey', m.storage_key, 'contentType', m.content_type,
+       'filename', m.filename, 'fileSize', m.file_size, 'checksumSha256', m.checksum_sha256)
+     from app.media_items m where m.id = p_id),
+    (select jsonb_build_object('id', a.id, 'storageKey', a.storage_key, 'contentType', a.content_type,  -- reviews
+       'filename', a.filename, 'fileSize', a.file_size, 'checksumSha256', a.checksum_sha256)
+     from app.review_attachments a where a.id = p_id and a.state = 'completed'))
 $function$;
 alter function api.storage_media_object(uuid) owner to pressroom_definer;
 comment on function api.storage_media_object(uuid) is 'Called by the storage router (server/storage/router.ts) for GET /storage/v1/media/{mediaId}, outside any request transaction, once the URL''s signature is checked: the object behind a signed view or download URL; null once deleted for good. Owned by pressroom_definer, executable by pressroom_app only.';
@@ -13519,15 +16971,133 @@ CREATE OR REPLACE FUNCTION api.storage_upload_session(p_id uuid)
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
-  select jsonb_build_object('sessionId', s.id, 'state', s.state, 'storageKey', s.storage_key,
-    'declaredSize', s.declared_size, 'contentType', s.content_type, 'expiresAt', s.expires_at,
-    'expired', s.expires_at <= now())
-  from app.media_upload_sessions s where s.id = p_id
+  select coalesce(
+    (select jsonb_build_object('sessionId', s.id, 'state', s.state, 'storageKey', s.storage_key,
+       'declaredSize', s.declared_size, 'contentType', s.content_type, 'expiresAt', s.expires_at,
+       'expired', s.expires_at <= now())
+     from app.media_upload_sessions s where s.id = p_id),
+    (select jsonb_build_object('sessionId', a.id, 'state', a.state, 'storageKey', a.upload_key,  -- reviews
+       'declaredSize', a.declared_size, 'contentType', a.content_type, 'expiresAt', a.expires_at,
+       'expired', a.expires_at <= now())
+     from app.review_attachments a where a.id = p_id))
 $function$;
 alter function api.storage_upload_session(uuid) owner to pressroom_definer;
 comment on function api.storage_upload_session(uuid) is 'Called by the storage router (server/storage/router.ts) for PUT /storage/v1/uploads/{sessionId}, outside any request transaction, once the URL''s signature is checked: whether the upload may still receive bytes (state, expiry, declared size and type); null for no such session. Owned by pressroom_definer, executable by pressroom_app only.';
 grant execute on function api.storage_upload_session(uuid) to pressroom_app;
 revoke all on function api.storage_upload_session(uuid) from public;
+
+CREATE OR REPLACE FUNCTION api.submit_reviews(p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v_request text := p_body ->> 'requestId';
+  v_principal text := coalesce(app.current_approver_key(), 'anonymous');
+  v_stored jsonb;
+  v_item jsonb;
+  v_res jsonb;
+  v_results jsonb := '[]';
+  v_group record;
+  r app.reviews;
+  v_send jsonb;
+  v_choice text;
+  v_resolutions jsonb := '[]';
+begin
+  perform app.require_role('editor');
+  if v_request is not null then
+    select results into v_stored from app.review_submissions
+    where workspace_id = app.current_workspace_id() and principal_key = v_principal and request_id = v_request;
+    if v_stored is not null then
+      return v_stored || jsonb_build_object('replayed', true);
+    end if;
+  end if;
+  perform app.require_content_ids(array(select (e ->> 'contentId')::uuid from jsonb_array_elements(p_body -> 'items') e));
+  -- Check every item first: all or nothing.
+  for v_item in select e from jsonb_array_elements(p_body -> 'items') e loop
+    v_res := app.content_resolution((v_item ->> 'contentId')::uuid);
+    v_choice := v_item -> 'choice' ->> 'type';
+    if v_item ? 'contentVersion' and (v_item ->> 'contentVersion')::int <> (v_res ->> 'contentVersion')::int then
+      perform app.raise(409, 'REVIEW_SUBMIT_STALE',
+        'The content changed since it was resolved; resolve again and resubmit.',
+        jsonb_build_object('contentId', v_item ->> 'contentId', 'contentVersion', (v_res ->> 'contentVersion')::int,
+                           'expectedVersion', (v_item ->> 'contentVersion')::int, 'resolutions', jsonb_build_array(v_res)));
+    end if;
+    if v_choice = 'none' and (v_res ->> 'reviewRequired')::boolean and not (v_res ->> 'approved')::boolean
+       and v_item ->> 'action' in ('schedule', 'publish_now') then
+      v_resolutions := v_resolutions || v_res;
+    end if;
+    if v_choice = 'workflow' and not exists (
+         select 1 from app.approval_workflows w
+         join app.content_items i on i.id = (v_item ->> 'contentId')::uuid
+         join app.content_roots cr on cr.id = i.root_id
+         where w.id = (v_item -> 'choice' ->> 'workflowId')::uuid and w.workspace_id = app.current_workspace_id() and w.active
+           and app.workflow_matches(w.match, i.integration_id, v_res ->> 'platform',
+                 array(select t.tag_id from app.content_root_tags t where t.root_id = cr.id), cr.campaign_id)) then
+      perform app.raise(409, 'REVIEW_WORKFLOW_UNAVAILABLE',
+        'The chosen workflow is inactive, gone, or no longer matches this channel; resolve again.',
+        jsonb_build_object('contentId', v_item ->> 'contentId', 'workflowId', v_item -> 'choice' ->> 'workflowId',
+                           'resolutions', jsonb_build_array(v_res)));
+    end if;
+  end loop;
+  if jsonb_array_length(v_resolutions) > 0 then
+    perform app.raise(409, 'REVIEW_REQUIRED',
+      'This workspace requires review for these channels; choose a workflow or custom stages.',
+      jsonb_build_object('resolutions', v_resolutions));
+  end if;
+  -- One review per group, sent at once.
+  for v_group in
+    select min(e ->> 'group') as grp, min(e -> 'choice' ->> 'type') as kind, min(e -> 'choice' ->> 'workflowId') as workflow_id,
+           count(distinct coalesce(e -> 'choice' ->> 'type', '') || coalesce(e -> 'choice' ->> 'workflowId', '')
+                   || coalesce((e -> 'choice' -> 'stages')::text, '')) as variants,
+           (array_agg(e -> 'choice' -> 'stages'))[1] as stages,
+           jsonb_agg(e ->> 'contentId' order by n) as content_ids
+    from jsonb_array_elements(p_body -> 'items') with ordinality t (e, n)
+    where e -> 'choice' ->> 'type' in ('workflow', 'custom')
+    group by coalesce('group:' || (e ->> 'group'), 'item:' || n)  -- an item without a group is a group of its own
+    order by min(n)
+  loop
+    if v_group.variants > 1 then
+      perform app.raise_field_problems(jsonb_build_array(app.field_problem('items', 'mixed_group',
+        format('every item of group %s must make the same choice', coalesce(v_group.grp, '(none)')))),
+        'Every item of a group must make the same choice.');
+    end if;
+    r := app.review_new(coalesce(p_body ->> 'title', 'Review'), p_body ->> 'message', (p_body ->> 'dueAt')::timestamptz,
+      case when v_group.kind = 'workflow' then v_group.workflow_id::uuid end,
+      case when v_group.kind = 'custom' then v_group.stages end);
+    for v_item in select x from jsonb_array_elements(v_group.content_ids) x loop
+      perform app.review_add_item(r, (v_item #>> '{}')::uuid);
+    end loop;
+    v_send := app.review_send(r);
+    for v_item in select x from jsonb_array_elements(v_group.content_ids) x loop
+      v_results := v_results || jsonb_build_object('contentId', v_item #>> '{}', 'group', v_group.grp, 'outcome', 'review_sent',
+        'reviewId', r.id, 'itemId', (select id from app.review_items where review_id = r.id and content_id = (v_item #>> '{}')::uuid),
+        'links', v_send -> 'links');
+    end loop;
+  end loop;
+  -- Items without review: their action runs now (the content rules still apply).
+  for v_item in select e from jsonb_array_elements(p_body -> 'items') e where e -> 'choice' ->> 'type' = 'none' loop
+    if v_item ->> 'action' = 'schedule' then
+      perform api.schedule_content((v_item ->> 'contentId')::uuid, (v_item ->> 'scheduledAt')::timestamptz);
+    elsif v_item ->> 'action' = 'publish_now' then
+      perform api.publish_content((v_item ->> 'contentId')::uuid);
+    end if;
+    v_results := v_results || jsonb_build_object('contentId', v_item ->> 'contentId', 'group', null,
+      'outcome', coalesce(v_item ->> 'action', 'draft'), 'reviewId', null, 'itemId', null, 'links', '[]'::jsonb);
+  end loop;
+  v_stored := jsonb_build_object('requestId', v_request, 'results', v_results, 'replayed', false);
+  if v_request is not null then
+    insert into app.review_submissions (workspace_id, organization_id, request_id, principal_key, results)
+    values (app.current_workspace_id(), app.current_organization_id(), v_request, v_principal, v_stored - 'replayed');
+  end if;
+  return v_stored;
+end
+$function$;
+alter function api.submit_reviews(jsonb) owner to pressroom_api;
+comment on function api.submit_reviews(jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/reviews/submit (submitReviews_v1): each item names its choice (workflow, custom stages, none) and action; workflow and custom items are grouped (one review per group, sent at once), none items run their action. All or nothing: 409 REVIEW_REQUIRED (details.resolutions), REVIEW_WORKFLOW_UNAVAILABLE, REVIEW_SUBMIT_STALE. A requestId replays the stored results. Editor role.';
+grant execute on function api.submit_reviews(jsonb) to pressroom_request;
+revoke all on function api.submit_reviews(jsonb) from public;
 
 CREATE OR REPLACE FUNCTION api.swap_grid_tile_media(p_integration_id uuid, p_tile_id uuid, p_other_id uuid)
  RETURNS jsonb
@@ -13584,6 +17154,37 @@ alter function api.swap_grid_tile_media(uuid,uuid,uuid) owner to pressroom_api;
 comment on function api.swap_grid_tile_media(uuid,uuid,uuid) is 'Serves POST /v1/workspaces/{workspaceId}/integrations/{id}/grid/tiles/{tileId}/swap-media (swapGridTileMedia_v1). Exchanges the media (and covers) of two unpublished tiles of the grid; an edition''s media change goes through api.update_content (platform rules, versions). Requires the editor role; 404 NOT_FOUND, 400 GRID_TILE_PUBLISHED, 400 INVALID_CONTENT_STATUS, 400 VALIDATION_FAILED, 409 MEDIA_IN_BIN.';
 grant execute on function api.swap_grid_tile_media(uuid,uuid,uuid) to pressroom_request;
 revoke all on function api.swap_grid_tile_media(uuid,uuid,uuid) from public;
+
+CREATE OR REPLACE FUNCTION api.update_approval_workflow(p_id uuid, p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  w app.approval_workflows;
+begin
+  perform app.require_role('manager');
+  w := app.workflow_for(p_id, true);
+  perform app.raise_field_problems(app.workflow_problems(p_body, true), 'The workflow is not valid; see details.fields.');
+  if p_body ? 'name' then
+    perform app.workflow_name_taken(p_body ->> 'name', w.id);
+  end if;
+  update app.approval_workflows set
+    name = case when p_body ? 'name' then btrim(p_body ->> 'name') else name end,
+    active = case when p_body ? 'active' then (p_body ->> 'active')::boolean else active end,
+    match = case when p_body ? 'match' then app.workflow_match_normalize(p_body -> 'match') else match end,
+    stages = case when p_body ? 'stages' then app.review_stages_normalize(p_body -> 'stages') else stages end,
+    auto_schedule_on_approval = case when p_body ? 'autoScheduleOnApproval' then (p_body ->> 'autoScheduleOnApproval')::boolean
+                                     else auto_schedule_on_approval end
+  where id = w.id returning * into w;
+  return app.workflow_json(w);
+end
+$function$;
+alter function api.update_approval_workflow(uuid,jsonb) owner to pressroom_api;
+comment on function api.update_approval_workflow(uuid,jsonb) is 'Serves PATCH /v1/workspaces/{workspaceId}/approval-workflows/{workflowId} (updateApprovalWorkflow_v1): name, active, match, stages, autoScheduleOnApproval; reviews already sent keep the stages they copied. Manager role; 400 VALIDATION_FAILED, 404 NOT_FOUND, 409 NAME_TAKEN.';
+grant execute on function api.update_approval_workflow(uuid,jsonb) to pressroom_request;
+revoke all on function api.update_approval_workflow(uuid,jsonb) from public;
 
 CREATE OR REPLACE FUNCTION api.update_article(p_id uuid, p_body jsonb)
  RETURNS jsonb
@@ -13717,6 +17318,11 @@ declare
 begin
   perform app.require_role('editor');
   v := app.content_item_for_update(p_id);
+  -- reviews: editing an edition a review rejected returns it to draft.
+  if v.status = 'rejected' then
+    perform app.review_move_content(v.id, 'draft');
+    v := app.content_item_for_update(p_id);
+  end if;
   perform app.require_content_status(v, array['draft', 'scheduled']);
   select platform into v_platform from app.integrations where id = v.integration_id;
   perform app.raise_field_problems(app.content_payload_problems(v_platform, p_body, ''), 'The request is not valid; see details.fields.');
@@ -13737,7 +17343,7 @@ begin
 end
 $function$;
 alter function api.update_content(uuid,jsonb) owner to pressroom_api;
-comment on function api.update_content(uuid,jsonb) is 'Serves PATCH /v1/workspaces/{workspaceId}/content/{id} (updateContent_v1). Changes a draft or scheduled edition''s caption, thread, settings or own media, re-validating scheduled content. Requires the editor role; 404 NOT_FOUND, 400 INVALID_CONTENT_STATUS, 400 VALIDATION_FAILED, 409 MEDIA_IN_BIN.';
+comment on function api.update_content(uuid,jsonb) is 'Serves PATCH /v1/workspaces/{workspaceId}/content/{id} (updateContent_v1). Changes a draft or scheduled edition''s caption, thread, settings or own media, re-validating scheduled content; an edition a review rejected returns to draft when edited. Requires the editor role; 404 NOT_FOUND, 400 INVALID_CONTENT_STATUS (also for content in review), 400 VALIDATION_FAILED, 409 MEDIA_IN_BIN.';
 grant execute on function api.update_content(uuid,jsonb) to pressroom_request;
 revoke all on function api.update_content(uuid,jsonb) from public;
 
@@ -14070,6 +17676,43 @@ comment on function api.update_member(uuid,text) is 'Serves PATCH /v1/workspaces
 grant execute on function api.update_member(uuid,text) to pressroom_request;
 revoke all on function api.update_member(uuid,text) from public;
 
+CREATE OR REPLACE FUNCTION api.update_review(p_id uuid, p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  r app.reviews;
+begin
+  perform app.require_role('editor');
+  r := app.review_for(p_id, true);
+  perform app.require_review_status(r, array['draft', 'active']);
+  if p_body ? 'expectedConfigRevision' and (p_body ->> 'expectedConfigRevision')::int <> r.config_revision then
+    perform app.raise(409, 'REVIEW_CONFIG_STALE', format('The review is at config revision %s.', r.config_revision),
+      jsonb_build_object('reviewId', r.id, 'configRevision', r.config_revision));
+  end if;
+  if p_body ? 'dueAt' and (p_body ->> 'dueAt')::timestamptz <= now() then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('dueAt', 'in_past', 'a due time must be ahead')),
+      'A due time must be ahead.');
+  end if;
+  update app.reviews set
+    title = case when p_body ? 'title' then btrim(p_body ->> 'title') else title end,
+    message = case when p_body ? 'message' then p_body ->> 'message' else message end,
+    due_at = case when p_body ? 'dueAt' then (p_body ->> 'dueAt')::timestamptz else due_at end,
+    config_revision = config_revision + 1
+  where id = r.id returning * into r;
+  if p_body ? 'dueAt' then
+    update app.review_links set expires_at = r.due_at where review_id = r.id and revoked_at is null;
+  end if;
+  return jsonb_build_object('reviewId', r.id, 'configRevision', r.config_revision, 'review', app.review_json(r));
+end
+$function$;
+alter function api.update_review(uuid,jsonb) owner to pressroom_api;
+comment on function api.update_review(uuid,jsonb) is 'Serves PATCH /v1/workspaces/{workspaceId}/reviews/{reviewId} (updateReview_v1): title, message, due time of a draft or active review; answers the new config revision. Editor role; 409 INVALID_REVIEW_STATUS, 409 REVIEW_CONFIG_STALE.';
+grant execute on function api.update_review(uuid,jsonb) to pressroom_request;
+revoke all on function api.update_review(uuid,jsonb) from public;
+
 CREATE OR REPLACE FUNCTION api.update_taxonomy_term(p_kind text, p_id uuid, p_patch jsonb)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -14131,7 +17774,7 @@ create table audit.api_calls (
   error_code text,
   request_id text not null,
   calls integer default 1 not null,
-  constraint api_calls_actor_kind_check CHECK ((actor_kind = ANY (ARRAY['user'::text, 'api_key'::text, 'anonymous'::text]))),
+  constraint api_calls_actor_kind_check CHECK ((actor_kind = ANY (ARRAY['user'::text, 'api_key'::text, 'anonymous'::text, 'review_link'::text]))),
   constraint api_calls_calls_check CHECK ((calls >= 1)),
   constraint api_calls_duration_ms_check CHECK ((duration_ms >= (0)::numeric)),
   constraint api_calls_outcome_check CHECK ((outcome = ANY (ARRAY['success'::text, 'client_error'::text, 'server_error'::text]))),

@@ -8,7 +8,7 @@
 //
 // The question: does the inbox cost grow with the workspace's review items,
 // or only with the caller's? (The inbox reads review_items.waiting_on through
-// the GIN index review_items_waiting_on_idx; db/migrations/current/10-reviews.sql.)
+// the GIN index review_items_waiting_on_idx; db/migrations/committed/000010-reviews-and-approval-workflows.sql.)
 // Target: p99 of the large workspace within 1.5x of the small one's.
 //
 // Fixture: sign-up, a second workspace and a sandbox channel in each through

@@ -4525,7 +4525,7 @@ export interface components {
             seriesStatus?: "active" | "completed" | "cancelled";
         } | null;
         /**
-         * @description Where the edition stands with review (db/migrations/current/10c-content-review-filters.sql,
+         * @description Where the edition stands with review (db/migrations/committed/000010-reviews-and-approval-workflows.sql, split 10c-content-review-filters.sql,
          *     app.content_review_lifecycle_of): from its status, its latest review item and the workspace's
          *     review policy.
          */

@@ -1,5 +1,5 @@
 // Reviews and approval workflows: one api.* function per operation (SQL in
-// db/migrations/current/10-reviews.sql, 10a-reviews-api.sql, 10b-review-links.sql).
+// db/migrations/committed/000010-reviews-and-approval-workflows.sql, splits 10-reviews.sql, 10a-reviews-api.sql, 10b-review-links.sql).
 import type { SerializableValue } from 'slonik';
 import { sql } from '../db/pool.ts';
 import { ApiError } from '../http/errors.ts';
