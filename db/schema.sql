@@ -353,6 +353,34 @@ grant insert (created_by) on table app.campaigns to pressroom_api;
 grant insert (created_at) on table app.campaigns to pressroom_api;
 grant insert, update (updated_at) on table app.campaigns to pressroom_api;
 
+create table app.connector_publish_limits (
+  connector text not null,
+  integration_max_in_flight integer,
+  integration_max_per_window integer,
+  integration_window_seconds integer,
+  app_max_per_window integer,
+  app_window_seconds integer,
+  declared_at timestamp with time zone default now() not null,
+  constraint connector_publish_limits_app_max_per_window_check CHECK ((app_max_per_window > 0)),
+  constraint connector_publish_limits_app_window_seconds_check CHECK ((app_window_seconds > 0)),
+  constraint connector_publish_limits_check CHECK (((integration_max_per_window IS NULL) = (integration_window_seconds IS NULL))),
+  constraint connector_publish_limits_check1 CHECK (((app_max_per_window IS NULL) = (app_window_seconds IS NULL))),
+  constraint connector_publish_limits_integration_max_in_flight_check CHECK ((integration_max_in_flight > 0)),
+  constraint connector_publish_limits_integration_max_per_window_check CHECK ((integration_max_per_window > 0)),
+  constraint connector_publish_limits_integration_window_seconds_check CHECK ((integration_window_seconds > 0)),
+  constraint connector_publish_limits_pkey PRIMARY KEY (connector)
+);
+comment on table app.connector_publish_limits is 'The publish limits a connector declares (server/platforms, Connector.publishLimits), written by app.declare_connector_limits when a worker starts: posts in flight and posts per window for each integration, and posts per window for the whole app (all integrations of the connector). Null means no limit. Engine-only.';
+alter table app.connector_publish_limits enable row level security;
+alter table app.connector_publish_limits force row level security;
+create policy connector_publish_limits_definer on app.connector_publish_limits as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy connector_publish_limits_worker on app.connector_publish_limits as permissive for select to pressroom_worker
+  using (true);
+grant delete, insert, select, update on table app.connector_publish_limits to pressroom_definer;
+grant select on table app.connector_publish_limits to pressroom_worker;
+
 create table app.content_item_media (
   content_item_id uuid not null,
   media_id uuid not null,
@@ -958,6 +986,43 @@ grant insert, select, update (response_body) on table app.idempotency_keys to pr
 grant insert, select, update (locked_until) on table app.idempotency_keys to pressroom_api;
 grant insert, select, update (created_at) on table app.idempotency_keys to pressroom_api;
 grant insert, select, update (expires_at) on table app.idempotency_keys to pressroom_api;
+
+create table app.integration_publish_limits (
+  integration_id uuid not null,
+  organization_id uuid not null,
+  workspace_id uuid not null,
+  max_in_flight integer,
+  max_per_window integer,
+  window_seconds integer,
+  updated_at timestamp with time zone default now() not null,
+  constraint integration_publish_limits_check CHECK (((max_per_window IS NULL) = (window_seconds IS NULL))),
+  constraint integration_publish_limits_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
+  constraint integration_publish_limits_max_in_flight_check CHECK ((max_in_flight > 0)),
+  constraint integration_publish_limits_max_per_window_check CHECK ((max_per_window > 0)),
+  constraint integration_publish_limits_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint integration_publish_limits_pkey PRIMARY KEY (integration_id),
+  constraint integration_publish_limits_window_seconds_check CHECK ((window_seconds > 0)),
+  constraint integration_publish_limits_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.integration_publish_limits is 'An operator''s lower publish limits for one integration (an account with a smaller quota than its platform''s default): the engine applies the lower of these and its connector''s declaration. Written by the operator in SQL; requests read their workspace''s rows.';
+CREATE INDEX integration_publish_limits_organization_id_idx ON app.integration_publish_limits USING btree (organization_id);
+CREATE INDEX integration_publish_limits_workspace_id_idx ON app.integration_publish_limits USING btree (workspace_id);
+alter table app.integration_publish_limits enable row level security;
+alter table app.integration_publish_limits force row level security;
+create policy integration_publish_limits_api_scope on app.integration_publish_limits as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy integration_publish_limits_api_select on app.integration_publish_limits as permissive for select to pressroom_api
+  using (true);
+create policy integration_publish_limits_definer on app.integration_publish_limits as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy integration_publish_limits_worker on app.integration_publish_limits as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant select on table app.integration_publish_limits to pressroom_api;
+grant delete, insert, select, update on table app.integration_publish_limits to pressroom_definer;
+grant delete, insert, select, update on table app.integration_publish_limits to pressroom_worker;
 
 create table app.integrations (
   id uuid default gen_random_uuid() not null,
@@ -1617,9 +1682,12 @@ create table app.publish_attempts (
   platform_post_id text,
   permalink text,
   resent integer default 0 not null,
+  integration_id uuid,
+  claim_batch uuid,
   constraint publish_attempts_attempt_check CHECK ((attempt > 0)),
   constraint publish_attempts_content_item_id_attempt_key UNIQUE (content_item_id, attempt),
   constraint publish_attempts_content_item_id_fkey FOREIGN KEY (content_item_id) REFERENCES app.content_items(id) ON DELETE CASCADE,
+  constraint publish_attempts_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
   constraint publish_attempts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
   constraint publish_attempts_outcome_check CHECK ((outcome = ANY (ARRAY['published'::text, 'failed'::text, 'transient'::text, 'unknown'::text, 'resolved_published'::text, 'resolved_failed'::text, 'skipped'::text]))),
   constraint publish_attempts_pkey PRIMARY KEY (id),
@@ -1627,7 +1695,11 @@ create table app.publish_attempts (
   constraint publish_attempts_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.publish_attempts is 'One attempt to publish an edition, recorded before the platform is called (so a worker killed mid-publish never publishes twice), with its job, idempotency token and outcome (published, failed, transient, unknown, or resolved). Written by the publishing engine only; tenant policies of app.apply_tenant_policies let requests read.';
+comment on column app.publish_attempts.integration_id is 'The integration the attempt publishes to (counts its attempts in flight for the publish limits).';
+comment on column app.publish_attempts.claim_batch is 'The batch claim (app.publish_claim_batch) that wrote the attempt; null for a claim of one edition.';
+CREATE INDEX publish_attempts_integration_started_idx ON app.publish_attempts USING btree (integration_id, started_at);
 CREATE INDEX publish_attempts_open_idx ON app.publish_attempts USING btree (content_item_id) WHERE (finished_at IS NULL);
+CREATE INDEX publish_attempts_open_integration_idx ON app.publish_attempts USING btree (integration_id) WHERE (finished_at IS NULL);
 CREATE INDEX publish_attempts_organization_id_idx ON app.publish_attempts USING btree (organization_id);
 CREATE INDEX publish_attempts_workspace_id_idx ON app.publish_attempts USING btree (workspace_id);
 alter table app.publish_attempts enable row level security;
@@ -1646,6 +1718,26 @@ create policy publish_attempts_worker on app.publish_attempts as permissive for 
 grant select on table app.publish_attempts to pressroom_api;
 grant delete, insert, select, update on table app.publish_attempts to pressroom_definer;
 grant delete, insert, select, update on table app.publish_attempts to pressroom_worker;
+
+create table app.publish_windows (
+  scope text not null,
+  key text not null,
+  window_start timestamp with time zone not null,
+  used integer default 0 not null,
+  constraint publish_windows_pkey PRIMARY KEY (scope, key),
+  constraint publish_windows_scope_check CHECK ((scope = ANY (ARRAY['integration'::text, 'app'::text])))
+);
+comment on table app.publish_windows is 'The current fixed window of each publish rate limit: posts claimed since window_start, per integration (key: its id) or per app (key: the connector). Engine-only.';
+alter table app.publish_windows enable row level security;
+alter table app.publish_windows force row level security;
+create policy publish_windows_definer on app.publish_windows as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy publish_windows_worker on app.publish_windows as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant delete, insert, select, update on table app.publish_windows to pressroom_definer;
+grant delete, insert, select, update on table app.publish_windows to pressroom_worker;
 
 create table app.published_captions (
   content_item_id uuid not null,
@@ -3650,6 +3742,40 @@ grant execute on function app.current_workspace_role() to pressroom_definer;
 grant execute on function app.current_workspace_role() to pressroom_worker;
 revoke all on function app.current_workspace_role() from public;
 
+CREATE OR REPLACE FUNCTION app.declare_connector_limits(p_limits jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_connector text;
+  v jsonb;
+begin
+  -- p_limits: {"<connector>": {"perIntegration": {"maxInFlight", "maxPerWindow", "windowSeconds"},
+  --                           "perApp": {"maxPerWindow", "windowSeconds"}}, ...}
+  for v_connector, v in select * from jsonb_each(coalesce(p_limits, '{}')) loop
+    insert into app.connector_publish_limits as l (connector, integration_max_in_flight, integration_max_per_window,
+      integration_window_seconds, app_max_per_window, app_window_seconds)
+    values (v_connector, (v #>> '{perIntegration,maxInFlight}')::int, (v #>> '{perIntegration,maxPerWindow}')::int,
+      (v #>> '{perIntegration,windowSeconds}')::int, (v #>> '{perApp,maxPerWindow}')::int, (v #>> '{perApp,windowSeconds}')::int)
+    on conflict (connector) do update set integration_max_in_flight = excluded.integration_max_in_flight,
+      integration_max_per_window = excluded.integration_max_per_window,
+      integration_window_seconds = excluded.integration_window_seconds,
+      app_max_per_window = excluded.app_max_per_window, app_window_seconds = excluded.app_window_seconds,
+      declared_at = now()
+    where (l.integration_max_in_flight, l.integration_max_per_window, l.integration_window_seconds, l.app_max_per_window, l.app_window_seconds)
+      is distinct from (excluded.integration_max_in_flight, excluded.integration_max_per_window, excluded.integration_window_seconds,
+                        excluded.app_max_per_window, excluded.app_window_seconds);
+  end loop;
+  return (select coalesce(jsonb_object_agg(connector, to_jsonb(l) - 'connector' - 'declared_at'), '{}') from app.connector_publish_limits l);
+end
+$function$;
+alter function app.declare_connector_limits(jsonb) owner to pressroom_definer;
+comment on function app.declare_connector_limits(jsonb) is 'Records the publish limits each connector declares (called by the publish worker at start); returns what is in force.';
+grant execute on function app.declare_connector_limits(jsonb) to pressroom_worker;
+revoke all on function app.declare_connector_limits(jsonb) from public;
+
 CREATE OR REPLACE FUNCTION app.defer_content_checks()
  RETURNS void
  LANGUAGE plpgsql
@@ -5132,11 +5258,21 @@ revoke all on function app.principal_workspace_roles() from public;
 
 CREATE OR REPLACE FUNCTION app.publish_claim(p_content_id uuid, p_job_id uuid, p_resendable text[])
  RETURNS jsonb
+ LANGUAGE sql
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$ select app.publish_claim(p_content_id, p_job_id, p_resendable, null::uuid) $function$;
+comment on function app.publish_claim(uuid,uuid,text[]) is 'The engine''s claim of one due edition outside a batch (app.publish_claim with no batch); an edition whose channel is disconnected or deleted fails permanently here instead of being sent.';
+grant execute on function app.publish_claim(uuid,uuid,text[]) to pressroom_definer;
+grant execute on function app.publish_claim(uuid,uuid,text[]) to pressroom_worker;
+revoke all on function app.publish_claim(uuid,uuid,text[]) from public;
+
+CREATE OR REPLACE FUNCTION app.publish_claim(p_content_id uuid, p_job_id uuid, p_resendable text[], p_batch uuid)
+ RETURNS jsonb
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
 declare
-  v_claim jsonb := app.publish_claim_attempt(p_content_id, p_job_id, p_resendable);
+  v_claim jsonb := app.publish_claim_attempt(p_content_id, p_job_id, p_resendable, p_batch);
   v_integration jsonb := v_claim #> '{edition,integration}';
 begin
   if v_claim ->> 'action' = 'send'
@@ -5149,12 +5285,21 @@ begin
   return v_claim;
 end
 $function$;
-comment on function app.publish_claim(uuid,uuid,text[]) is 'The engine''s claim of a due edition (app.publish_claim_attempt); an edition whose channel is disconnected or deleted fails permanently here instead of being sent.';
-grant execute on function app.publish_claim(uuid,uuid,text[]) to pressroom_definer;
-grant execute on function app.publish_claim(uuid,uuid,text[]) to pressroom_worker;
-revoke all on function app.publish_claim(uuid,uuid,text[]) from public;
+comment on function app.publish_claim(uuid,uuid,text[],uuid) is 'The engine''s claim of a due edition in a claim batch (app.publish_claim_attempt); an edition whose channel is disconnected or deleted fails permanently here instead of being sent.';
+grant execute on function app.publish_claim(uuid,uuid,text[],uuid) to pressroom_definer;
+grant execute on function app.publish_claim(uuid,uuid,text[],uuid) to pressroom_worker;
+revoke all on function app.publish_claim(uuid,uuid,text[],uuid) from public;
 
 CREATE OR REPLACE FUNCTION app.publish_claim_attempt(p_content_id uuid, p_job_id uuid, p_resendable text[])
+ RETURNS jsonb
+ LANGUAGE sql
+AS $function$ select app.publish_claim_attempt(p_content_id, p_job_id, p_resendable, null::uuid) $function$;
+comment on function app.publish_claim_attempt(uuid,uuid,text[]) is 'Claims a due edition for a publish job outside a batch (app.publish_claim_attempt with no batch).';
+grant execute on function app.publish_claim_attempt(uuid,uuid,text[]) to pressroom_definer;
+grant execute on function app.publish_claim_attempt(uuid,uuid,text[]) to pressroom_worker;
+revoke all on function app.publish_claim_attempt(uuid,uuid,text[]) from public;
+
+CREATE OR REPLACE FUNCTION app.publish_claim_attempt(p_content_id uuid, p_job_id uuid, p_resendable text[], p_batch uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
 AS $function$
@@ -5187,7 +5332,9 @@ begin
   if a.id is not null then
     -- A worker died while this attempt was in flight: the platform may have the post.
     if a.connector = any (p_resendable) then
-      update app.publish_attempts set resent = resent + 1, job_id = p_job_id where id = a.id;
+      update app.publish_attempts set resent = resent + 1, job_id = p_job_id, claim_batch = p_batch,
+        integration_id = coalesce(integration_id, v.integration_id)
+      where id = a.id;
       insert into app.publishing_states as ps (content_item_id, organization_id, workspace_id, job_id, state, run_attempts)
       values (v.id, v.organization_id, v.workspace_id, p_job_id, 'publishing', a.run_attempt)
       on conflict (content_item_id) do update set job_id = p_job_id, state = 'publishing', next_attempt_at = null, updated_at = now();
@@ -5208,8 +5355,9 @@ begin
   v_run := case when s.job_id is not distinct from p_job_id then coalesce(s.run_attempts, 0) + 1 else 1 end;
   -- One token per edition and version: the same post whatever the attempt.
   v_token := 'pr_' || replace(v.id::text, '-', '') || '_v' || v.version;
-  insert into app.publish_attempts (organization_id, workspace_id, content_item_id, attempt, run_attempt, job_id, connector, idempotency_token)
-  values (v.organization_id, v.workspace_id, v.id, v_n, v_run, p_job_id, v_connector, v_token)
+  insert into app.publish_attempts (organization_id, workspace_id, content_item_id, attempt, run_attempt, job_id, connector,
+    idempotency_token, integration_id, claim_batch)
+  values (v.organization_id, v.workspace_id, v.id, v_n, v_run, p_job_id, v_connector, v_token, v.integration_id, p_batch)
   returning * into a;
   insert into app.publishing_states as ps (content_item_id, organization_id, workspace_id, job_id, state, run_attempts)
   values (v.id, v.organization_id, v.workspace_id, p_job_id, 'publishing', v_run)
@@ -5219,10 +5367,105 @@ begin
     'token', a.idempotency_token, 'resend', false, 'edition', app.publish_edition_json(v.id));
 end
 $function$;
-comment on function app.publish_claim_attempt(uuid,uuid,text[]) is 'Claims a due edition for a publish job and commits the attempt before the platform is called; called by app.publish_claim.';
-grant execute on function app.publish_claim_attempt(uuid,uuid,text[]) to pressroom_definer;
-grant execute on function app.publish_claim_attempt(uuid,uuid,text[]) to pressroom_worker;
-revoke all on function app.publish_claim_attempt(uuid,uuid,text[]) from public;
+comment on function app.publish_claim_attempt(uuid,uuid,text[],uuid) is 'Claims a due edition for a publish job and writes the attempt (with its integration and claim batch) before the platform is called; called by app.publish_claim.';
+grant execute on function app.publish_claim_attempt(uuid,uuid,text[],uuid) to pressroom_definer;
+grant execute on function app.publish_claim_attempt(uuid,uuid,text[],uuid) to pressroom_worker;
+revoke all on function app.publish_claim_attempt(uuid,uuid,text[],uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.publish_claim_batch(p_jobs jsonb, p_resendable text[])
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_batch uuid := gen_random_uuid();
+  j record;
+  l record;
+  v_claim jsonb;
+  v_claims jsonb := '[]';
+  v_until timestamptz;
+  v_in_flight int;
+  v_retry_ms int := app.setting_int('publish_limit_retry_ms');
+begin
+  -- p_jobs: [{"jobId", "contentId"}] as pg-boss fetched them. Locks are taken
+  -- in one order by every worker: the app windows of the connectors involved,
+  -- then per integration (its window) and per edition, by integration and id.
+  perform 1 from app.publish_windows w
+  where w.scope = 'app' and w.key in (
+    select distinct g.connector from jsonb_array_elements(p_jobs) e
+    join app.content_items i on i.id = (e ->> 'contentId')::uuid
+    join app.integrations g on g.id = i.integration_id)
+  order by w.key for update;
+
+  for j in
+    select (e ->> 'jobId')::uuid as job_id, (e ->> 'contentId')::uuid as content_id, i.integration_id
+    from jsonb_array_elements(p_jobs) e
+    left join app.content_items i on i.id = (e ->> 'contentId')::uuid
+    order by i.integration_id nulls first, (e ->> 'contentId')::uuid
+  loop
+    v_until := null;
+    if j.integration_id is not null then
+      select * into l from app.publish_limits_of(j.integration_id);
+      if l.max_in_flight is not null then
+        select count(*) into v_in_flight from app.publish_attempts a
+        where a.integration_id = j.integration_id and a.finished_at is null;
+        if v_in_flight >= l.max_in_flight
+           -- an interrupted attempt of this very edition is settled by its claim, whatever the limit
+           and not exists (select 1 from app.publish_attempts a where a.content_item_id = j.content_id and a.finished_at is null) then
+          v_until := clock_timestamp() + v_retry_ms * interval '1 millisecond';
+        end if;
+      end if;
+      if v_until is null and l.max_per_window is not null then
+        v_until := app.publish_window_take('integration', j.integration_id::text, l.max_per_window, l.window_seconds);
+      end if;
+      if v_until is null and l.app_max_per_window is not null then
+        v_until := app.publish_window_take('app', l.connector, l.app_max_per_window, l.app_window_seconds);
+      end if;
+    end if;
+    if v_until is not null then
+      -- Over a limit: the job goes back with a later start, no attempt is written.
+      perform app.publish_defer_job(j.job_id, v_until);
+      v_claim := jsonb_build_object('action', 'deferred', 'reason', 'rate_limited', 'until', v_until);
+    else
+      v_claim := app.publish_claim(j.content_id, j.job_id, p_resendable, v_batch);
+    end if;
+    v_claims := v_claims || jsonb_build_array(v_claim || jsonb_build_object('jobId', j.job_id, 'contentId', j.content_id));
+  end loop;
+
+  return jsonb_build_object('batch', v_batch, 'claims', v_claims,
+    -- Where the media of the editions to send are stored, for signed URLs.
+    'media', (select coalesce(jsonb_agg(jsonb_build_object('id', m.id, 'key', m.storage_key, 'filename', m.filename,
+                'contentType', m.content_type)), '[]')
+              from app.media_items m
+              where m.id in (
+                select (x ->> 'id')::uuid from jsonb_array_elements(v_claims) c, jsonb_array_elements(c #> '{edition,media}') x
+                where c ->> 'action' = 'send'
+                union
+                select y::uuid from jsonb_array_elements(v_claims) c, jsonb_array_elements(c #> '{edition,thread}') t,
+                  jsonb_array_elements_text(t -> 'mediaIds') y
+                where c ->> 'action' = 'send')));
+end
+$function$;
+comment on function app.publish_claim_batch(jsonb,text[]) is 'Claims a fetched batch of publish jobs in one statement: each edition through app.publish_claim (attempt written and committed before any platform call), editions over their integration''s or connector''s publish limits put back with a later start; returns the claims and where the media to send are stored.';
+grant execute on function app.publish_claim_batch(jsonb,text[]) to pressroom_worker;
+revoke all on function app.publish_claim_batch(jsonb,text[]) from public;
+
+CREATE OR REPLACE FUNCTION app.publish_defer_job(p_job_id uuid, p_until timestamp with time zone)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+begin
+  -- plpgsql: pgboss.job is created by pg-boss after the migrations.
+  update pgboss.job set state = 'retry', start_after = p_until, started_on = null
+  where name = 'content.publish' and id = p_job_id and state = 'active';
+end
+$function$;
+alter function app.publish_defer_job(uuid,timestamp with time zone) owner to pressroom_definer;
+comment on function app.publish_defer_job(uuid,timestamp with time zone) is 'Puts an active content.publish job back to start at the given time (an edition over a publish limit); pg-boss does not count it as a retry.';
+grant execute on function app.publish_defer_job(uuid,timestamp with time zone) to pressroom_worker;
+revoke all on function app.publish_defer_job(uuid,timestamp with time zone) from public;
 
 CREATE OR REPLACE FUNCTION app.publish_edition_json(p_item_id uuid)
  RETURNS jsonb
@@ -5254,6 +5497,34 @@ grant execute on function app.publish_edition_json(uuid) to pressroom_definer;
 grant execute on function app.publish_edition_json(uuid) to pressroom_worker;
 revoke all on function app.publish_edition_json(uuid) from public;
 
+CREATE OR REPLACE FUNCTION app.publish_limits_of(p_integration_id uuid)
+ RETURNS TABLE(connector text, max_in_flight integer, max_per_window integer, window_seconds integer, app_max_per_window integer, app_window_seconds integer)
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+  select g.connector,
+    nullif(least(coalesce(c.integration_max_in_flight, 2147483647), coalesce(o.max_in_flight, 2147483647)), 2147483647),
+    case when c.integration_max_per_window is null then o.max_per_window
+         when o.max_per_window is null then c.integration_max_per_window
+         -- the stricter of the two rates
+         when o.max_per_window::numeric / o.window_seconds < c.integration_max_per_window::numeric / c.integration_window_seconds
+           then o.max_per_window else c.integration_max_per_window end,
+    case when c.integration_max_per_window is null then o.window_seconds
+         when o.max_per_window is null then c.integration_window_seconds
+         when o.max_per_window::numeric / o.window_seconds < c.integration_max_per_window::numeric / c.integration_window_seconds
+           then o.window_seconds else c.integration_window_seconds end,
+    c.app_max_per_window, c.app_window_seconds
+  from app.integrations g
+  left join app.connector_publish_limits c on c.connector = g.connector
+  left join app.integration_publish_limits o on o.integration_id = g.id
+  where g.id = p_integration_id
+$function$;
+comment on function app.publish_limits_of(uuid) is 'The publish limits in force for an integration: its connector''s declaration, lowered by the integration''s own row.';
+grant execute on function app.publish_limits_of(uuid) to pressroom_definer;
+grant execute on function app.publish_limits_of(uuid) to pressroom_worker;
+revoke all on function app.publish_limits_of(uuid) from public;
+
 CREATE OR REPLACE FUNCTION app.publish_record(p_attempt_id uuid, p_outcome text, p_error text, p_platform_post_id text, p_permalink text)
  RETURNS jsonb
  LANGUAGE sql
@@ -5267,6 +5538,34 @@ alter function app.publish_record(uuid,text,text,text,text) owner to pressroom_d
 comment on function app.publish_record(uuid,text,text,text,text) is 'The engine records what the platform answered for a claimed attempt (published, failed, transient, unknown): statuses, retries with exponential backoff (publish_max_attempts, publish_retry_base_ms), awaiting confirmation.';
 grant execute on function app.publish_record(uuid,text,text,text,text) to pressroom_worker;
 revoke all on function app.publish_record(uuid,text,text,text,text) from public;
+
+CREATE OR REPLACE FUNCTION app.publish_record_batch(p_outcomes jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  r record;
+  v_out jsonb := '[]';
+begin
+  -- p_outcomes: [{"attemptId", "outcome", "error", "platformPostId", "permalink"}]; in edition order, as the claim locks.
+  for r in
+    select e, a.content_item_id
+    from jsonb_array_elements(p_outcomes) e
+    left join app.publish_attempts a on a.id = (e ->> 'attemptId')::uuid
+    order by a.content_item_id
+  loop
+    v_out := v_out || jsonb_build_array(jsonb_build_object('attemptId', r.e ->> 'attemptId', 'contentId', r.content_item_id)
+      || app.publish_record((r.e ->> 'attemptId')::uuid, r.e ->> 'outcome', r.e ->> 'error', r.e ->> 'platformPostId', r.e ->> 'permalink'));
+  end loop;
+  return v_out;
+end
+$function$;
+alter function app.publish_record_batch(jsonb) owner to pressroom_definer;
+comment on function app.publish_record_batch(jsonb) is 'Records a batch of publish outcomes in one statement, each through app.publish_record (statuses, retries, awaiting confirmation); returns one result per outcome.';
+grant execute on function app.publish_record_batch(jsonb) to pressroom_worker;
+revoke all on function app.publish_record_batch(jsonb) from public;
 
 CREATE OR REPLACE FUNCTION app.publish_record_with_policy(p_attempt_id uuid, p_outcome text, p_error text, p_platform_post_id text, p_permalink text, p_max_attempts integer, p_retry_base_ms integer)
  RETURNS jsonb
@@ -5330,6 +5629,33 @@ alter function app.publish_record_with_policy(uuid,text,text,text,text,integer,i
 comment on function app.publish_record_with_policy(uuid,text,text,text,text,integer,integer) is 'Records a publish attempt''s outcome with the retry policy given; called by app.publish_record.';
 grant execute on function app.publish_record_with_policy(uuid,text,text,text,text,integer,integer) to pressroom_worker;
 revoke all on function app.publish_record_with_policy(uuid,text,text,text,text,integer,integer) from public;
+
+CREATE OR REPLACE FUNCTION app.publish_window_take(p_scope text, p_key text, p_max integer, p_seconds integer)
+ RETURNS timestamp with time zone
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  w app.publish_windows;
+begin
+  insert into app.publish_windows as pw (scope, key, window_start, used) values (p_scope, p_key, clock_timestamp(), 0)
+  on conflict (scope, key) do nothing;
+  select * into w from app.publish_windows where scope = p_scope and key = p_key for update;
+  if w.window_start + p_seconds * interval '1 second' <= clock_timestamp() then
+    update app.publish_windows set window_start = clock_timestamp(), used = 1 where scope = p_scope and key = p_key;
+    return null;
+  end if;
+  if w.used < p_max then
+    update app.publish_windows set used = used + 1 where scope = p_scope and key = p_key;
+    return null;
+  end if;
+  return w.window_start + p_seconds * interval '1 second';
+end
+$function$;
+comment on function app.publish_window_take(text,text,integer,integer) is 'Counts one post in a publish rate window (app.publish_windows); returns null when taken, else when the window ends.';
+grant execute on function app.publish_window_take(text,text,integer,integer) to pressroom_definer;
+grant execute on function app.publish_window_take(text,text,integer,integer) to pressroom_worker;
+revoke all on function app.publish_window_take(text,text,integer,integer) from public;
 
 CREATE OR REPLACE FUNCTION app.published_caption_secret(p_id uuid)
  RETURNS text
@@ -5495,6 +5821,32 @@ $function$;
 alter function app.purge_expired() owner to pressroom_definer;
 grant execute on function app.purge_expired() to pressroom_worker;
 revoke all on function app.purge_expired() from public;
+
+CREATE OR REPLACE FUNCTION app.queue_stats()
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+begin
+  -- plpgsql: pgboss.job is created by pg-boss after the migrations.
+  return (
+    select coalesce(jsonb_agg(jsonb_build_object('queue', name, 'state', state, 'jobs', jobs, 'oldestSeconds', oldest)
+                              order by name, state), '[]')
+    from (
+      select j.name, j.state::text as state, count(*)::int as jobs,
+        round(extract(epoch from now() - min(case when j.state = 'active' then j.started_on else j.start_after end))::numeric, 3) as oldest
+      from pgboss.job j
+      where j.state in ('created', 'retry', 'active')
+        -- due jobs only: a job scheduled for next week is not waiting
+        and (j.state = 'active' or j.start_after <= now())
+      group by j.name, j.state) s);
+end
+$function$;
+alter function app.queue_stats() owner to pressroom_definer;
+comment on function app.queue_stats() is 'pg-boss jobs due or running per queue and state, with the age of the oldest (for created and retry: since it became due; for active: since it started); read by the metrics endpoint.';
+grant execute on function app.queue_stats() to pressroom_worker;
+revoke all on function app.queue_stats() from public;
 
 CREATE OR REPLACE FUNCTION app.raise(p_status integer, p_code text, p_message text, p_details jsonb DEFAULT NULL::jsonb)
  RETURNS void
@@ -5867,6 +6219,19 @@ $function$;
 grant execute on function app.sandbox_receive_post(uuid,text,uuid,text,text,text,jsonb) to pressroom_definer;
 grant execute on function app.sandbox_receive_post(uuid,text,uuid,text,text,text,jsonb) to pressroom_worker;
 revoke all on function app.sandbox_receive_post(uuid,text,uuid,text,text,text,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION app.sandbox_receive_posts(p_posts jsonb)
+ RETURNS jsonb
+ LANGUAGE sql
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+  select coalesce(jsonb_agg(app.sandbox_receive_post((p ->> 'integrationId')::uuid, p ->> 'token', (p ->> 'contentId')::uuid,
+    p ->> 'platformPostId', p ->> 'permalink', p ->> 'caption', p -> 'payload') order by n), '[]')
+  from jsonb_array_elements(p_posts) with ordinality x (p, n)
+$function$;
+comment on function app.sandbox_receive_posts(jsonb) is 'The sandbox platform receives a batch of posts in one statement (app.sandbox_receive_post for each, in order); returns one answer per post.';
+grant execute on function app.sandbox_receive_posts(jsonb) to pressroom_worker;
+revoke all on function app.sandbox_receive_posts(jsonb) from public;
 
 CREATE OR REPLACE FUNCTION app.sanitize_settings(p_platform text, p_settings jsonb)
  RETURNS jsonb
