@@ -315,6 +315,7 @@ create table app.campaigns (
   constraint campaigns_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.campaigns is 'A campaign of a workspace (name, description, color, optional date range with start not after end) that content roots may belong to; deleting it unassigns its content (api.delete_campaign). Tenant policies of app.apply_tenant_policies (writes need editor).';
+CREATE INDEX campaigns_name_trgm_idx ON app.campaigns USING gin (name gin_trgm_ops);
 CREATE INDEX campaigns_organization_id_idx ON app.campaigns USING btree (organization_id);
 CREATE INDEX campaigns_workspace_id_idx ON app.campaigns USING btree (workspace_id);
 alter table app.campaigns enable row level security;
@@ -380,6 +381,37 @@ create policy connector_publish_limits_worker on app.connector_publish_limits as
   using (true);
 grant delete, insert, select, update on table app.connector_publish_limits to pressroom_definer;
 grant select on table app.connector_publish_limits to pressroom_worker;
+
+create table app.content_item_counts (
+  id bigint not null,
+  organization_id uuid not null,
+  workspace_id uuid not null,
+  integration_id uuid not null,
+  status text not null,
+  n bigint not null,
+  constraint content_item_counts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint content_item_counts_pkey PRIMARY KEY (id),
+  constraint content_item_counts_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.content_item_counts is 'Live (not deleted) editions per workspace, integration and status, as deltas: the sum of n over the rows of a key is its count. Written only by triggers content_items_90_count and content_items_90_count_update (insert-only, so concurrent writers never wait on each other) and compacted by app.compact_content_item_counts; read by app.content_list_total.';
+CREATE INDEX content_item_counts_key_idx ON app.content_item_counts USING btree (workspace_id, integration_id, status) INCLUDE (n);
+CREATE INDEX content_item_counts_organization_id_idx ON app.content_item_counts USING btree (organization_id);
+alter table app.content_item_counts enable row level security;
+alter table app.content_item_counts force row level security;
+create policy content_item_counts_api_scope on app.content_item_counts as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy content_item_counts_api_select on app.content_item_counts as permissive for select to pressroom_api
+  using (true);
+create policy content_item_counts_definer on app.content_item_counts as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy content_item_counts_worker on app.content_item_counts as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant select on table app.content_item_counts to pressroom_api;
+grant delete, insert, select, update on table app.content_item_counts to pressroom_definer;
+grant delete, insert, select, update on table app.content_item_counts to pressroom_worker;
 
 create table app.content_item_media (
   content_item_id uuid not null,
@@ -474,10 +506,14 @@ CREATE INDEX content_items_organization_id_idx ON app.content_items USING btree 
 CREATE INDEX content_items_root_id_idx ON app.content_items USING btree (root_id);
 CREATE UNIQUE INDEX content_items_root_integration_key ON app.content_items USING btree (root_id, integration_id) WHERE (deleted_at IS NULL);
 CREATE INDEX content_items_workspace_channel_list_idx ON app.content_items USING btree (workspace_id, integration_id, status, scheduled_at DESC NULLS LAST, id DESC) INCLUDE (organization_id) WHERE (deleted_at IS NULL);
+CREATE INDEX content_items_workspace_channel_updated_idx ON app.content_items USING btree (workspace_id, integration_id, updated_at DESC, id DESC) INCLUDE (organization_id) WHERE (deleted_at IS NULL);
+CREATE INDEX content_items_workspace_created_idx ON app.content_items USING btree (workspace_id, created_at DESC, id DESC) INCLUDE (organization_id) WHERE (deleted_at IS NULL);
 CREATE INDEX content_items_workspace_deleted_idx ON app.content_items USING btree (workspace_id, deleted_at) WHERE (deleted_at IS NOT NULL);
 CREATE INDEX content_items_workspace_list_idx ON app.content_items USING btree (workspace_id, status, scheduled_at, id) WHERE (deleted_at IS NULL);
 CREATE INDEX content_items_workspace_live_updated_idx ON app.content_items USING btree (workspace_id, updated_at DESC, id) WHERE (deleted_at IS NULL);
 CREATE INDEX content_items_workspace_status_idx ON app.content_items USING btree (workspace_id, status) INCLUDE (organization_id) WHERE (deleted_at IS NULL);
+CREATE INDEX content_items_workspace_status_scheduled_idx ON app.content_items USING btree (workspace_id, status, scheduled_at DESC NULLS LAST, id DESC) INCLUDE (organization_id) WHERE (deleted_at IS NULL);
+CREATE INDEX content_items_workspace_status_updated_idx ON app.content_items USING btree (workspace_id, status, updated_at DESC, id DESC) INCLUDE (organization_id) WHERE (deleted_at IS NULL);
 CREATE INDEX content_items_workspace_updated_idx ON app.content_items USING btree (workspace_id, updated_at);
 alter table app.content_items enable row level security;
 alter table app.content_items force row level security;
@@ -511,6 +547,8 @@ CREATE TRIGGER content_items_60_media_not_binned BEFORE UPDATE OF status ON app.
 CREATE TRIGGER content_items_60_record_version_insert AFTER INSERT ON app.content_items FOR EACH ROW EXECUTE FUNCTION app.tg_content_items_record_version();
 CREATE TRIGGER content_items_60_record_version_update AFTER UPDATE ON app.content_items FOR EACH ROW WHEN (((new.deleted_at IS NULL) AND ((old.caption IS DISTINCT FROM new.caption) OR (old.thread <> new.thread) OR (old.settings <> new.settings) OR (old.own_media <> new.own_media)))) EXECUTE FUNCTION app.tg_content_items_record_version();
 CREATE TRIGGER content_items_61_usage_on_status_change AFTER UPDATE OF status ON app.content_items FOR EACH ROW WHEN ((new.status IS DISTINCT FROM old.status)) EXECUTE FUNCTION app.tg_content_items_usage_on_status_change();
+CREATE TRIGGER content_items_90_count AFTER INSERT OR DELETE ON app.content_items FOR EACH ROW EXECUTE FUNCTION app.tg_content_items_count();
+CREATE TRIGGER content_items_90_count_update AFTER UPDATE OF status, deleted_at, integration_id ON app.content_items FOR EACH ROW WHEN (((old.status IS DISTINCT FROM new.status) OR (old.deleted_at IS DISTINCT FROM new.deleted_at) OR (old.integration_id IS DISTINCT FROM new.integration_id))) EXECUTE FUNCTION app.tg_content_items_count();
 grant delete, select on table app.content_items to pressroom_api;
 grant delete, insert, select, update on table app.content_items to pressroom_definer;
 grant delete, insert, select, update on table app.content_items to pressroom_worker;
@@ -533,6 +571,35 @@ grant insert (created_at) on table app.content_items to pressroom_api;
 grant insert, update (updated_at) on table app.content_items to pressroom_api;
 grant insert, update (deleted_at) on table app.content_items to pressroom_api;
 grant insert, update (own_media) on table app.content_items to pressroom_api;
+
+create table app.content_root_counts (
+  id bigint not null,
+  organization_id uuid not null,
+  workspace_id uuid not null,
+  n bigint not null,
+  constraint content_root_counts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint content_root_counts_pkey PRIMARY KEY (id),
+  constraint content_root_counts_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.content_root_counts is 'Live (not deleted) content roots per workspace, as deltas (sum of n = the count). Written only by triggers content_roots_90_count and content_roots_90_count_update (insert-only), folded by app.compact_content_root_counts; read by app.content_root_total.';
+CREATE INDEX content_root_counts_organization_id_idx ON app.content_root_counts USING btree (organization_id);
+CREATE INDEX content_root_counts_workspace_idx ON app.content_root_counts USING btree (workspace_id) INCLUDE (n);
+alter table app.content_root_counts enable row level security;
+alter table app.content_root_counts force row level security;
+create policy content_root_counts_api_scope on app.content_root_counts as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy content_root_counts_api_select on app.content_root_counts as permissive for select to pressroom_api
+  using (true);
+create policy content_root_counts_definer on app.content_root_counts as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy content_root_counts_worker on app.content_root_counts as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant select on table app.content_root_counts to pressroom_api;
+grant delete, insert, select, update on table app.content_root_counts to pressroom_definer;
+grant delete, insert, select, update on table app.content_root_counts to pressroom_worker;
 
 create table app.content_root_formats (
   root_id uuid not null,
@@ -769,6 +836,8 @@ CREATE TRIGGER content_roots_10_set_updated_at BEFORE UPDATE ON app.content_root
 CREATE TRIGGER content_roots_20_stay_in_workspace BEFORE UPDATE ON app.content_roots FOR EACH ROW EXECUTE FUNCTION app.tg_content_roots_stay_in_workspace();
 CREATE CONSTRAINT TRIGGER content_roots_50_check_publishable AFTER UPDATE ON app.content_roots DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW WHEN ((new.caption IS DISTINCT FROM old.caption)) EXECUTE FUNCTION app.tg_check_publishable();
 CREATE TRIGGER content_roots_60_propagate AFTER UPDATE ON app.content_roots FOR EACH ROW EXECUTE FUNCTION app.tg_content_roots_propagate();
+CREATE TRIGGER content_roots_90_count AFTER INSERT OR DELETE ON app.content_roots FOR EACH ROW EXECUTE FUNCTION app.tg_content_roots_count();
+CREATE TRIGGER content_roots_90_count_update AFTER UPDATE OF deleted_at ON app.content_roots FOR EACH ROW WHEN ((old.deleted_at IS DISTINCT FROM new.deleted_at)) EXECUTE FUNCTION app.tg_content_roots_count();
 grant delete, select on table app.content_roots to pressroom_api;
 grant delete, insert, select, update on table app.content_roots to pressroom_definer;
 grant delete, insert, select, update on table app.content_roots to pressroom_worker;
@@ -1238,7 +1307,9 @@ create table app.media_items (
   constraint media_items_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.media_items is 'A media item of a workspace (image, video or GIF): the bytes'' storage key and what was measured from them, name, alt text, folder, and state active or deleted (in the bin until delete_after). Trigger media_items_20_bin_rule_and_measured_fields keeps the bytes'' facts fixed (400 IMMUTABLE_FIELD) and refuses binning media used by scheduled content (409 MEDIA_IN_USE); media_items_30_delete_only_binned lets only binned items be deleted (409 MEDIA_NOT_IN_BIN). Tenant policies of app.apply_tenant_policies (writes need editor).';
+CREATE INDEX media_items_alt_text_trgm_idx ON app.media_items USING gin (alt_text gin_trgm_ops);
 CREATE INDEX media_items_delete_after_idx ON app.media_items USING btree (delete_after) WHERE (state = 'deleted'::text);
+CREATE INDEX media_items_filename_trgm_idx ON app.media_items USING gin (filename gin_trgm_ops);
 CREATE INDEX media_items_folder_id_idx ON app.media_items USING btree (folder_id);
 CREATE INDEX media_items_organization_id_idx ON app.media_items USING btree (organization_id);
 CREATE INDEX media_items_workspace_any_state_idx ON app.media_items USING btree (workspace_id, created_at, id);
@@ -1374,6 +1445,7 @@ create table app.media_labels (
 comment on table app.media_labels is 'A media label of a workspace, optionally in a group; a merged label stays as a pointer to the label it was merged into (merged_into_id), with no group and no assignments, and its name is free again (index media_labels_workspace_name_key covers live labels only). Tenant policies of app.apply_tenant_policies (writes need editor).';
 CREATE INDEX media_labels_group_id_idx ON app.media_labels USING btree (group_id);
 CREATE INDEX media_labels_merged_into_id_idx ON app.media_labels USING btree (merged_into_id);
+CREATE INDEX media_labels_name_trgm_idx ON app.media_labels USING gin (name gin_trgm_ops);
 CREATE INDEX media_labels_organization_id_idx ON app.media_labels USING btree (organization_id);
 CREATE UNIQUE INDEX media_labels_workspace_name_key ON app.media_labels USING btree (workspace_id, lower(name)) WHERE (merged_into_id IS NULL);
 alter table app.media_labels enable row level security;
@@ -2819,6 +2891,17 @@ grant execute on function app.campaign_phases_json(uuid) to pressroom_definer;
 grant execute on function app.campaign_phases_json(uuid) to pressroom_worker;
 revoke all on function app.campaign_phases_json(uuid) from public;
 
+CREATE OR REPLACE FUNCTION app.campaign_search_ids(p_pattern text)
+ RETURNS SETOF uuid
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$ select c.id from app.campaigns c where c.workspace_id = app.current_workspace_id() and c.name ilike p_pattern $function$;
+alter function app.campaign_search_ids(text) owner to pressroom_definer;
+comment on function app.campaign_search_ids(text) is 'Ids of the current workspace''s campaigns whose name matches an ILIKE pattern, through the trigram index; used by api.list_campaigns.';
+grant execute on function app.campaign_search_ids(text) to pressroom_api;
+revoke all on function app.campaign_search_ids(text) from public;
+
 CREATE OR REPLACE FUNCTION app.campaign_visible(p_id uuid)
  RETURNS app.campaigns
  LANGUAGE plpgsql
@@ -2880,6 +2963,56 @@ grant execute on function app.check_date_range(date,date,text) to pressroom_api;
 grant execute on function app.check_date_range(date,date,text) to pressroom_definer;
 grant execute on function app.check_date_range(date,date,text) to pressroom_worker;
 revoke all on function app.check_date_range(date,date,text) from public;
+
+CREATE OR REPLACE FUNCTION app.compact_content_item_counts(p_workspace_id uuid)
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_rows int;
+begin
+  -- One compactor per workspace at a time; writers only insert and never wait.
+  if not pg_try_advisory_xact_lock(hashtext('app.content_item_counts'), hashtext(p_workspace_id::text)) then
+    return 0;
+  end if;
+  with d as (delete from app.content_item_counts where workspace_id = p_workspace_id returning *),
+  s as (insert into app.content_item_counts (organization_id, workspace_id, integration_id, status, n)
+        select organization_id, workspace_id, integration_id, status, sum(n) from d
+        group by 1, 2, 3, 4 having sum(n) <> 0 returning 1)
+  select (select count(*) from d) into v_rows;
+  return v_rows;
+end
+$function$;
+alter function app.compact_content_item_counts(uuid) owner to pressroom_definer;
+comment on function app.compact_content_item_counts(uuid) is 'Folds a workspace''s content count deltas into one row per integration and status (skipped when another transaction is compacting the same workspace); returns the rows folded.';
+grant execute on function app.compact_content_item_counts(uuid) to pressroom_worker;
+revoke all on function app.compact_content_item_counts(uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.compact_content_root_counts(p_workspace_id uuid)
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_rows int;
+begin
+  if not pg_try_advisory_xact_lock(hashtext('app.content_root_counts'), hashtext(p_workspace_id::text)) then
+    return 0;
+  end if;
+  with d as (delete from app.content_root_counts where workspace_id = p_workspace_id returning *),
+  s as (insert into app.content_root_counts (organization_id, workspace_id, n)
+        select organization_id, workspace_id, sum(n) from d group by 1, 2 having sum(n) <> 0 returning 1)
+  select (select count(*) from d) into v_rows;
+  return v_rows;
+end
+$function$;
+alter function app.compact_content_root_counts(uuid) owner to pressroom_definer;
+comment on function app.compact_content_root_counts(uuid) is 'Folds a workspace''s content root count deltas into one row (skipped while another transaction folds them); returns the rows folded.';
+grant execute on function app.compact_content_root_counts(uuid) to pressroom_worker;
+revoke all on function app.compact_content_root_counts(uuid) from public;
 
 CREATE OR REPLACE FUNCTION app.content_detail_json(p_id uuid)
  RETURNS jsonb
@@ -3109,6 +3242,68 @@ grant execute on function app.content_list_items_json(uuid[],boolean) to pressro
 grant execute on function app.content_list_items_json(uuid[],boolean) to pressroom_worker;
 revoke all on function app.content_list_items_json(uuid[],boolean) from public;
 
+CREATE OR REPLACE FUNCTION app.content_list_total(p_query jsonb)
+ RETURNS bigint
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_workflow text[];
+  v_statuses text[];
+  v_integration uuid := (p_query ->> 'integrationId')::uuid;
+  v_due bigint := 0;
+  v_total bigint;
+begin
+  -- Only the filters the counters know; any other (since, or one added later) is counted exactly by the caller.
+  if exists (select 1 from jsonb_object_keys(p_query) k
+             where k not in ('limit', 'offset', 'sortBy', 'sortDirection', 'includeReviewLifecycle',
+                             'status', 'integrationId', 'workflowStatus', 'workflowStatuses')) then
+    return null;
+  end if;
+  if jsonb_typeof(p_query -> 'workflowStatuses') = 'array' then
+    v_workflow := array(select distinct btrim(s) from jsonb_array_elements_text(p_query -> 'workflowStatuses') e,
+                        regexp_split_to_table(e, ',') s where btrim(s) <> '');
+  elsif p_query ->> 'workflowStatuses' is not null then
+    v_workflow := array(select distinct btrim(s) from regexp_split_to_table(p_query ->> 'workflowStatuses', ',') s where btrim(s) <> '');
+  elsif p_query ->> 'workflowStatus' is not null then
+    v_workflow := array[p_query ->> 'workflowStatus'];
+  end if;
+  if p_query ->> 'status' is not null and v_workflow is not null then
+    return null;
+  elsif p_query ->> 'status' is not null then
+    v_statuses := array[p_query ->> 'status'];
+  elsif v_workflow is not null then
+    v_statuses := array(select distinct case w when 'in_review' then 'pending_approval' when 'changes_requested' then 'rejected'
+                                               when 'publishing' then 'scheduled' when 'published' then 'sent' else w end
+                        from unnest(v_workflow) w);
+    -- "publishing" is a scheduled edition that is due, "scheduled" one that is not: the due
+    -- ones are few (the engine is sending them), counted on the index.
+    if ('scheduled' = any (v_workflow)) <> ('publishing' = any (v_workflow)) then
+      select count(*) into v_due from app.content_items i
+      where i.workspace_id = app.current_workspace_id() and i.status = 'scheduled' and i.deleted_at is null
+        and i.scheduled_at <= now() and (v_integration is null or i.integration_id = v_integration);
+    end if;
+  else
+    v_statuses := array['draft', 'scheduled', 'sent', 'failed'];
+  end if;
+  select coalesce(sum(c.n), 0) into v_total from app.content_item_counts c
+  where c.workspace_id = app.current_workspace_id() and c.status = any (v_statuses)
+    and (v_integration is null or c.integration_id = v_integration);
+  if v_workflow is not null and 'scheduled' = any (v_workflow) and not 'publishing' = any (v_workflow) then
+    v_total := v_total - v_due;
+  elsif v_workflow is not null and 'publishing' = any (v_workflow) and not 'scheduled' = any (v_workflow) then
+    v_total := v_total - (select coalesce(sum(c.n), 0) from app.content_item_counts c
+                          where c.workspace_id = app.current_workspace_id() and c.status = 'scheduled'
+                            and (v_integration is null or c.integration_id = v_integration)) + v_due;
+  end if;
+  return v_total;
+end
+$function$;
+comment on function app.content_list_total(jsonb) is 'The total of a content list query from the counters (app.content_item_counts): default statuses, a status, workflow statuses, an integration; null when the query has a filter the counters cannot answer (the list then counts exactly).';
+grant execute on function app.content_list_total(jsonb) to pressroom_api;
+revoke all on function app.content_list_total(jsonb) from public;
+
 CREATE OR REPLACE FUNCTION app.content_media_json(p_ids uuid[])
  RETURNS jsonb
  LANGUAGE sql
@@ -3282,6 +3477,16 @@ grant execute on function app.content_root_metadata_json(uuid) to pressroom_api;
 grant execute on function app.content_root_metadata_json(uuid) to pressroom_definer;
 grant execute on function app.content_root_metadata_json(uuid) to pressroom_worker;
 revoke all on function app.content_root_metadata_json(uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.content_root_total()
+ RETURNS bigint
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$ select coalesce(sum(n), 0)::bigint from app.content_root_counts where workspace_id = app.current_workspace_id() $function$;
+comment on function app.content_root_total() is 'Live content roots of the current workspace, from app.content_root_counts.';
+grant execute on function app.content_root_total() to pressroom_api;
+revoke all on function app.content_root_total() from public;
 
 CREATE OR REPLACE FUNCTION app.content_roots_json(p_ids uuid[])
  RETURNS jsonb
@@ -4750,6 +4955,17 @@ grant execute on function app.media_label_name_taken(text) to pressroom_definer;
 grant execute on function app.media_label_name_taken(text) to pressroom_worker;
 revoke all on function app.media_label_name_taken(text) from public;
 
+CREATE OR REPLACE FUNCTION app.media_label_search_ids(p_pattern text)
+ RETURNS SETOF uuid
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$ select l.id from app.media_labels l where l.workspace_id = app.current_workspace_id() and l.name ilike p_pattern $function$;
+alter function app.media_label_search_ids(text) owner to pressroom_definer;
+comment on function app.media_label_search_ids(text) is 'Ids of the current workspace''s media labels whose name matches an ILIKE pattern, through the trigram index; used by api.list_media_labels.';
+grant execute on function app.media_label_search_ids(text) to pressroom_api;
+revoke all on function app.media_label_search_ids(text) from public;
+
 CREATE OR REPLACE FUNCTION app.media_max_bytes(p_type text)
  RETURNS bigint
  LANGUAGE sql
@@ -4957,6 +5173,20 @@ alter function app.media_scheduled_content_ids(uuid) owner to pressroom_definer;
 grant execute on function app.media_scheduled_content_ids(uuid) to pressroom_api;
 grant execute on function app.media_scheduled_content_ids(uuid) to pressroom_worker;
 revoke all on function app.media_scheduled_content_ids(uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.media_search_ids(p_pattern text)
+ RETURNS SETOF uuid
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+  select m.id from app.media_items m
+  where m.workspace_id = app.current_workspace_id() and (m.filename ilike p_pattern or m.alt_text ilike p_pattern)
+$function$;
+alter function app.media_search_ids(text) owner to pressroom_definer;
+comment on function app.media_search_ids(text) is 'Ids of the current workspace''s media items whose file name or alt text matches an ILIKE pattern, through the trigram indexes; used by api.list_media.';
+grant execute on function app.media_search_ids(text) to pressroom_api;
+revoke all on function app.media_search_ids(text) from public;
 
 CREATE OR REPLACE FUNCTION app.media_supported_content_types()
  RETURNS jsonb
@@ -5379,57 +5609,73 @@ CREATE OR REPLACE FUNCTION app.publish_claim_batch(p_jobs jsonb, p_resendable te
 AS $function$
 declare
   v_batch uuid := gen_random_uuid();
-  j record;
+  g record;
   l record;
+  w_take record;
+  k int;
   v_claim jsonb;
   v_claims jsonb := '[]';
+  v_allowed int;
   v_until timestamptz;
-  v_in_flight int;
   v_retry_ms int := app.setting_int('publish_limit_retry_ms');
 begin
   -- p_jobs: [{"jobId", "contentId"}] as pg-boss fetched them. Locks are taken
   -- in one order by every worker: the app windows of the connectors involved,
-  -- then per integration (its window) and per edition, by integration and id.
+  -- then integration by integration (its window, then its editions by id).
   perform 1 from app.publish_windows w
   where w.scope = 'app' and w.key in (
-    select distinct g.connector from jsonb_array_elements(p_jobs) e
+    select distinct c.connector from jsonb_array_elements(p_jobs) e
     join app.content_items i on i.id = (e ->> 'contentId')::uuid
-    join app.integrations g on g.id = i.integration_id)
+    join app.integrations c on c.id = i.integration_id)
   order by w.key for update;
 
-  for j in
-    select (e ->> 'jobId')::uuid as job_id, (e ->> 'contentId')::uuid as content_id, i.integration_id
+  for g in
+    select i.integration_id,
+      -- editions with an attempt in flight first: their claim settles it whatever the limits
+      array_agg((e ->> 'jobId')::uuid order by o.open desc, (e ->> 'contentId')::uuid) as job_ids,
+      array_agg((e ->> 'contentId')::uuid order by o.open desc, (e ->> 'contentId')::uuid) as content_ids,
+      count(*) filter (where o.open)::int as resumed
     from jsonb_array_elements(p_jobs) e
     left join app.content_items i on i.id = (e ->> 'contentId')::uuid
-    order by i.integration_id nulls first, (e ->> 'contentId')::uuid
+    cross join lateral (select exists (select 1 from app.publish_attempts a
+                                       where a.content_item_id = (e ->> 'contentId')::uuid and a.finished_at is null) as open) o
+    group by i.integration_id
+    order by i.integration_id nulls first
   loop
+    -- How many of this integration's editions may go now (limits counted once per integration).
+    v_allowed := cardinality(g.job_ids);
     v_until := null;
-    if j.integration_id is not null then
-      select * into l from app.publish_limits_of(j.integration_id);
+    if g.integration_id is not null then
+      select * into l from app.publish_limits_of(g.integration_id);
       if l.max_in_flight is not null then
-        select count(*) into v_in_flight from app.publish_attempts a
-        where a.integration_id = j.integration_id and a.finished_at is null;
-        if v_in_flight >= l.max_in_flight
-           -- an interrupted attempt of this very edition is settled by its claim, whatever the limit
-           and not exists (select 1 from app.publish_attempts a where a.content_item_id = j.content_id and a.finished_at is null) then
+        v_allowed := greatest(least(v_allowed, l.max_in_flight - (select count(*) from app.publish_attempts a
+                                      where a.integration_id = g.integration_id and a.finished_at is null)::int), 0);
+        if v_allowed < cardinality(g.job_ids) then
           v_until := clock_timestamp() + v_retry_ms * interval '1 millisecond';
         end if;
       end if;
-      if v_until is null and l.max_per_window is not null then
-        v_until := app.publish_window_take('integration', j.integration_id::text, l.max_per_window, l.window_seconds);
+      if l.max_per_window is not null and v_allowed > 0 then
+        select * into w_take from app.publish_window_take('integration', g.integration_id::text, l.max_per_window, l.window_seconds, v_allowed);
+        v_allowed := w_take.granted;
+        v_until := greatest(v_until, w_take.frees_at);
       end if;
-      if v_until is null and l.app_max_per_window is not null then
-        v_until := app.publish_window_take('app', l.connector, l.app_max_per_window, l.app_window_seconds);
+      if l.app_max_per_window is not null and v_allowed > 0 then
+        select * into w_take from app.publish_window_take('app', l.connector, l.app_max_per_window, l.app_window_seconds, v_allowed);
+        v_allowed := w_take.granted;
+        v_until := greatest(v_until, w_take.frees_at);
       end if;
+      v_allowed := greatest(v_allowed, g.resumed);
     end if;
-    if v_until is not null then
-      -- Over a limit: the job goes back with a later start, no attempt is written.
-      perform app.publish_defer_job(j.job_id, v_until);
-      v_claim := jsonb_build_object('action', 'deferred', 'reason', 'rate_limited', 'until', v_until);
-    else
-      v_claim := app.publish_claim(j.content_id, j.job_id, p_resendable, v_batch);
-    end if;
-    v_claims := v_claims || jsonb_build_array(v_claim || jsonb_build_object('jobId', j.job_id, 'contentId', j.content_id));
+    for k in 1 .. cardinality(g.job_ids) loop
+      if k <= v_allowed then
+        v_claim := app.publish_claim(g.content_ids[k], g.job_ids[k], p_resendable, v_batch);
+      else
+        -- Over a limit: the job goes back with a later start, no attempt is written.
+        perform app.publish_defer_job(g.job_ids[k], v_until);
+        v_claim := jsonb_build_object('action', 'deferred', 'reason', 'rate_limited', 'until', v_until);
+      end if;
+      v_claims := v_claims || jsonb_build_array(v_claim || jsonb_build_object('jobId', g.job_ids[k], 'contentId', g.content_ids[k]));
+    end loop;
   end loop;
 
   return jsonb_build_object('batch', v_batch, 'claims', v_claims,
@@ -5630,8 +5876,8 @@ comment on function app.publish_record_with_policy(uuid,text,text,text,text,inte
 grant execute on function app.publish_record_with_policy(uuid,text,text,text,text,integer,integer) to pressroom_worker;
 revoke all on function app.publish_record_with_policy(uuid,text,text,text,text,integer,integer) from public;
 
-CREATE OR REPLACE FUNCTION app.publish_window_take(p_scope text, p_key text, p_max integer, p_seconds integer)
- RETURNS timestamp with time zone
+CREATE OR REPLACE FUNCTION app.publish_window_take(p_scope text, p_key text, p_max integer, p_seconds integer, p_want integer, OUT granted integer, OUT frees_at timestamp with time zone)
+ RETURNS record
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
@@ -5642,20 +5888,20 @@ begin
   on conflict (scope, key) do nothing;
   select * into w from app.publish_windows where scope = p_scope and key = p_key for update;
   if w.window_start + p_seconds * interval '1 second' <= clock_timestamp() then
-    update app.publish_windows set window_start = clock_timestamp(), used = 1 where scope = p_scope and key = p_key;
-    return null;
+    w.window_start := clock_timestamp();
+    w.used := 0;
   end if;
-  if w.used < p_max then
-    update app.publish_windows set used = used + 1 where scope = p_scope and key = p_key;
-    return null;
+  granted := greatest(least(p_want, p_max - w.used), 0);
+  update app.publish_windows set window_start = w.window_start, used = w.used + granted where scope = p_scope and key = p_key;
+  if granted < p_want then
+    frees_at := w.window_start + p_seconds * interval '1 second';
   end if;
-  return w.window_start + p_seconds * interval '1 second';
 end
 $function$;
-comment on function app.publish_window_take(text,text,integer,integer) is 'Counts one post in a publish rate window (app.publish_windows); returns null when taken, else when the window ends.';
-grant execute on function app.publish_window_take(text,text,integer,integer) to pressroom_definer;
-grant execute on function app.publish_window_take(text,text,integer,integer) to pressroom_worker;
-revoke all on function app.publish_window_take(text,text,integer,integer) from public;
+comment on function app.publish_window_take(text,text,integer,integer,integer) is 'Counts up to p_want posts in a publish rate window (app.publish_windows): how many were granted and, if fewer than wanted, when the window ends.';
+grant execute on function app.publish_window_take(text,text,integer,integer,integer) to pressroom_definer;
+grant execute on function app.publish_window_take(text,text,integer,integer,integer) to pressroom_worker;
+revoke all on function app.publish_window_take(text,text,integer,integer,integer) from public;
 
 CREATE OR REPLACE FUNCTION app.published_caption_secret(p_id uuid)
  RETURNS text
@@ -6781,6 +7027,32 @@ grant execute on function app.tg_content_items_check_integration() to pressroom_
 grant execute on function app.tg_content_items_check_integration() to pressroom_worker;
 revoke all on function app.tg_content_items_check_integration() from public;
 
+CREATE OR REPLACE FUNCTION app.tg_content_items_count()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+begin
+  if tg_op in ('UPDATE', 'DELETE') and old.deleted_at is null then
+    insert into app.content_item_counts (organization_id, workspace_id, integration_id, status, n)
+    values (old.organization_id, old.workspace_id, old.integration_id, old.status, -1);
+  end if;
+  if tg_op in ('INSERT', 'UPDATE') and new.deleted_at is null then
+    insert into app.content_item_counts (organization_id, workspace_id, integration_id, status, n)
+    values (new.organization_id, new.workspace_id, new.integration_id, new.status, 1);
+  end if;
+  -- Now and then, fold the deltas (about one change in 500).
+  if random() < 0.002 then
+    perform app.compact_content_item_counts(coalesce(new.workspace_id, old.workspace_id));
+  end if;
+  return null;
+end
+$function$;
+alter function app.tg_content_items_count() owner to pressroom_definer;
+comment on function app.tg_content_items_count() is 'Keeps app.content_item_counts: a -1 delta for the edition as it was, a +1 for it as it is (live editions only).';
+revoke all on function app.tg_content_items_count() from public;
+
 CREATE OR REPLACE FUNCTION app.tg_content_items_engine_only()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -7196,6 +7468,29 @@ alter function app.tg_content_roots_check_campaign() owner to pressroom_definer;
 grant execute on function app.tg_content_roots_check_campaign() to pressroom_api;
 grant execute on function app.tg_content_roots_check_campaign() to pressroom_worker;
 revoke all on function app.tg_content_roots_check_campaign() from public;
+
+CREATE OR REPLACE FUNCTION app.tg_content_roots_count()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+begin
+  if tg_op in ('UPDATE', 'DELETE') and old.deleted_at is null then
+    insert into app.content_root_counts (organization_id, workspace_id, n) values (old.organization_id, old.workspace_id, -1);
+  end if;
+  if tg_op in ('INSERT', 'UPDATE') and new.deleted_at is null then
+    insert into app.content_root_counts (organization_id, workspace_id, n) values (new.organization_id, new.workspace_id, 1);
+  end if;
+  if random() < 0.002 then
+    perform app.compact_content_root_counts(coalesce(new.workspace_id, old.workspace_id));
+  end if;
+  return null;
+end
+$function$;
+alter function app.tg_content_roots_count() owner to pressroom_definer;
+comment on function app.tg_content_roots_count() is 'Keeps app.content_root_counts: -1 for the root as it was, +1 as it is (live roots only).';
+revoke all on function app.tg_content_roots_count() from public;
 
 CREATE OR REPLACE FUNCTION app.tg_content_roots_propagate()
  RETURNS trigger
@@ -9718,7 +10013,8 @@ begin
                               order by c.starts_on nulls last, lower(c.name), c.id), '[]')
     from app.campaigns c
     where c.workspace_id = app.current_workspace_id()
-      and (nullif(p_search, '') is null or c.name ilike '%' || app.like_escape(p_search) || '%'));
+      -- Through the trigram index (app.campaign_search_ids).
+      and (nullif(p_search, '') is null or c.id in (select app.campaign_search_ids('%' || app.like_escape(p_search) || '%'))));
 end
 $function$;
 alter function api.list_campaigns(text,boolean) owner to pressroom_api;
@@ -9766,11 +10062,18 @@ begin
   end if;
   if v_workflow is not null then
     -- The statuses the workflow statuses cover narrow the scan (an index
-    -- serves them); the workflow predicate then splits scheduled/publishing.
-    v_live := v_live || format(' and i.status = any (%L::text[]) and app.content_workflow_status(i.status, i.scheduled_at) = any ($4)',
+    -- serves them); only when exactly one of scheduled/publishing is asked
+    -- does a plain comparison of scheduled_at split them (the same rule as
+    -- app.content_workflow_status, written so the planner can use an index).
+    v_live := v_live || format(' and i.status = any (%L::text[])',
       array(select distinct case w when 'in_review' then 'pending_approval' when 'changes_requested' then 'rejected'
                                    when 'publishing' then 'scheduled' when 'published' then 'sent' else w end
             from unnest(v_workflow) w));
+    if 'scheduled' = any (v_workflow) and not 'publishing' = any (v_workflow) then
+      v_live := v_live || $w$ and (i.status <> 'scheduled' or i.scheduled_at > now() or i.scheduled_at is null)$w$;
+    elsif 'publishing' = any (v_workflow) and not 'scheduled' = any (v_workflow) then
+      v_live := v_live || $w$ and (i.status <> 'scheduled' or i.scheduled_at <= now())$w$;
+    end if;
   end if;
   if v_status is null and v_workflow is null then
     v_live := v_live || $w$ and i.status in ('draft', 'scheduled', 'sent', 'failed')$w$;
@@ -9793,9 +10096,14 @@ begin
   if v_sort = 'platform' then
     v_join := 'join app.integrations g on g.id = i.integration_id';
   end if;
-  execute format('select count(*) from app.content_items i where %s', v_where)
-  into v_total
-  using app.current_workspace_id(), v_since, v_status, v_workflow, v_integration;
+  -- The total: from the per-workspace counters when the query allows it
+  -- (app.content_list_total), else an exact count of the filtered set.
+  v_total := app.content_list_total(p_query);
+  if v_total is null then
+    execute format('select count(*) from app.content_items i where %s', v_where)
+    into v_total
+    using app.current_workspace_id(), v_since, v_status, v_workflow, v_integration;
+  end if;
   execute format('select array(select i.id from app.content_items i %s where %s order by %s limit $6 offset $7)',
                  v_join, v_where, v_order)
   into v_ids
@@ -9821,8 +10129,8 @@ declare
   v_ids uuid[];
 begin
   perform app.require_role('viewer');
-  select count(*) into v_total from app.content_roots
-  where workspace_id = app.current_workspace_id() and deleted_at is null;
+  -- From the counter kept by trigger (app.content_root_counts).
+  v_total := app.content_root_total();
   v_ids := array(select r.id from app.content_roots r
                  where r.workspace_id = app.current_workspace_id() and r.deleted_at is null
                  order by r.updated_at desc, r.id desc
@@ -9963,7 +10271,8 @@ begin
     v_where := v_where || ' and m.type = $5';
   end if;
   if coalesce(p_filters ->> 'search', '') <> '' then
-    v_where := v_where || ' and (m.filename ilike $6 or m.alt_text ilike $6)';
+    -- Through the trigram indexes (app.media_search_ids).
+    v_where := v_where || ' and m.id in (select app.media_search_ids($6))';
   end if;
   if p_filters ? 'isFavorite' then
     v_where := v_where || ' and m.is_favorite = $7';
@@ -10085,7 +10394,8 @@ begin
     where l.workspace_id = app.current_workspace_id()
       and (coalesce(p_include_merged, false) or l.merged_into_id is null)
       and (p_group is null or (p_group = '' and l.group_id is null) or l.group_id = v_group)
-      and (coalesce(p_search, '') = '' or l.name ilike app.media_contains_pattern(p_search)));
+      -- Through the trigram index (app.media_label_search_ids).
+      and (coalesce(p_search, '') = '' or l.id in (select app.media_label_search_ids(app.media_contains_pattern(p_search)))));
 end
 $function$;
 alter function api.list_media_labels(text,boolean,text) owner to pressroom_api;

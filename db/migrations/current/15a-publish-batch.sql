@@ -145,9 +145,10 @@ comment on function app.publish_limits_of(uuid) is 'The publish limits in force 
 revoke all on function app.publish_limits_of(uuid) from public;
 grant execute on function app.publish_limits_of(uuid) to pressroom_worker, pressroom_definer;
 
--- Takes one post of a fixed window, or says when the window frees up.
-create or replace function app.publish_window_take(p_scope text, p_key text, p_max int, p_seconds int)
-returns timestamptz
+-- Takes up to p_want posts of a fixed window: returns how many were granted
+-- and, when fewer than wanted, when the window ends.
+create or replace function app.publish_window_take(p_scope text, p_key text, p_max int, p_seconds int, p_want int,
+  out granted int, out frees_at timestamptz)
 language plpgsql set search_path = pg_catalog, app
 as $$
 declare
@@ -157,19 +158,19 @@ begin
   on conflict (scope, key) do nothing;
   select * into w from app.publish_windows where scope = p_scope and key = p_key for update;
   if w.window_start + p_seconds * interval '1 second' <= clock_timestamp() then
-    update app.publish_windows set window_start = clock_timestamp(), used = 1 where scope = p_scope and key = p_key;
-    return null;
+    w.window_start := clock_timestamp();
+    w.used := 0;
   end if;
-  if w.used < p_max then
-    update app.publish_windows set used = used + 1 where scope = p_scope and key = p_key;
-    return null;
+  granted := greatest(least(p_want, p_max - w.used), 0);
+  update app.publish_windows set window_start = w.window_start, used = w.used + granted where scope = p_scope and key = p_key;
+  if granted < p_want then
+    frees_at := w.window_start + p_seconds * interval '1 second';
   end if;
-  return w.window_start + p_seconds * interval '1 second';
 end
 $$;
-comment on function app.publish_window_take(text, text, int, int) is 'Counts one post in a publish rate window (app.publish_windows); returns null when taken, else when the window ends.';
-revoke all on function app.publish_window_take(text, text, int, int) from public;
-grant execute on function app.publish_window_take(text, text, int, int) to pressroom_worker, pressroom_definer;
+comment on function app.publish_window_take(text, text, int, int, int) is 'Counts up to p_want posts in a publish rate window (app.publish_windows): how many were granted and, if fewer than wanted, when the window ends.';
+revoke all on function app.publish_window_take(text, text, int, int, int) from public;
+grant execute on function app.publish_window_take(text, text, int, int, int) to pressroom_worker, pressroom_definer;
 
 -- Puts an active publish job back to start later, as a transient failure does
 -- (started_on cleared: pg-boss does not count it as a retry).
@@ -309,57 +310,73 @@ set search_path = pg_catalog, app
 as $function$
 declare
   v_batch uuid := gen_random_uuid();
-  j record;
+  g record;
   l record;
+  w_take record;
+  k int;
   v_claim jsonb;
   v_claims jsonb := '[]';
+  v_allowed int;
   v_until timestamptz;
-  v_in_flight int;
   v_retry_ms int := app.setting_int('publish_limit_retry_ms');
 begin
   -- p_jobs: [{"jobId", "contentId"}] as pg-boss fetched them. Locks are taken
   -- in one order by every worker: the app windows of the connectors involved,
-  -- then per integration (its window) and per edition, by integration and id.
+  -- then integration by integration (its window, then its editions by id).
   perform 1 from app.publish_windows w
   where w.scope = 'app' and w.key in (
-    select distinct g.connector from jsonb_array_elements(p_jobs) e
+    select distinct c.connector from jsonb_array_elements(p_jobs) e
     join app.content_items i on i.id = (e ->> 'contentId')::uuid
-    join app.integrations g on g.id = i.integration_id)
+    join app.integrations c on c.id = i.integration_id)
   order by w.key for update;
 
-  for j in
-    select (e ->> 'jobId')::uuid as job_id, (e ->> 'contentId')::uuid as content_id, i.integration_id
+  for g in
+    select i.integration_id,
+      -- editions with an attempt in flight first: their claim settles it whatever the limits
+      array_agg((e ->> 'jobId')::uuid order by o.open desc, (e ->> 'contentId')::uuid) as job_ids,
+      array_agg((e ->> 'contentId')::uuid order by o.open desc, (e ->> 'contentId')::uuid) as content_ids,
+      count(*) filter (where o.open)::int as resumed
     from jsonb_array_elements(p_jobs) e
     left join app.content_items i on i.id = (e ->> 'contentId')::uuid
-    order by i.integration_id nulls first, (e ->> 'contentId')::uuid
+    cross join lateral (select exists (select 1 from app.publish_attempts a
+                                       where a.content_item_id = (e ->> 'contentId')::uuid and a.finished_at is null) as open) o
+    group by i.integration_id
+    order by i.integration_id nulls first
   loop
+    -- How many of this integration's editions may go now (limits counted once per integration).
+    v_allowed := cardinality(g.job_ids);
     v_until := null;
-    if j.integration_id is not null then
-      select * into l from app.publish_limits_of(j.integration_id);
+    if g.integration_id is not null then
+      select * into l from app.publish_limits_of(g.integration_id);
       if l.max_in_flight is not null then
-        select count(*) into v_in_flight from app.publish_attempts a
-        where a.integration_id = j.integration_id and a.finished_at is null;
-        if v_in_flight >= l.max_in_flight
-           -- an interrupted attempt of this very edition is settled by its claim, whatever the limit
-           and not exists (select 1 from app.publish_attempts a where a.content_item_id = j.content_id and a.finished_at is null) then
+        v_allowed := greatest(least(v_allowed, l.max_in_flight - (select count(*) from app.publish_attempts a
+                                      where a.integration_id = g.integration_id and a.finished_at is null)::int), 0);
+        if v_allowed < cardinality(g.job_ids) then
           v_until := clock_timestamp() + v_retry_ms * interval '1 millisecond';
         end if;
       end if;
-      if v_until is null and l.max_per_window is not null then
-        v_until := app.publish_window_take('integration', j.integration_id::text, l.max_per_window, l.window_seconds);
+      if l.max_per_window is not null and v_allowed > 0 then
+        select * into w_take from app.publish_window_take('integration', g.integration_id::text, l.max_per_window, l.window_seconds, v_allowed);
+        v_allowed := w_take.granted;
+        v_until := greatest(v_until, w_take.frees_at);
       end if;
-      if v_until is null and l.app_max_per_window is not null then
-        v_until := app.publish_window_take('app', l.connector, l.app_max_per_window, l.app_window_seconds);
+      if l.app_max_per_window is not null and v_allowed > 0 then
+        select * into w_take from app.publish_window_take('app', l.connector, l.app_max_per_window, l.app_window_seconds, v_allowed);
+        v_allowed := w_take.granted;
+        v_until := greatest(v_until, w_take.frees_at);
       end if;
+      v_allowed := greatest(v_allowed, g.resumed);
     end if;
-    if v_until is not null then
-      -- Over a limit: the job goes back with a later start, no attempt is written.
-      perform app.publish_defer_job(j.job_id, v_until);
-      v_claim := jsonb_build_object('action', 'deferred', 'reason', 'rate_limited', 'until', v_until);
-    else
-      v_claim := app.publish_claim(j.content_id, j.job_id, p_resendable, v_batch);
-    end if;
-    v_claims := v_claims || jsonb_build_array(v_claim || jsonb_build_object('jobId', j.job_id, 'contentId', j.content_id));
+    for k in 1 .. cardinality(g.job_ids) loop
+      if k <= v_allowed then
+        v_claim := app.publish_claim(g.content_ids[k], g.job_ids[k], p_resendable, v_batch);
+      else
+        -- Over a limit: the job goes back with a later start, no attempt is written.
+        perform app.publish_defer_job(g.job_ids[k], v_until);
+        v_claim := jsonb_build_object('action', 'deferred', 'reason', 'rate_limited', 'until', v_until);
+      end if;
+      v_claims := v_claims || jsonb_build_array(v_claim || jsonb_build_object('jobId', g.job_ids[k], 'contentId', g.content_ids[k]));
+    end loop;
   end loop;
 
   return jsonb_build_object('batch', v_batch, 'claims', v_claims,
