@@ -99,15 +99,17 @@ interface QueueStat {
   oldestSeconds: number | null;
 }
 
-let queueStatsCache: { at: number; rows: QueueStat[] } | null = null;
-async function queueStats(): Promise<QueueStat[]> {
+let queueStatsRead: Promise<QueueStat[]> | null = null;
+/** One read per scrape, shared by both queue gauges (they collect at the same time). */
+function queueStats(): Promise<QueueStat[]> {
   const pool = sources.queues;
-  if (!pool) return [];
-  // One read per second at most, shared by both gauges of a scrape.
-  if (queueStatsCache && Date.now() - queueStatsCache.at < 1000) return queueStatsCache.rows;
-  const rows = await asWorker<QueueStat[]>(pool, sql.fragment`app.queue_stats()`);
-  queueStatsCache = { at: Date.now(), rows };
-  return rows;
+  if (!pool) return Promise.resolve([]);
+  if (!queueStatsRead) {
+    queueStatsRead = asWorker<QueueStat[]>(pool, sql.fragment`app.queue_stats()`).finally(() => {
+      queueStatsRead = null;
+    });
+  }
+  return queueStatsRead;
 }
 
 new Gauge({
