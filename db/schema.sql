@@ -12018,6 +12018,154 @@ create view reporting.api_keys as
    FROM app.api_keys k;
 grant select on table reporting.api_keys to pressroom_bi;
 
+create view reporting.campaigns as
+ SELECT id,
+    organization_id,
+    workspace_id,
+    name,
+    starts_on,
+    ends_on,
+    created_at,
+    updated_at,
+    (( SELECT count(*) AS count
+           FROM app.content_roots r
+          WHERE r.campaign_id = c.id AND r.deleted_at IS NULL))::integer AS roots,
+    (( SELECT count(*) AS count
+           FROM app.content_items i
+             JOIN app.content_roots r ON r.id = i.root_id
+          WHERE r.campaign_id = c.id AND i.deleted_at IS NULL))::integer AS editions,
+    (( SELECT count(*) AS count
+           FROM app.content_items i
+             JOIN app.content_roots r ON r.id = i.root_id
+          WHERE r.campaign_id = c.id AND i.deleted_at IS NULL AND i.status = 'sent'::text))::integer AS editions_sent,
+    (( SELECT count(*) AS count
+           FROM app.content_items i
+             JOIN app.content_roots r ON r.id = i.root_id
+          WHERE r.campaign_id = c.id AND i.deleted_at IS NULL AND i.status = 'failed'::text))::integer AS editions_failed
+   FROM app.campaigns c;
+comment on view reporting.campaigns is 'Campaigns with their dates and how many roots and editions they hold, sent and failed.';
+grant select on table reporting.campaigns to pressroom_bi;
+
+create view reporting.content_editions as
+ SELECT i.id,
+    i.organization_id,
+    i.workspace_id,
+    i.root_id,
+    r.campaign_id,
+    r.phase_id,
+    i.integration_id,
+    g.platform,
+    g.connector,
+    i.kind,
+    i.status,
+        CASE i.status
+            WHEN 'pending_approval'::text THEN 'in_review'::text
+            WHEN 'rejected'::text THEN 'changes_requested'::text
+            WHEN 'scheduled'::text THEN
+            CASE
+                WHEN i.scheduled_at <= now() THEN 'publishing'::text
+                ELSE 'scheduled'::text
+            END
+            WHEN 'sent'::text THEN 'published'::text
+            ELSE i.status
+        END AS workflow_status,
+    i.version,
+    r.title,
+    COALESCE(i.caption, r.caption) AS caption,
+    i.scheduled_at,
+    i.sent_at,
+    EXTRACT(epoch FROM i.sent_at - i.scheduled_at)::numeric(12,3) AS lateness_seconds,
+    i.permalink,
+    i.platform_post_id,
+    i.error,
+    s.state AS publishing_state,
+    s.run_attempts,
+    s.next_attempt_at,
+    (( SELECT count(*) AS count
+           FROM app.publish_attempts a
+          WHERE a.content_item_id = i.id))::integer AS attempts,
+    i.created_by,
+    i.created_at,
+    i.updated_at,
+    i.deleted_at
+   FROM app.content_items i
+     JOIN app.content_roots r ON r.id = i.root_id
+     JOIN app.integrations g ON g.id = i.integration_id
+     LEFT JOIN app.publishing_states s ON s.content_item_id = i.id;
+comment on view reporting.content_editions is 'One row per edition (a root on one channel): status, when it was due and sent, how late, its post, the publishing state and number of attempts.';
+grant select on table reporting.content_editions to pressroom_bi;
+
+create view reporting.integrations as
+ SELECT id,
+    organization_id,
+    workspace_id,
+    connector,
+    platform,
+    name,
+    username,
+    status,
+    created_at,
+    updated_at,
+    deleted_at
+   FROM app.integrations g;
+comment on view reporting.integrations is 'Channels (integrations) without their secrets, webhook URLs or settings.';
+grant select on table reporting.integrations to pressroom_bi;
+
+create view reporting.media_items as
+ SELECT id,
+    organization_id,
+    workspace_id,
+    folder_id,
+    type,
+    filename,
+    content_type,
+    file_size,
+    width,
+    height,
+    duration_ms,
+    source,
+    state,
+    is_favorite,
+    created_by,
+    created_at,
+    deleted_at,
+    (( SELECT count(DISTINCT e.id) AS count
+           FROM app.content_items e
+          WHERE e.deleted_at IS NULL AND ((e.id IN ( SELECT cim.content_item_id
+                   FROM app.content_item_media cim
+                  WHERE cim.media_id = m.id)) OR NOT e.own_media AND (e.root_id IN ( SELECT crm.root_id
+                   FROM app.content_root_media crm
+                  WHERE crm.media_id = m.id)))))::integer AS editions_using,
+    (( SELECT count(DISTINCT e.id) AS count
+           FROM app.content_items e
+          WHERE e.status = 'sent'::text AND ((e.id IN ( SELECT cim.content_item_id
+                   FROM app.content_item_media cim
+                  WHERE cim.media_id = m.id)) OR NOT e.own_media AND (e.root_id IN ( SELECT crm.root_id
+                   FROM app.content_root_media crm
+                  WHERE crm.media_id = m.id)))))::integer AS editions_published,
+    ( SELECT max(u.occurred_at) AS max
+           FROM app.media_usage_events u
+          WHERE u.media_id = m.id) AS last_used_at
+   FROM app.media_items m;
+comment on view reporting.media_items is 'Media items (no storage key or checksum) with how many live editions use them, how many published ones did, and when they were last used.';
+grant select on table reporting.media_items to pressroom_bi;
+
+create view reporting.media_usage_events as
+ SELECT id,
+    organization_id,
+    workspace_id,
+    media_id,
+    event,
+    via,
+    content_item_id,
+    root_id,
+    content_status,
+    scheduled_at,
+    occurred_at
+   FROM app.media_usage_events u;
+comment on view reporting.media_usage_events is 'The history of media use: attached, detached, published, ... per edition or root.';
+grant select on table reporting.media_usage_events to pressroom_bi;
+
 create view reporting.organizations as
  SELECT id,
     name,
@@ -12027,6 +12175,29 @@ create view reporting.organizations as
     updated_at
    FROM app.organizations;
 grant select on table reporting.organizations to pressroom_bi;
+
+create view reporting.publish_attempts as
+ SELECT a.id,
+    a.organization_id,
+    a.workspace_id,
+    a.content_item_id,
+    COALESCE(a.integration_id, i.integration_id) AS integration_id,
+    a.connector,
+    a.attempt,
+    a.run_attempt,
+    a.started_at,
+    a.finished_at,
+    (EXTRACT(epoch FROM a.finished_at - a.started_at) * 1000::numeric)::numeric(12,1) AS duration_ms,
+    a.outcome,
+    a.error,
+    a.platform_post_id,
+    a.permalink,
+    a.resent,
+    a.claim_batch
+   FROM app.publish_attempts a
+     JOIN app.content_items i ON i.id = a.content_item_id;
+comment on view reporting.publish_attempts is 'Every attempt to publish an edition: when, how long, the outcome (published, failed, transient, unknown, resolved_*, skipped) and the platform''s error.';
+grant select on table reporting.publish_attempts to pressroom_bi;
 
 create view reporting.workspaces as
  SELECT id,
