@@ -10014,7 +10014,7 @@ begin
     from app.campaigns c
     where c.workspace_id = app.current_workspace_id()
       -- Through the trigram index (app.campaign_search_ids).
-      and (nullif(p_search, '') is null or c.id in (select app.campaign_search_ids('%' || app.like_escape(p_search) || '%'))));
+      and (nullif(p_search, '') is null or c.id = any (array(select app.campaign_search_ids('%' || app.like_escape(p_search) || '%')))));
 end
 $function$;
 alter function api.list_campaigns(text,boolean) owner to pressroom_api;
@@ -10272,7 +10272,7 @@ begin
   end if;
   if coalesce(p_filters ->> 'search', '') <> '' then
     -- Through the trigram indexes (app.media_search_ids).
-    v_where := v_where || ' and m.id in (select app.media_search_ids($6))';
+    v_where := v_where || ' and m.id = any (array(select app.media_search_ids($6)))';
   end if;
   if p_filters ? 'isFavorite' then
     v_where := v_where || ' and m.is_favorite = $7';
@@ -10395,7 +10395,7 @@ begin
       and (coalesce(p_include_merged, false) or l.merged_into_id is null)
       and (p_group is null or (p_group = '' and l.group_id is null) or l.group_id = v_group)
       -- Through the trigram index (app.media_label_search_ids).
-      and (coalesce(p_search, '') = '' or l.id in (select app.media_label_search_ids(app.media_contains_pattern(p_search)))));
+      and (coalesce(p_search, '') = '' or l.id = any (array(select app.media_label_search_ids(app.media_contains_pattern(p_search))))));
 end
 $function$;
 alter function api.list_media_labels(text,boolean,text) owner to pressroom_api;

@@ -11,7 +11,7 @@
 //   GET {ws}/content                                   default page (20, updatedAt desc)
 //   GET {ws}/content?status=scheduled&sortBy=scheduledAt
 //   GET {ws}/content?integrationId=<one>
-//   GET {ws}/content-roots                             default page
+//   GET {ws}/content-roots?limit=20                    first page (the default limit is 250 roots with their editions)
 //   GET {ws}/media                                     default page (50, createdAt desc)
 //   GET {ws}/media?search=sunset-12                    substring of file name or alt text
 //   GET {ws}/campaigns?search=<8 hex chars>            substring of the name
@@ -82,7 +82,7 @@ const LISTS: ListRoute[] = [
   { group: 'GET {ws}/content (default page)', path: (ws) => `/v1/workspaces/${ws}/content` },
   { group: 'GET {ws}/content?status=scheduled&sortBy=scheduledAt', path: (ws) => `/v1/workspaces/${ws}/content?status=scheduled&sortBy=scheduledAt` },
   { group: 'GET {ws}/content?integrationId', path: (ws, ig) => `/v1/workspaces/${ws}/content?integrationId=${ig}` },
-  { group: 'GET {ws}/content-roots', path: (ws) => `/v1/workspaces/${ws}/content-roots` },
+  { group: 'GET {ws}/content-roots?limit=20', path: (ws) => `/v1/workspaces/${ws}/content-roots?limit=20` },
   { group: 'GET {ws}/media (default page)', path: (ws) => `/v1/workspaces/${ws}/media` },
   { group: 'GET {ws}/media?search=sunset-12', path: (ws) => `/v1/workspaces/${ws}/media?search=sunset-12` },
   // md5('7') starts 8f14e45f: one campaign and one label in each size.

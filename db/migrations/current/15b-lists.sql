@@ -340,7 +340,9 @@ grant execute on function app.content_root_total() to pressroom_api;
 -- ILIKE is not, so under the request's policies an ILIKE can never drive an
 -- index scan. These helpers run the substring match alone, as pressroom_definer
 -- and restricted to the current workspace, so the trigram index serves it; the
--- list keeps every other condition under its own policies.
+-- list keeps every other condition under its own policies and takes the ids as
+-- one array (`id = any (array(...))`: a primary-key lookup of the matches,
+-- rather than a walk of the whole workspace testing each row against them).
 ------------------------------------------------------------------------------
 create or replace function app.media_search_ids(p_pattern text) returns setof uuid
 language sql stable security definer set search_path = pg_catalog, app
@@ -434,7 +436,7 @@ begin
   end if;
   if coalesce(p_filters ->> 'search', '') <> '' then
     -- Through the trigram indexes (app.media_search_ids).
-    v_where := v_where || ' and m.id in (select app.media_search_ids($6))';
+    v_where := v_where || ' and m.id = any (array(select app.media_search_ids($6)))';
   end if;
   if p_filters ? 'isFavorite' then
     v_where := v_where || ' and m.is_favorite = $7';
@@ -485,7 +487,7 @@ begin
     from app.campaigns c
     where c.workspace_id = app.current_workspace_id()
       -- Through the trigram index (app.campaign_search_ids).
-      and (nullif(p_search, '') is null or c.id in (select app.campaign_search_ids('%' || app.like_escape(p_search) || '%'))));
+      and (nullif(p_search, '') is null or c.id = any (array(select app.campaign_search_ids('%' || app.like_escape(p_search) || '%')))));
 end
 $function$;
 
@@ -509,7 +511,7 @@ begin
       and (coalesce(p_include_merged, false) or l.merged_into_id is null)
       and (p_group is null or (p_group = '' and l.group_id is null) or l.group_id = v_group)
       -- Through the trigram index (app.media_label_search_ids).
-      and (coalesce(p_search, '') = '' or l.id in (select app.media_label_search_ids(app.media_contains_pattern(p_search)))));
+      and (coalesce(p_search, '') = '' or l.id = any (array(select app.media_label_search_ids(app.media_contains_pattern(p_search))))));
 end
 $function$;
 
