@@ -133,7 +133,7 @@ new Gauge({
   },
 });
 
-/** Lets the gauges read the request pool's state and the queues (through app.queue_stats as pressroom_worker). */
+/** Lets the gauges read the request pool's state and the queues (through app.queue_stats as pressroom_worker); one app per process: the last call wins. */
 export function instrumentPool(pool: DatabasePool) {
   sources.pool = pool;
   sources.queues = pool;

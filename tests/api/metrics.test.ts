@@ -16,10 +16,10 @@ let server: TestServer;
 let plain: TestServer;
 
 beforeAll(async () => {
-  [server, plain] = await Promise.all([
-    startTestServer('metrics', { METRICS_TOKEN: TOKEN, RATE_LIMIT_READ: 3 }),
-    startTestServer('metrics_off'),
-  ]);
+  // One registry per process, and the gauges read the pool of the app built last
+  // (a process serves one app): the server under test is built second.
+  plain = await startTestServer('metrics_off');
+  server = await startTestServer('metrics', { METRICS_TOKEN: TOKEN, RATE_LIMIT_READ: 3 });
 }, 60_000);
 
 afterAll(async () => {
