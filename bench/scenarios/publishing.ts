@@ -58,8 +58,10 @@ const SHAPES: Shape[] = [
   { label: 'at once', workers: 2, integrations: 1, spreadSeconds: 0, limited: false },
   { label: '100 integrations, limited', workers: 1, integrations: 100, spreadSeconds: 0, limited: true },
   { label: 'spread over 60 s', workers: 1, integrations: 1, spreadSeconds: 60, limited: false },
+  // Diagnostic (BENCH_PUBLISH_SHAPES=4): the 100 channels without limits, to tell their cost from the limits'.
+  { label: '100 integrations, no limits', workers: 1, integrations: 100, spreadSeconds: 0, limited: false },
 ];
-const SHAPE_FILTER = process.env.BENCH_PUBLISH_SHAPES; // e.g. "0,3": run only those
+const SHAPE_FILTER = process.env.BENCH_PUBLISH_SHAPES ?? '0,1,2,3'; // e.g. "0,3": run only those
 
 const CHILD = (root: string) => `
 import { PgBoss } from ${JSON.stringify(pathToFileURL(path.join(root, 'node_modules/pg-boss/dist/index.js')).href)};
@@ -235,8 +237,8 @@ async function run(ctx: ScenarioContext): Promise<ScenarioReport> {
   const removeTmp = ctx.cleanup.add('remove the worker script', () => rmSync(tmp, { recursive: true, force: true }));
   const runs = [];
   try {
-    const wanted = SHAPE_FILTER ? new Set(SHAPE_FILTER.split(',').map(Number)) : null;
-    for (const [i, shape] of SHAPES.entries()) if (!wanted || wanted.has(i)) runs.push(await runOnce(ctx, shape, script));
+    const wanted = new Set(SHAPE_FILTER.split(',').map(Number));
+    for (const [i, shape] of SHAPES.entries()) if (wanted.has(i)) runs.push(await runOnce(ctx, shape, script));
   } finally {
     await removeTmp();
   }
