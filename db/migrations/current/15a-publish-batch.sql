@@ -322,7 +322,8 @@ declare
 begin
   -- p_jobs: [{"jobId", "contentId"}] as pg-boss fetched them. Locks are taken
   -- in one order by every worker: the app windows of the connectors involved,
-  -- then integration by integration (its window, then its editions by id).
+  -- then integration by integration (its row when it has an in-flight limit,
+  -- its window, then its editions by id).
   perform 1 from app.publish_windows w
   where w.scope = 'app' and w.key in (
     select distinct c.connector from jsonb_array_elements(p_jobs) e
@@ -349,6 +350,9 @@ begin
     if g.integration_id is not null then
       select * into l from app.publish_limits_of(g.integration_id);
       if l.max_in_flight is not null then
+        -- Claims of one integration count its attempts in flight one after the other
+        -- (the integration's row, locked in integration order, as every worker does).
+        perform 1 from app.integrations i where i.id = g.integration_id for no key update;
         v_allowed := greatest(least(v_allowed, l.max_in_flight - (select count(*) from app.publish_attempts a
                                       where a.integration_id = g.integration_id and a.finished_at is null)::int), 0);
         if v_allowed < cardinality(g.job_ids) then
