@@ -9,6 +9,7 @@ import { Cleanup } from './lib/cleanup.ts';
 import { analytics } from './scenarios/analytics.ts';
 import { content } from './scenarios/content.ts';
 import { foundation } from './scenarios/foundation.ts';
+import { lists } from './scenarios/lists.ts';
 import { media } from './scenarios/media.ts';
 import { publishing } from './scenarios/publishing.ts';
 // Grid planner
@@ -20,7 +21,7 @@ import type { Scenario } from './lib/scenario.ts';
 import { openCluster } from './lib/stack.ts';
 
 /** The registry: add a scenario here (bench/scenarios/<name>.ts exporting a Scenario). */
-const scenarios: Scenario[] = [foundation, content, media, publishing, analytics, grid, reviews];
+const scenarios: Scenario[] = [foundation, content, media, publishing, lists, analytics, grid, reviews];
 
 function usage(): string {
   return [

@@ -8,6 +8,7 @@ import { bodyParserError, toApiError } from './http/errors.ts';
 import { assertJsonDepth } from './http/guard.ts';
 import { loadOpenApi, type OpenApi } from './http/openapi.ts';
 import { pipeline, requestIdOf } from './http/pipeline.ts';
+import { httpMetrics, instrumentPool, metricsRoute } from './metrics.ts';
 import { recordUnmatchedCall } from './http/unmatched.ts';
 import { routes } from './routes/index.ts';
 import { createStorageRouter } from './storage/router.ts';
@@ -53,6 +54,7 @@ export function createApp(deps: AppDeps, options: AppOptions = {}) {
   app.set('trust proxy', config.TRUST_PROXY);
   app.set('query parser', 'extended');
 
+  app.use(httpMetrics());
   app.use((req: Request, res: Response, next: NextFunction) => {
     const id = requestIdOf(req);
     res.locals.requestId = id;
@@ -76,6 +78,11 @@ export function createApp(deps: AppDeps, options: AppOptions = {}) {
       }),
     );
   }
+
+  // Prometheus (server/metrics.ts): behind METRICS_TOKEN; absent (404) while it is unset or METRICS_PORT serves them.
+  const metrics = metricsRoute(config);
+  if (metrics) app.get('/metrics', metrics);
+  instrumentPool(pool);
 
   app.get('/healthz', (_req, res) => {
     res.json({ data: { status: 'ok' }, meta: null });

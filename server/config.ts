@@ -48,7 +48,10 @@ export const ConfigSchema = z.object({
   PUBLISH_RETRY_BASE_MS: int(1000, 1),
   // Jobs held by a worker that died come back after this long.
   JOB_HEARTBEAT_SECONDS: int(30, 10),
-  PUBLISH_CONCURRENCY: int(8, 1),
+  // Connector calls in flight at once per worker process.
+  PUBLISH_CONCURRENCY: int(32, 1),
+  // Publish jobs fetched, claimed and recorded per statement.
+  PUBLISH_BATCH_SIZE: int(100, 1),
   // Media storage: "disk" (files under DATA_DIR/media, HMAC-signed URLs served
   // by the API) or "s3" (any S3-compatible store, presigned URLs).
   STORAGE_DRIVER: z.enum(['disk', 's3']).default('disk'),
@@ -63,6 +66,11 @@ export const ConfigSchema = z.object({
   S3_ACCESS_KEY_ID: z.string().optional(),
   S3_SECRET_ACCESS_KEY: z.string().optional(),
   S3_FORCE_PATH_STYLE: bool.default(true),
+  // Prometheus metrics (server/metrics.ts): GET /metrics on the API port with
+  // `Authorization: Bearer $METRICS_TOKEN` (off while unset); with METRICS_PORT,
+  // served instead on a port of its own without a token (a private network's scraper).
+  METRICS_TOKEN: z.string().min(16).optional(),
+  METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

@@ -8,6 +8,7 @@ import { applySettings } from './db/settings.ts';
 import { createAppDeps } from './deps.ts';
 import { startWorker } from './jobs/worker.ts';
 import { createLogger } from './log.ts';
+import { instrumentPool, metricsServer } from './metrics.ts';
 
 export async function main() {
   const config = loadConfig();
@@ -18,6 +19,10 @@ export async function main() {
   // Everything the API and the worker share, built once and passed explicitly.
   const deps = createAppDeps({ pool, config, log });
   const worker = config.RUN_WORKER ? await startWorker(deps, { ownerUrl: db.ownerUrl }) : null;
+  // METRICS_PORT: /metrics on a port of its own (a worker-only process too).
+  instrumentPool(pool);
+  const metrics = await metricsServer(config);
+  if (metrics) log.info('metrics listening', { url: `http://${config.HOST}:${config.METRICS_PORT}/metrics` });
   let server: ReturnType<typeof createServer> | null = null;
   if (config.RUN_API) {
     const app = createApp(deps, { isMigrated: () => true });
@@ -50,6 +55,7 @@ export async function main() {
         server.closeIdleConnections();
         await closed;
       }
+      if (metrics) await new Promise<void>((resolve) => metrics.close(() => resolve()));
       if (worker) await worker.stop(config.SHUTDOWN_TIMEOUT_MS);
       await pool.end();
       if (db.embedded) await db.embedded.stop();

@@ -35,6 +35,7 @@ import { ratiosFor, type Row, type ScenarioReport } from '../lib/report.ts';
 import type { Scenario, ScenarioContext } from '../lib/scenario.ts';
 import { cloneForBench, startServer } from '../lib/stack.ts';
 import { directOp, operation, type DirectRoute } from '../lib/direct.ts';
+import { rebuildListCounters } from '../lib/counters.ts';
 
 const ROOTS = 50_000;
 const EDITIONS_PER_ROOT = 2;
@@ -165,6 +166,8 @@ export async function createFixture(baseUrl: string, ownerUrl: string, log: (m: 
       // Skips triggers (and foreign-key checks) for this transaction only: the fixture's own rows.
       await owner.query('set local session_replication_role = replica');
       await owner.query(FIXTURE_SQL, [organizationId, workspaceId, userId, integrationIds, ROOTS]);
+      // The triggers that keep the list totals were skipped too.
+      await rebuildListCounters(owner);
       await owner.query('commit');
     } catch (e) {
       await owner.query('rollback').catch(() => {});

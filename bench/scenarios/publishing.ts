@@ -1,22 +1,32 @@
-// Scenario "publishing": 10,000 editions due at the same instant, published
-// by the real publish worker (server/jobs/publish.ts, registerPublishJobs) in
-// child processes (pg-boss on the owner URL, SQL as pressroom_worker through
-// the app pool) through the sandbox connector (which records each post in
-// app.sandbox_posts), with one worker process and with two.
+// Scenario "publishing": 10,000 editions published by the real publish
+// worker (server/jobs/publish.ts, registerPublishJobs: batched claim, platform
+// calls outside transactions, grouped records) in child processes (pg-boss on
+// the owner URL, SQL as pressroom_worker through the app pool) through the
+// sandbox connector (which records each post in app.sandbox_posts). Shapes:
+//
+//   at-once x1, at-once x2   all due at the same instant, 1 and 2 worker processes
+//   100 integrations         all due at once, spread over 100 sandbox integrations,
+//                            each limited (app.integration_publish_limits) to
+//                            BENCH_PUBLISH_LIMIT_IN_FLIGHT in flight and
+//                            BENCH_PUBLISH_LIMIT_PER_SECOND per 1 s window
+//   spread over 60 s         due times evenly spread over one minute, 1 worker
+//                            (what calendars produce)
 //
 // Figures per run: lateness of each publication (sent_at - scheduled_at:
 // p50/p90/p99/max) and editions published per second (editions / (last
-// sent_at - due time)).
+// sent_at - first due time)); for the limited run, the most posts one
+// integration started in one calendar second and the jobs put back by a limit.
 //
-// Fixture (per run, a fresh clone): one organization, workspace and sandbox
-// integration (platform x, behavior succeed); BENCH_PUBLISH_EDITIONS
+// Fixture (per run, a fresh clone): one organization and workspace, the
+// sandbox integration(s) (platform x, behavior succeed); BENCH_PUBLISH_EDITIONS
 // (default 10,000) roots with one scheduled edition each, inserted by the
 // superuser with `session_replication_role = replica` (no triggers, seconds
 // instead of minutes), and for each edition the pg-boss job exactly as the
 // content trigger (content_items_30_publish_job in db/schema.sql) writes it,
 // with the queue's settings. The due time is set a few seconds after the
-// workers are ready. Each worker runs PUBLISH_CONCURRENCY (default 8) jobs
-// at a time, pg-boss polling every 0.5 s.
+// workers are ready. Each worker runs with the server's defaults
+// (PUBLISH_CONCURRENCY, PUBLISH_BATCH_SIZE; BENCH_PUBLISH_CONCURRENCY and
+// BENCH_PUBLISH_BATCH_SIZE override them), pg-boss polling every 0.5 s.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,10 +37,31 @@ import { latencyStats, type LoadResult } from '../lib/load.ts';
 import type { Row, ScenarioReport } from '../lib/report.ts';
 import type { Scenario, ScenarioContext } from '../lib/scenario.ts';
 import { cloneForBench, nodeBinary } from '../lib/stack.ts';
+import { loadConfig } from '../../server/config.ts';
 
 const EDITIONS = Math.max(1, Number(process.env.BENCH_PUBLISH_EDITIONS ?? 10_000));
-const CONCURRENCY = Math.max(1, Number(process.env.BENCH_PUBLISH_CONCURRENCY ?? 8));
-const WORKER_COUNTS = [1, 2];
+const CONCURRENCY = Math.max(1, Number(process.env.BENCH_PUBLISH_CONCURRENCY ?? loadConfig({}).PUBLISH_CONCURRENCY));
+const BATCH_SIZE = Math.max(1, Number(process.env.BENCH_PUBLISH_BATCH_SIZE ?? loadConfig({}).PUBLISH_BATCH_SIZE));
+const LIMIT_IN_FLIGHT = Math.max(1, Number(process.env.BENCH_PUBLISH_LIMIT_IN_FLIGHT ?? 8));
+const LIMIT_PER_SECOND = Math.max(1, Number(process.env.BENCH_PUBLISH_LIMIT_PER_SECOND ?? 20));
+
+interface Shape {
+  label: string;
+  workers: number;
+  integrations: number;
+  /** Due times evenly spread over this many seconds (0: all at one instant). */
+  spreadSeconds: number;
+  limited: boolean;
+}
+const SHAPES: Shape[] = [
+  { label: 'at once', workers: 1, integrations: 1, spreadSeconds: 0, limited: false },
+  { label: 'at once', workers: 2, integrations: 1, spreadSeconds: 0, limited: false },
+  { label: '100 integrations, limited', workers: 1, integrations: 100, spreadSeconds: 0, limited: true },
+  { label: 'spread over 60 s', workers: 1, integrations: 1, spreadSeconds: 60, limited: false },
+  // Diagnostic (BENCH_PUBLISH_SHAPES=4): the 100 channels without limits, to tell their cost from the limits'.
+  { label: '100 integrations, no limits', workers: 1, integrations: 100, spreadSeconds: 0, limited: false },
+];
+const SHAPE_FILTER = process.env.BENCH_PUBLISH_SHAPES ?? '0,1,2,3'; // e.g. "0,3": run only those
 
 const CHILD = (root: string) => `
 import { PgBoss } from ${JSON.stringify(pathToFileURL(path.join(root, 'node_modules/pg-boss/dist/index.js')).href)};
@@ -39,9 +70,9 @@ import { openPool } from ${JSON.stringify(pathToFileURL(path.join(root, 'server/
 import { createLogger } from ${JSON.stringify(pathToFileURL(path.join(root, 'server/log.ts')).href)};
 import { registerPublishJobs } from ${JSON.stringify(pathToFileURL(path.join(root, 'server/jobs/publish.ts')).href)};
 import { createAppDeps } from ${JSON.stringify(pathToFileURL(path.join(root, 'server/deps.ts')).href)};
-const [ownerUrl, appUrl, concurrency] = process.argv.slice(2);
-const config = loadConfig({ LOG_LEVEL: 'silent' }, { PUBLISH_CONCURRENCY: Number(concurrency) });
-const pool = await openPool(appUrl, Number(concurrency) + 2);
+const [ownerUrl, appUrl, concurrency, batchSize] = process.argv.slice(2);
+const config = loadConfig({ LOG_LEVEL: 'silent' }, { PUBLISH_CONCURRENCY: Number(concurrency), PUBLISH_BATCH_SIZE: Number(batchSize) });
+const pool = await openPool(appUrl, 8);
 const boss = new PgBoss({ connectionString: ownerUrl, schema: 'pgboss', max: 4, superviseIntervalSeconds: 15 });
 boss.on('error', () => {});
 await boss.start();
@@ -50,7 +81,7 @@ process.stdout.write('ready\\n');
 `;
 
 function startWorker(script: string, ownerUrl: string, appUrl: string): Promise<ChildProcess> {
-  const child = spawn(nodeBinary(), [script, ownerUrl, appUrl, String(CONCURRENCY)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(nodeBinary(), [script, ownerUrl, appUrl, String(CONCURRENCY), String(BATCH_SIZE)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   child.stderr!.on('data', (d) => (err = (err + d).slice(-4000)));
   return new Promise((resolve, reject) => {
@@ -59,32 +90,47 @@ function startWorker(script: string, ownerUrl: string, appUrl: string): Promise<
   });
 }
 
-async function runOnce(ctx: ScenarioContext, workers: number, script: string) {
+async function runOnce(ctx: ScenarioContext, shape: Shape, script: string) {
   const { cleanup, log } = ctx;
-  const db = await cloneForBench(ctx.cluster, cleanup, `publishing_${workers}`);
+  const { workers } = shape;
+  const tag = `publishing ${shape.label} x${workers}`;
+  const db = await cloneForBench(ctx.cluster, cleanup, `publishing_${workers}_${shape.integrations}_${shape.spreadSeconds}`);
   const owner = new pg.Client({ connectionString: db.ownerUrl });
   await owner.connect();
   const closeOwner = cleanup.add('close the owner connection', () => owner.end());
   try {
-    log(`publishing x${workers}: fixture of ${EDITIONS} scheduled editions`);
+    log(`${tag}: fixture of ${EDITIONS} scheduled editions`);
     await owner.query('begin');
     await owner.query(`set local session_replication_role = replica`);
-    const [{ org, ws, ig }] = (
+    const [{ org, ws }] = (
       await owner.query(`
       with o as (insert into app.organizations (name, plan) values ('Bench org', 'basic') returning id),
-           w as (insert into app.workspaces (organization_id, name) select id, 'Bench ws' from o returning id, organization_id),
-           g as (insert into app.integrations (organization_id, workspace_id, connector, platform, name, settings)
-                 select organization_id, id, 'sandbox', 'x', 'Bench sandbox', '{"behavior":"succeed"}' from w returning id)
-      select (select id from o) org, (select id from w) ws, (select id from g) ig`)
+           w as (insert into app.workspaces (organization_id, name) select id, 'Bench ws' from o returning id, organization_id)
+      select (select id from o) org, (select id from w) ws`)
     ).rows;
+    const igs = (
+      await owner.query(
+        `insert into app.integrations (organization_id, workspace_id, connector, platform, name, settings)
+         select $1, $2, 'sandbox', 'x', 'Bench sandbox ' || n, '{"behavior":"succeed"}' from generate_series(1, $3::int) n returning id`,
+        [org, ws, shape.integrations],
+      )
+    ).rows.map((r) => r.id as string);
+    if (shape.limited) {
+      await owner.query(
+        `insert into app.integration_publish_limits (integration_id, organization_id, workspace_id, max_in_flight, max_per_window, window_seconds)
+         select id, organization_id, workspace_id, $2, $3, 1 from app.integrations where id = any($1::uuid[])`,
+        [igs, LIMIT_IN_FLIGHT, LIMIT_PER_SECOND],
+      );
+    }
     // Due far ahead for now; moved to the real due time once the workers are ready.
     await owner.query(
       `with r as (
          insert into app.content_roots (organization_id, workspace_id, caption)
-         select $1, $2, 'Bench post ' || n from generate_series(1, $4::int) n returning id)
+         select $1, $2, 'Bench post ' || n from generate_series(1, $4::int) n returning id),
+       n as (select id, row_number() over () - 1 as k from r)
        insert into app.content_items (organization_id, workspace_id, root_id, integration_id, status, scheduled_at)
-       select $1, $2, r.id, $3, 'scheduled', now() + interval '1 day' from r`,
-      [org, ws, ig, EDITIONS],
+       select $1, $2, n.id, ($3::uuid[])[1 + n.k % cardinality($3::uuid[])], 'scheduled', now() + interval '1 day' from n`,
+      [org, ws, igs, EDITIONS],
     );
     await owner.query(
       `with q as (select * from pgboss.queue where name = 'content.publish'),
@@ -110,26 +156,28 @@ async function runOnce(ctx: ScenarioContext, workers: number, script: string) {
     });
     for (let i = 0; i < workers; i++) children.push(await startWorker(script, db.ownerUrl, db.appUrl));
 
-    // Everything due at one instant, 3 s from now (triggers off: the jobs are moved here).
+    // Due 3 s from now, at one instant or evenly spread (triggers off: the jobs are moved here).
     await owner.query('begin');
     await owner.query(`set local session_replication_role = replica`);
     const [{ due }] = (
       await owner.query(
         `with t as (select date_trunc('second', clock_timestamp()) + interval '3 s' as due),
-         u as (update app.content_items set scheduled_at = t.due from t where workspace_id = $1 returning 1),
-         v as (update pgboss.job j set start_after = t.due from t, app.content_items i
-               where i.workspace_id = $1 and j.id = i.publish_job_id and j.name = 'content.publish' returning 1)
+         n as (select id, row_number() over (order by id) - 1 as k from app.content_items where workspace_id = $1),
+         u as (update app.content_items i set scheduled_at = t.due + (n.k * $2::float8 / $3::int) * interval '1 s'
+               from t, n where i.id = n.id returning i.id, i.publish_job_id, i.scheduled_at),
+         v as (update pgboss.job j set start_after = u.scheduled_at from u
+               where j.id = u.publish_job_id and j.name = 'content.publish' returning 1)
          select (select due from t) due, (select count(*) from u) items, (select count(*) from v) jobs`,
-        [ws],
+        [ws, shape.spreadSeconds, EDITIONS],
       )
     ).rows;
     await owner.query('commit');
-    log(`publishing x${workers}: ${EDITIONS} editions due at ${due.toISOString()}`);
+    log(`${tag}: ${EDITIONS} editions due from ${due.toISOString()}${shape.spreadSeconds ? ` over ${shape.spreadSeconds} s` : ''}`);
     const deadline = Date.now() + 30 * 60_000;
     for (;;) {
       const [{ n }] = (await owner.query(`select count(*)::int n from app.content_items where workspace_id = $1 and status <> 'scheduled'`, [ws])).rows;
       if (n >= EDITIONS) break;
-      if (Date.now() > deadline) throw new Error(`publishing x${workers}: only ${n} of ${EDITIONS} published after 30 min`);
+      if (Date.now() > deadline) throw new Error(`${tag}: only ${n} of ${EDITIONS} published after 30 min`);
       await new Promise((r) => setTimeout(r, 250));
     }
     await stopAll();
@@ -150,7 +198,31 @@ async function runOnce(ctx: ScenarioContext, workers: number, script: string) {
     ).rows;
     const late = Float64Array.from(rows.filter((r) => r.status === 'sent').map((r) => Number(r.late_ms)));
     const sent = late.length;
-    return { workers, editions: EDITIONS, sent, failed: EDITIONS - sent, posts, duplicates, lastSeconds: Number(last), lateness: latencyStats(late), perSecond: sent / Number(last), database: db.name };
+    // Limits: the most attempts one integration started in one calendar second (a fixed
+    // window of 1 s not aligned to seconds allows up to twice the limit across a boundary).
+    const [{ max_per_second }] = (
+      await owner.query(
+        `select coalesce(max(n), 0)::int max_per_second from (
+           select count(*) n from app.publish_attempts where workspace_id = $1 group by integration_id, date_trunc('second', started_at)) s`,
+        [ws],
+      )
+    ).rows;
+    const attempts = Number((await owner.query(`select count(*)::int n from app.publish_attempts where workspace_id = $1`, [ws])).rows[0].n);
+    const [{ batches, avg_batch }] = (
+      await owner.query(
+        `select count(distinct claim_batch)::int batches, round(count(*)::numeric / nullif(count(distinct claim_batch), 0), 1)::float8 avg_batch
+         from app.publish_attempts where workspace_id = $1`,
+        [ws],
+      )
+    ).rows;
+    return {
+      shape: shape.label, workers, integrations: shape.integrations, spreadSeconds: shape.spreadSeconds, limited: shape.limited,
+      editions: EDITIONS, sent, failed: EDITIONS - sent, posts, duplicates, attempts, claimBatches: batches, avgClaimBatch: avg_batch,
+      maxPerIntegrationSecond: max_per_second,
+      lastSeconds: Number(last), lateness: latencyStats(late),
+      // Spread runs: the rate is bounded by the calendar, so editions/s is over the whole span.
+      perSecond: sent / Number(last), database: db.name,
+    };
   } finally {
     await closeOwner();
     await db.release();
@@ -165,12 +237,13 @@ async function run(ctx: ScenarioContext): Promise<ScenarioReport> {
   const removeTmp = ctx.cleanup.add('remove the worker script', () => rmSync(tmp, { recursive: true, force: true }));
   const runs = [];
   try {
-    for (const w of WORKER_COUNTS) runs.push(await runOnce(ctx, w, script));
+    const wanted = new Set(SHAPE_FILTER.split(',').map(Number));
+    for (const [i, shape] of SHAPES.entries()) if (wanted.has(i)) runs.push(await runOnce(ctx, shape, script));
   } finally {
     await removeTmp();
   }
   const rows: Row[] = runs.map((r) => ({
-    group: 'publish 10k due at once',
+    group: `publish ${r.editions} ${r.shape}`,
     side: `${r.workers} worker${r.workers > 1 ? 's' : ''}`,
     what: `lateness (sent_at - scheduled_at) of ${r.editions} editions; req/s = editions published per second until the last one`,
     result: {
@@ -191,20 +264,21 @@ async function run(ctx: ScenarioContext): Promise<ScenarioReport> {
     finishedAt: new Date().toISOString(),
     knobs: ctx.knobs,
     machine: ctx.machine,
-    setup: { editions: EDITIONS, concurrencyPerWorker: CONCURRENCY, connector: 'sandbox (succeed)', runs },
+    setup: { editions: EDITIONS, concurrencyPerWorker: CONCURRENCY, batchSize: BATCH_SIZE, limits: { inFlight: LIMIT_IN_FLIGHT, perSecond: LIMIT_PER_SECOND }, connector: 'sandbox (succeed)', runs },
     rows,
     ratios: [],
     notes: runs.map(
       (r) =>
-        `${r.workers} worker(s): ${r.sent}/${r.editions} sent, last ${r.lastSeconds.toFixed(1)} s after the due time; ` +
-        `lateness p50 ${(r.lateness.p50 / 1000).toFixed(1)} s, p99 ${(r.lateness.p99 / 1000).toFixed(1)} s; ${r.perSecond.toFixed(0)} editions/s; ` +
-        `sandbox posts ${r.posts}, re-sent ${r.duplicates}`,
+        `${r.shape}, ${r.workers} worker(s), ${r.integrations} integration(s): ${r.sent}/${r.editions} sent, last ${r.lastSeconds.toFixed(1)} s after the first due time; ` +
+        `lateness p50 ${(r.lateness.p50 / 1000).toFixed(2)} s, p99 ${(r.lateness.p99 / 1000).toFixed(2)} s; ${r.perSecond.toFixed(0)} editions/s; ` +
+        `sandbox posts ${r.posts}, re-sent ${r.duplicates}; ${r.attempts} attempts in ${r.claimBatches} claim batches (avg ${r.avgClaimBatch})` +
+        (r.limited ? `; limits ${LIMIT_IN_FLIGHT} in flight, ${LIMIT_PER_SECOND}/s per integration: at most ${r.maxPerIntegrationSecond} attempts of one integration in one calendar second` : ''),
     ),
   };
 }
 
 export const publishing: Scenario = {
   name: 'publishing',
-  description: `${EDITIONS} editions due at the same instant: publication lateness and editions/s, 1 and 2 workers`,
+  description: `${EDITIONS} editions: due at one instant (1 and 2 workers), over 100 limited integrations, spread over one minute: publication lateness and editions/s`,
   run,
 };

@@ -1,27 +1,35 @@
-// The publish worker: runs each scheduled edition's pg-boss job
-// (queue content.publish, written by the content trigger) through the
-// integration's connector, exactly once:
+// The publish worker: runs the scheduled editions' pg-boss jobs (queue
+// content.publish, written by the content trigger) through the integrations'
+// connectors, exactly once, a batch at a time:
 //
-//   1. app.publish_claim (own transaction, committed) records the attempt
-//      BEFORE the platform is called; it refuses editions that are no longer
-//      scheduled, whose job is not this one, or that await a confirmation.
-//   2. the connector is called with the edition's idempotency token.
-//   3. app.publish_record stores the outcome: sent, failed, a retry of the
-//      same job after PUBLISH_RETRY_BASE_MS * 2^(n-1) (transient, at most
-//      PUBLISH_MAX_ATTEMPTS attempts per run), or awaiting_confirmation
-//      (unknown: never retried automatically).
+//   1. app.publish_claim_batch (one statement, own transaction, committed)
+//      claims every job of a fetched batch: each edition's attempt is written
+//      BEFORE its platform is called; editions no longer scheduled, whose job
+//      is not this one or that await a confirmation are skipped; editions over
+//      their integration's or connector's publish limits are put back with a
+//      later start (the rest of the batch goes on). It also returns where the
+//      media to send are stored, for signed URLs.
+//   2. the connector calls run concurrently (at most PUBLISH_CONCURRENCY per
+//      process), with no transaction open, each with the edition's idempotency
+//      token. The sandbox platform's own writes are grouped too (one statement
+//      per group, app.sandbox_receive_posts).
+//   3. app.publish_record_batch stores the outcomes, grouped as they come in
+//      (one statement per group): sent, failed, a retry of the same job after
+//      PUBLISH_RETRY_BASE_MS * 2^(n-1) (transient, at most PUBLISH_MAX_ATTEMPTS
+//      attempts per run), or awaiting_confirmation (unknown: never retried).
 //
-// A worker killed between 1 and 3 leaves an open attempt; its job comes back
-// through pg-boss's heartbeat monitor (heartbeatSeconds on the queue) and the
-// next claim either re-sends with the same token (connectors that accept
-// one) or marks the outcome unknown. Everything runs as pressroom_worker.
+// A worker killed between 1 and 3 leaves open attempts (some of a batch may be
+// recorded, the rest not); their jobs come back through pg-boss's heartbeat
+// monitor (heartbeatSeconds on the queue) and the next claim either re-sends
+// with the same token (connectors that accept one) or marks the outcome
+// unknown. Everything runs as pressroom_worker.
 import type { Job, PgBoss } from 'pg-boss';
 import type { Config } from '../config.ts';
 import { sql } from '../db/pool.ts';
 import { asWorker } from '../db/worker.ts';
 import type { AppDeps } from '../deps.ts';
-import { workerSandboxStore } from '../platforms/stores.ts';
-import { ConnectorError, integrationRef, type IntegrationRef, type PublishResult, type SandboxStore } from '../platforms/types.ts';
+import { publishBatchSize, publishDeferrals, publishLateness, publishOutcomes } from '../metrics.ts';
+import { ConnectorError, integrationRef, type PublishLimits, type PublishResult, type SandboxStore } from '../platforms/types.ts';
 import { QUEUES } from './queues.ts';
 
 export interface PublishJobData {
@@ -32,7 +40,13 @@ export interface PublishJobData {
 
 type PublishConfig = Pick<
   Config,
-  'PUBLISH_TIMEOUT_MS' | 'PUBLISH_MAX_ATTEMPTS' | 'PUBLISH_RETRY_BASE_MS' | 'JOB_HEARTBEAT_SECONDS' | 'PUBLISH_CONCURRENCY' | 'SIGNED_URL_TTL_SECONDS'
+  | 'PUBLISH_TIMEOUT_MS'
+  | 'PUBLISH_MAX_ATTEMPTS'
+  | 'PUBLISH_RETRY_BASE_MS'
+  | 'JOB_HEARTBEAT_SECONDS'
+  | 'PUBLISH_CONCURRENCY'
+  | 'PUBLISH_BATCH_SIZE'
+  | 'SIGNED_URL_TTL_SECONDS'
 >;
 
 /** What the publish worker uses: the pool (as pressroom_worker), the connectors, the storage that signs media URLs. */
@@ -40,22 +54,136 @@ export interface PublishDeps extends Pick<AppDeps, 'pool' | 'log' | 'connectors'
   config: PublishConfig;
 }
 
+interface MediaLocation {
+  id: string;
+  key: string;
+  filename: string;
+  contentType: string;
+}
+
+interface Edition {
+  id: string;
+  rootId: string;
+  caption: string;
+  title: string | null;
+  settings: Record<string, unknown>;
+  scheduledAt: string | null;
+  media: { id: string; type: 'image' | 'video' | 'gif'; contentType: string | null; altText: string | null }[];
+  thread: { caption: string; mediaIds: string[] }[];
+  integration: {
+    id: string;
+    connector: 'sandbox' | 'webhook';
+    platform: string;
+    name: string;
+    username: string | null;
+    settings: Record<string, unknown>;
+    webhookUrl: string | null;
+    webhookSecret: string | null;
+    status: string;
+    deleted: boolean;
+  };
+}
+
+type Claim = { jobId: string; contentId: string } & (
+  | { action: 'send'; attemptId: string; attempt: number; runAttempt: number; token: string; resend: boolean; edition: Edition }
+  | { action: 'skip'; reason: string }
+  | { action: 'deferred'; reason: string; until: string }
+);
+
+interface ClaimBatch {
+  batch: string;
+  claims: Claim[];
+  media: MediaLocation[];
+}
+
+interface Outcome {
+  attemptId: string;
+  outcome: 'published' | 'failed' | 'transient' | 'unknown';
+  error: string | null;
+  platformPostId: string | null;
+  permalink: string | null;
+}
+
 /**
- * Signed, expiring download URLs of the edition's media, for the platform to
- * fetch (valid for at least an hour: a platform may fetch after queueing).
+ * Group commit: items added while a flush is in flight wait for the next
+ * one, so under load each statement carries many items, and alone an item
+ * waits for nothing but its own statement. Each item gets its own answer.
  */
-async function signedMediaUrls(deps: PublishDeps, ids: string[]): Promise<Map<string, string>> {
-  const out = new Map<string, string>();
-  if (ids.length === 0) return out;
-  const rows = await asWorker<{ id: string; key: string; filename: string; contentType: string }[]>(
-    deps.pool,
-    sql.fragment`(select coalesce(jsonb_agg(jsonb_build_object('id', id, 'key', storage_key, 'filename', filename, 'contentType', content_type)), '[]')
-                  from app.media_items where id = any (${sql.array([...new Set(ids)], 'uuid')}))`,
+export class GroupCommit<I, O> {
+  private queue: { item: I; resolve: (o: O) => void; reject: (e: unknown) => void }[] = [];
+  private running = false;
+  private readonly flushFn: (items: I[]) => Promise<O[]>;
+  private readonly max: number;
+  constructor(flushFn: (items: I[]) => Promise<O[]>, max = 500) {
+    this.flushFn = flushFn;
+    this.max = max;
+  }
+
+  add(item: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      this.queue.push({ item, resolve, reject });
+      if (!this.running) {
+        this.running = true;
+        // Items added in the same turn of the event loop go in the first statement.
+        setImmediate(() => void this.drain());
+      }
+    });
+  }
+
+  private async drain() {
+    while (this.queue.length > 0) {
+      const take = this.queue.splice(0, this.max);
+      try {
+        const out = await this.flushFn(take.map((t) => t.item));
+        take.forEach((t, i) => t.resolve(out[i]));
+      } catch (e) {
+        take.forEach((t) => t.reject(e));
+      }
+    }
+    this.running = false;
+  }
+}
+
+/** At most `n` tasks at once, first come first served. */
+class Semaphore {
+  private free: number;
+  private waiting: (() => void)[] = [];
+  constructor(n: number) {
+    this.free = n;
+  }
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.free > 0) this.free--;
+    else await new Promise<void>((r) => this.waiting.push(r));
+    try {
+      return await fn();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.free++;
+    }
+  }
+}
+
+/** The sandbox platform's memory for the worker, its writes grouped (app.sandbox_receive_posts). */
+export function groupedSandboxStore(deps: Pick<PublishDeps, 'pool'>): SandboxStore {
+  type Post = Parameters<SandboxStore['receive']>[0];
+  const receive = new GroupCommit<Post, { platformPostId: string; permalink: string | null }>((posts) =>
+    asWorker(deps.pool, sql.fragment`app.sandbox_receive_posts(${sql.jsonb(posts)})`),
   );
+  return {
+    receive: (p) => receive.add(p),
+    editCaption: async (p) =>
+      (await asWorker(deps.pool, sql.fragment`to_jsonb(app.sandbox_edit_caption(${p.integrationId}::uuid, ${p.platformPostId}, ${p.caption}))`)) === true,
+  };
+}
+
+/** Signed, expiring download URLs (valid for at least an hour: a platform may fetch after queueing). */
+async function signedMediaUrls(deps: PublishDeps, media: MediaLocation[]): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
   const expiresAt = new Date(Date.now() + Math.max(deps.config.SIGNED_URL_TTL_SECONDS, 3600) * 1000);
   const driver = deps.storage.driver;
   await Promise.all(
-    rows.map(async (m) => {
+    media.map(async (m) => {
       try {
         out.set(m.id, await driver.objectUrl({ mediaId: m.id, key: m.key, contentType: m.contentType, filename: m.filename, disposition: 'inline', expiresAt }));
       } catch {
@@ -66,128 +194,136 @@ async function signedMediaUrls(deps: PublishDeps, ids: string[]): Promise<Map<st
   return out;
 }
 
-interface Claim {
-  action: 'send' | 'skip';
-  reason?: string;
-  attemptId: string;
-  attempt: number;
-  runAttempt: number;
-  token: string;
-  resend: boolean;
-  edition: {
-    id: string;
-    rootId: string;
-    caption: string;
-    title: string | null;
-    settings: Record<string, unknown>;
-    scheduledAt: string | null;
-    media: { id: string; type: 'image' | 'video' | 'gif'; contentType: string | null; altText: string | null }[];
-    thread: { caption: string; mediaIds: string[] }[];
-    integration: {
-      id: string;
-      connector: 'sandbox' | 'webhook';
-      platform: string;
-      name: string;
-      username: string | null;
-      settings: Record<string, unknown>;
-      webhookUrl: string | null;
-      webhookSecret: string | null;
-      status: string;
-      deleted: boolean;
-    };
-  };
+/** What one publish worker process shares across its batches. */
+export interface PublishEngine {
+  /** Publishes one fetched batch of jobs; one result per job (for logs and tests). */
+  publishBatch(jobs: { id: string; data: PublishJobData }[]): Promise<Record<string, unknown>[]>;
 }
 
-/** Publishes one job's edition; returns what happened (for logs and tests). */
-export async function publishOne(
-  deps: PublishDeps,
-  sandboxStore: SandboxStore,
-  job: { id: string; data: PublishJobData },
-): Promise<Record<string, unknown>> {
+export function createPublishEngine(deps: PublishDeps, sandboxStore: SandboxStore = groupedSandboxStore(deps)): PublishEngine {
   const { pool, config, log } = deps;
   const registry = deps.connectors;
   const resendable = registry.names().filter((n) => registry.get(n).acceptsIdempotencyToken);
-  const claim = await asWorker<Claim>(
-    pool,
-    sql.fragment`app.publish_claim(${job.data.contentId}::uuid, ${job.id}::uuid, ${sql.array(resendable, 'text')})`,
+  const calls = new Semaphore(config.PUBLISH_CONCURRENCY);
+  const recorder = new GroupCommit<Outcome, Record<string, unknown>>((outcomes) =>
+    asWorker(pool, sql.fragment`app.publish_record_batch(${sql.jsonb(outcomes as never)})`),
   );
-  if (claim.action !== 'send') return { skipped: claim.reason };
-  const e = claim.edition;
-  const g = e.integration;
-  let result: PublishResult;
-  // A channel that is disconnected or deleted was failed by app.publish_claim.
-  const integration = integrationRef(g);
 
-  const urls = await signedMediaUrls(deps, [...e.media.map((m) => m.id), ...e.thread.flatMap((t) => t.mediaIds)]);
-  // Every id resolves (the claim checked the media); the URN is a last resort for bytes that cannot be signed.
-  const mediaUrl = (id: string) => urls.get(id) ?? `urn:pressroom:media:${id}`;
-  const types = new Map(e.media.map((m) => [m.id, m.type]));
-  try {
-    result = await registry.get(g.connector).publish(
-      integration,
-      {
-        id: e.id,
-        rootId: e.rootId,
-        attempt: claim.runAttempt,
-        caption: e.caption,
-        title: e.title,
-        settings: e.settings ?? {},
-        media: e.media.map((m) => ({ id: m.id, type: m.type, url: mediaUrl(m.id), contentType: m.contentType ?? undefined, altText: m.altText })),
-        thread: e.thread.map((t) => ({
-          caption: t.caption,
-          media: t.mediaIds.map((id) => ({ id, type: types.get(id) ?? 'image', url: mediaUrl(id), altText: null })),
-        })),
-        scheduledAt: e.scheduledAt,
-        idempotencyToken: claim.token,
-      },
-      { sandboxStore },
-    );
-  } catch (err) {
-    // A connector that cannot do the call at all (missing secret, unsupported): permanent.
-    result =
-      err instanceof ConnectorError
-        ? { state: 'failed', permanent: true, error: err.message }
-        : { state: 'failed', permanent: false, error: `The connector failed: ${err instanceof Error ? err.message : String(err)}` };
+  async function send(claim: Extract<Claim, { action: 'send' }>, urls: Map<string, string>): Promise<Record<string, unknown>> {
+    const e = claim.edition;
+    const g = e.integration;
+    // Every id resolves (the claim checked the media); the URN is a last resort for bytes that cannot be signed.
+    const mediaUrl = (id: string) => urls.get(id) ?? `urn:pressroom:media:${id}`;
+    const types = new Map(e.media.map((m) => [m.id, m.type]));
+    let result: PublishResult;
+    try {
+      result = await calls.run(() =>
+        registry.get(g.connector).publish(
+          integrationRef(g),
+          {
+            id: e.id,
+            rootId: e.rootId,
+            attempt: claim.runAttempt,
+            caption: e.caption,
+            title: e.title,
+            settings: e.settings ?? {},
+            media: e.media.map((m) => ({ id: m.id, type: m.type, url: mediaUrl(m.id), contentType: m.contentType ?? undefined, altText: m.altText })),
+            thread: e.thread.map((t) => ({
+              caption: t.caption,
+              media: t.mediaIds.map((id) => ({ id, type: types.get(id) ?? 'image', url: mediaUrl(id), altText: null })),
+            })),
+            scheduledAt: e.scheduledAt,
+            idempotencyToken: claim.token,
+          },
+          { sandboxStore },
+        ),
+      );
+    } catch (err) {
+      // A connector that cannot do the call at all (missing secret, unsupported): permanent.
+      result =
+        err instanceof ConnectorError
+          ? { state: 'failed', permanent: true, error: err.message }
+          : { state: 'failed', permanent: false, error: `The connector failed: ${err instanceof Error ? err.message : String(err)}` };
+    }
+    const outcome = result.state === 'published' ? 'published' : result.state === 'unknown' ? 'unknown' : result.permanent ? 'failed' : 'transient';
+    if (outcome === 'published' && e.scheduledAt) publishLateness.observe({ connector: g.connector }, Math.max(0, Date.now() - Date.parse(e.scheduledAt)) / 1000);
+    const recorded = await recorder.add({
+      attemptId: claim.attemptId,
+      outcome,
+      error: result.state === 'published' ? null : result.error,
+      platformPostId: result.state === 'published' ? result.platformPostId : null,
+      permalink: result.state === 'published' ? result.permalink : null,
+    });
+    publishOutcomes.inc({ connector: g.connector, outcome });
+    log.info('publish attempt', { job: QUEUES.publish, contentId: e.id, attempt: claim.attempt, resend: claim.resend, outcome, ...recorded });
+    return { outcome, ...recorded };
   }
-  const outcome = result.state === 'published' ? 'published' : result.state === 'unknown' ? 'unknown' : result.permanent ? 'failed' : 'transient';
-  const recorded = await asWorker(
-    pool,
-    sql.fragment`app.publish_record(${claim.attemptId}::uuid, ${outcome}, ${result.state === 'published' ? null : result.error},
-      ${result.state === 'published' ? result.platformPostId : null}, ${result.state === 'published' ? result.permalink : null})`,
-  );
-  log.info('publish attempt', { job: QUEUES.publish, contentId: e.id, attempt: claim.attempt, resend: claim.resend, outcome, ...recorded });
-  return { outcome, ...recorded };
+
+  return {
+    async publishBatch(jobs) {
+      if (jobs.length === 0) return [];
+      publishBatchSize.observe(jobs.length);
+      const claimed = await asWorker<ClaimBatch>(
+        pool,
+        sql.fragment`app.publish_claim_batch(${sql.jsonb(jobs.map((j) => ({ jobId: j.id, contentId: j.data.contentId })))}, ${sql.array(resendable, 'text')})`,
+      );
+      const urls = await signedMediaUrls(deps, claimed.media);
+      const byJob = new Map(claimed.claims.map((c) => [c.jobId, c]));
+      return Promise.all(
+        jobs.map(async (job) => {
+          const claim = byJob.get(job.id);
+          if (!claim) return { skipped: 'not claimed' };
+          if (claim.action === 'deferred') {
+            publishDeferrals.inc();
+            return { deferred: claim.reason, until: claim.until };
+          }
+          if (claim.action !== 'send') {
+            publishOutcomes.inc({ connector: 'none', outcome: 'skipped' });
+            return { skipped: claim.reason };
+          }
+          return send(claim, urls);
+        }),
+      );
+    },
+  };
+}
+
+/** The limits every registered connector declares, as app.declare_connector_limits takes them. */
+function declaredLimits(deps: PublishDeps): Record<string, PublishLimits> {
+  const out: Record<string, PublishLimits> = {};
+  for (const name of deps.connectors.names()) out[name] = deps.connectors.get(name).publishLimits ?? {};
+  return out;
 }
 
 /**
- * Registers the publish worker on `boss` (pg-boss on the owner URL). Sets the
- * queue's heartbeat (JOB_HEARTBEAT_SECONDS) so a dead worker's jobs return
- * to the queue once its heartbeat is older than that (the supervisor must run
- * at least every ~15 s: superviseIntervalSeconds on the PgBoss instance), and
- * a retry limit that covers such returns.
+ * Registers the publish worker on `boss` (pg-boss on the owner URL). Records
+ * the connectors' publish limits, sets the queue's heartbeat
+ * (JOB_HEARTBEAT_SECONDS) so a dead worker's jobs return to the queue once its
+ * heartbeat is older than that (the supervisor must run at least every ~15 s:
+ * superviseIntervalSeconds on the PgBoss instance), and a retry limit that
+ * covers such returns.
  */
 export async function registerPublishJobs(boss: PgBoss, deps: PublishDeps, opts: { pollingIntervalSeconds?: number } = {}) {
   const { config } = deps;
+  await asWorker(deps.pool, sql.fragment`app.declare_connector_limits(${sql.jsonb(declaredLimits(deps) as never)})`);
   await boss.updateQueue(QUEUES.publish, {
     heartbeatSeconds: config.JOB_HEARTBEAT_SECONDS,
     retryLimit: 1000,
     retryDelay: 0,
     retryBackoff: false,
   });
-  const sandboxStore = workerSandboxStore(deps.pool);
-  // PUBLISH_CONCURRENCY editions at a time: a few fetch loops, each taking a
-  // batch and publishing its editions side by side. A full batch fetches the
-  // next one at once (burstWhenBatchFull); otherwise pg-boss polls.
-  const loops = Math.min(config.PUBLISH_CONCURRENCY, 2);
-  const batchSize = Math.max(1, Math.ceil(config.PUBLISH_CONCURRENCY / loops));
+  const engine = createPublishEngine(deps);
+  // Two fetch loops of PUBLISH_BATCH_SIZE jobs: one claims or records while
+  // the other's platform calls run. A full batch fetches the next one at once
+  // (burstWhenBatchFull); otherwise pg-boss polls.
   return boss.work<PublishJobData>(
     QUEUES.publish,
     {
-      localConcurrency: loops,
-      batchSize,
-      burstWhenBatchFull: batchSize > 1,
+      localConcurrency: 2,
+      batchSize: config.PUBLISH_BATCH_SIZE,
+      burstWhenBatchFull: config.PUBLISH_BATCH_SIZE > 1,
       pollingIntervalSeconds: opts.pollingIntervalSeconds ?? 0.5,
     },
-    async (jobs: Job<PublishJobData>[]) => Promise.all(jobs.map((job) => publishOne(deps, sandboxStore, job))),
+    async (jobs: Job<PublishJobData>[]) => engine.publishBatch(jobs),
   );
 }

@@ -146,6 +146,12 @@ export interface Connector {
    * receivers are not known to).
    */
   readonly acceptsIdempotencyToken: boolean;
+  /**
+   * How hard the platform may be pushed (real platforms limit posts per
+   * account and per app window). The publish worker records it in
+   * app.connector_publish_limits at start; the batch claim enforces it.
+   */
+  readonly publishLimits?: PublishLimits;
   /** Publishes one edition. Never throws for a platform's answer: the outcome is in the result. */
   publish(integration: IntegrationRef, edition: PublishableEdition, call?: ConnectorCall): Promise<PublishResult>;
   /** Changes the caption of a published post (platforms with capabilities.editPublishedCaption). */
@@ -164,6 +170,14 @@ export interface Connector {
   listBoards(integration: IntegrationRef): Promise<PlatformOption[]>;
   /** Video categories of a video platform (capabilities.videoCategories). */
   listVideoCategories(integration: IntegrationRef): Promise<PlatformOption[]>;
+}
+
+/** A connector's publish limits; every field optional (absent: no limit). */
+export interface PublishLimits {
+  /** Per integration (one account): posts in flight at once, and posts per fixed window. */
+  perIntegration?: { maxInFlight?: number; maxPerWindow?: number; windowSeconds?: number };
+  /** Per app (all integrations of the connector): posts per fixed window. */
+  perApp?: { maxPerWindow: number; windowSeconds: number };
 }
 
 export interface ConnectorOptions {

@@ -241,6 +241,8 @@ export function createWebhookConnector(options: ConnectorOptions): Connector {
     // A webhook receiver is not known to drop duplicates: an interrupted
     // delivery is never re-sent automatically.
     acceptsIdempotencyToken: false,
+    // A receiver is one customer's server: at most 8 deliveries at a time to one endpoint.
+    publishLimits: { perIntegration: { maxInFlight: 8 } },
 
     async publish(integration: IntegrationRef, edition: PublishableEdition): Promise<PublishResult> {
       const token = edition.idempotencyToken ?? `publish:${edition.id}`;

@@ -1,7 +1,9 @@
 // Crash test of the publishing engine (README.md, "Publishing"): a few
 // hundred editions due at the same moment across a sandbox and a webhook
-// integration; the worker runs in a child process, is SIGKILLed in the middle
-// of publishing and started again. Afterwards the sandbox platform
+// integration; the worker runs in a child process on the batched path
+// (app.publish_claim_batch / app.publish_record_batch, batches of 40), is
+// SIGKILLed while a claimed batch is half recorded (some of its attempts
+// finished, others still open) and started again. Afterwards the sandbox platform
 // (app.sandbox_posts) and the local webhook receiver must have seen every
 // edition exactly once, and every edition must be sent, or awaiting
 // confirmation where its attempt was in flight at the kill and the platform
@@ -41,7 +43,7 @@ import { createLogger } from ${JSON.stringify(pathToFileURL(path.join(r, 'server
 import { registerPublishJobs } from ${JSON.stringify(pathToFileURL(path.join(r, 'server/jobs/publish.ts')).href)};
 import { createAppDeps } from ${JSON.stringify(pathToFileURL(path.join(r, 'server/deps.ts')).href)};
 const [ownerUrl, appUrl] = process.argv.slice(2);
-const config = loadConfig({ LOG_LEVEL: 'silent' }, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: true, JOB_HEARTBEAT_SECONDS: 10, PUBLISH_CONCURRENCY: 8, PUBLISH_TIMEOUT_MS: 5000 });
+const config = loadConfig({ LOG_LEVEL: 'silent' }, { WEBHOOK_ALLOW_PRIVATE_NETWORKS: true, JOB_HEARTBEAT_SECONDS: 10, PUBLISH_CONCURRENCY: 16, PUBLISH_BATCH_SIZE: 40, PUBLISH_TIMEOUT_MS: 5000 });
 const pool = await openPool(appUrl, 10);
 const boss = new PgBoss({ connectionString: ownerUrl, schema: 'pgboss', max: 4, superviseIntervalSeconds: 2 });
 boss.on('error', () => {});
@@ -132,19 +134,21 @@ it('SIGKILL mid-publish, restart: every edition reached each platform exactly on
   expect(editions).toHaveLength(ROOTS * 2);
   expect(Date.now()).toBeLessThan(at.getTime());
 
-  // Kill the worker in the middle: once a third is sent, while attempts are open.
+  // Kill the worker in the middle: once a third is sent, while a claimed batch is half recorded.
   const progress = async () =>
     (
       await q(
         `select (select count(*)::int from app.content_items where workspace_id = $1 and status = 'sent') as sent,
-                (select count(*)::int from app.publish_attempts where workspace_id = $1 and finished_at is null) as open`,
+                (select count(*)::int from app.publish_attempts where workspace_id = $1 and finished_at is null) as open,
+                (select count(*)::int from (select claim_batch from app.publish_attempts where workspace_id = $1 and claim_batch is not null
+                  group by claim_batch having count(*) filter (where finished_at is null) > 0 and count(*) filter (where finished_at is not null) > 0) b) as half_batches`,
         [o.workspaceId],
       )
     )[0];
   const until = at.getTime() + 60_000;
   for (;;) {
     const p = await progress();
-    if (p.sent >= (ROOTS * 2) / 3 && p.open >= 3) break;
+    if (p.sent >= (ROOTS * 2) / 3 && p.open >= 3 && p.half_batches >= 1) break;
     if (Date.now() > until) throw new Error('the worker did not publish');
     await new Promise((r) => setTimeout(r, 5));
   }
@@ -158,6 +162,18 @@ it('SIGKILL mid-publish, restart: every edition reached each platform exactly on
               where i.workspace_id = $1 and j.state = 'active') as active_jobs`,
     [o.workspaceId],
   );
+  // The batches interrupted half-way: claimed in one statement, partly recorded when the worker died.
+  const halfBatches = await q(
+    `select claim_batch, count(*) filter (where finished_at is not null)::int as recorded, count(*) filter (where finished_at is null)::int as open
+     from app.publish_attempts where workspace_id = $1 and claim_batch is not null
+     group by claim_batch having count(*) filter (where finished_at is null) > 0 and count(*) filter (where finished_at is not null) > 0`,
+    [o.workspaceId],
+  );
+  expect(halfBatches.length).toBeGreaterThanOrEqual(1);
+  const halfOpen = await q(
+    `select content_item_id from app.publish_attempts where claim_batch = any($1::uuid[]) and finished_at is null`,
+    [halfBatches.map((b) => b.claim_batch)],
+  );
 
   worker = await startChild();
   const settledQuery = `select count(*)::int n from app.content_items i left join app.publishing_states s on s.content_item_id = i.id
@@ -169,6 +185,13 @@ it('SIGKILL mid-publish, restart: every edition reached each platform exactly on
   }
   const recoveredMs = Date.now() - killedAt;
   worker.kill('SIGKILL');
+
+  // Every open attempt of a half-recorded batch was settled after the restart: sent (re-sent with its token) or awaiting confirmation.
+  const halfSettled = await q(
+    `select i.id, i.status, s.state from app.content_items i left join app.publishing_states s on s.content_item_id = i.id where i.id = any($1::uuid[])`,
+    [halfOpen.map((r) => r.content_item_id)],
+  );
+  expect(halfSettled.every((r) => r.status === 'sent' || r.state === 'awaiting_confirmation')).toBe(true);
 
   const rows = await q(
     `select i.id, i.integration_id, i.status, s.state, (select count(*)::int from app.publish_attempts a where a.content_item_id = i.id) attempts,
@@ -203,7 +226,8 @@ it('SIGKILL mid-publish, restart: every edition reached each platform exactly on
   expect(whWaiting.length).toBeLessThanOrEqual(atKill.open);
 
   console.log(
-    `[publish-crash] ${ROOTS * 2} editions; at SIGKILL: ${atKill.sent} sent, ${atKill.open} attempts in flight, ${atKill.active_jobs} active jobs. ` +
+    `[publish-crash] ${ROOTS * 2} editions; at SIGKILL: ${atKill.sent} sent, ${atKill.open} attempts in flight, ${atKill.active_jobs} active jobs, ` +
+      `${halfBatches.length} claimed batch(es) half recorded (${halfBatches.map((b) => `${b.recorded} recorded/${b.open} open`).join(', ')}). ` +
       `After restart (${recoveredMs} ms to settle everything): sandbox ${ROOTS}/${ROOTS} sent, ${posts.length} posts, ${resentSandbox} re-sent with the same token (deliveries 2, still one post); ` +
       `webhook ${whSent.length} sent (each received once), ${whWaiting.length} awaiting confirmation (${waitingReceived} of them did reach the receiver, ${whWaiting.length - waitingReceived} did not); ` +
       `no edition received twice; no edition lost.`,

@@ -1,0 +1,119 @@
+-- The batched publishing engine and its limits (db/migrations/current/15a-publish-batch.sql):
+-- app.publish_claim_batch claims a fetched batch in one statement (attempts
+-- written with their integration and claim batch, refusals as for one edition),
+-- app.publish_record_batch records a batch of outcomes, and the publish limits
+-- a connector declares (app.declare_connector_limits) or an operator sets for
+-- one integration (app.integration_publish_limits) put editions over them back
+-- with a later start and no attempt, without holding back other integrations.
+begin;
+select plan(23);
+-- @include personas.sql
+-- @include content.sql
+
+create function pg_temp.due(p_label text, p_integration text) returns uuid
+language plpgsql as $$
+begin
+  insert into app.content_roots (id, organization_id, workspace_id, caption)
+  values (pg_temp.id('root:' || p_label), pg_temp.id('A'), pg_temp.id('A1'), 'hello ' || p_label);
+  insert into app.content_items (id, organization_id, workspace_id, root_id, integration_id, status, scheduled_at)
+  values (pg_temp.id(p_label), pg_temp.id('A'), pg_temp.id('A1'), pg_temp.id('root:' || p_label), pg_temp.id(p_integration),
+          'scheduled', now());
+  update pgboss.job set state = 'active', started_on = now()
+  where id = (select publish_job_id from app.content_items where id = pg_temp.id(p_label));
+  return pg_temp.id(p_label);
+end
+$$;
+create function pg_temp.jobs(p_labels text[]) returns jsonb
+language sql as $$
+  select jsonb_agg(jsonb_build_object('jobId', i.publish_job_id, 'contentId', i.id))
+  from unnest(p_labels) l join app.content_items i on i.id = pg_temp.id(l)
+$$;
+create function pg_temp.claim_batch(p_labels text[]) returns jsonb
+language plpgsql as $$
+declare v jsonb;
+begin
+  perform pg_temp.act_as_owner();
+  set local role pressroom_worker;
+  v := app.publish_claim_batch(pg_temp.jobs(p_labels), '{sandbox}');
+  reset role;
+  return v;
+end
+$$;
+create function pg_temp.action(p_batch jsonb, p_label text) returns text
+language sql as $$
+  select c ->> 'action' from jsonb_array_elements(p_batch -> 'claims') c where (c ->> 'contentId')::uuid = pg_temp.id(p_label)
+$$;
+
+select pg_temp.due(x, 'ig:A1.x') from unnest(array['a1', 'a2', 'a3', 'a4']) x;
+select pg_temp.due(x, 'ig:A1.li') from unnest(array['b1', 'b2']) x;
+-- One edition already sent: its stale job is refused in the batch as alone.
+select pg_temp.due('gone', 'ig:A1.x');
+update pgboss.job set state = 'created', started_on = null where id = (select publish_job_id from app.content_items where id = pg_temp.id('gone'));
+update app.content_items set deleted_at = now() where id = pg_temp.id('gone');
+
+-- No limits: the whole batch is claimed in one statement.
+create temp table b1 as select pg_temp.claim_batch(array['a1', 'a2', 'b1', 'gone']) as v;
+select is((select jsonb_array_length(v -> 'claims') from b1), 4, 'one claim per job of the batch');
+select is((select pg_temp.action(v, 'a1') from b1), 'send', 'a due edition is claimed');
+select is((select pg_temp.action(v, 'b1') from b1), 'send', '... of any integration');
+select is((select pg_temp.action(v, 'gone') from b1), 'skip', 'a deleted edition is skipped, as by app.publish_claim');
+select is((select count(*)::int from app.publish_attempts where claim_batch = (select (v ->> 'batch')::uuid from b1)), 3,
+  'the attempts carry the claim batch');
+select is((select count(*)::int from app.publish_attempts where content_item_id = pg_temp.id('a1') and integration_id = pg_temp.id('ig:A1.x')), 1,
+  '... and their integration');
+select is((select array_agg((c ->> 'contentId')::uuid order by n) from b1, jsonb_array_elements(v -> 'claims') with ordinality x (c, n)),
+          (select array_agg(i.id order by i.integration_id, i.id) from app.content_items i
+           where i.id in (pg_temp.id('a1'), pg_temp.id('a2'), pg_temp.id('b1'), pg_temp.id('gone'))),
+          'claims come back integration by integration, editions by id (the order every worker locks in)');
+select is((select jsonb_typeof(v -> 'media') from b1), 'array', 'the storage of the media to send comes with the batch');
+
+-- Requests cannot claim or record batches.
+select pg_temp.act_as('A.owner', 'A1');
+select throws_ok($$select app.publish_claim_batch('[]', '{}')$$, '42501', null, 'a request cannot claim a batch');
+select throws_ok($$select app.publish_record_batch('[]')$$, '42501', null, 'a request cannot record a batch');
+select throws_ok($$select app.declare_connector_limits('{}')$$, '42501', null, 'a request cannot declare limits');
+reset role;
+
+-- The batch record: one statement, each outcome through app.publish_record.
+select pg_temp.act_as_owner();
+create temp table outcomes as
+  select jsonb_agg(jsonb_build_object('attemptId', c ->> 'attemptId', 'outcome', case when c ->> 'contentId' = pg_temp.id('b1')::text then 'failed' else 'published' end,
+    'error', case when c ->> 'contentId' = pg_temp.id('b1')::text then 'refused' end, 'platformPostId', 'p-' || (c ->> 'contentId'), 'permalink', null)) as v
+  from b1, jsonb_array_elements(b1.v -> 'claims') c where c ->> 'action' = 'send';
+create temp table r1 (v jsonb);
+grant select on outcomes to pressroom_worker;
+grant insert on r1 to pressroom_worker;
+set local role pressroom_worker;
+insert into r1 select app.publish_record_batch(v) from outcomes;
+reset role;
+select is((select jsonb_array_length(v) from r1), 3, 'one result per outcome');
+select is((select status from app.content_items where id = pg_temp.id('a1')), 'sent', 'a published outcome sends the edition');
+select is((select status from app.content_items where id = pg_temp.id('b1')), 'failed', 'a failed outcome fails it');
+select is((select count(*)::int from app.publish_attempts where claim_batch = (select (v ->> 'batch')::uuid from b1) and finished_at is null), 0,
+  'every attempt of the batch is finished');
+
+-- Limits: the sandbox declares 1 in flight per integration; linkedin's channel is lowered to 1 post per hour.
+select pg_temp.act_as_owner();
+set local role pressroom_worker;
+select is(app.declare_connector_limits('{"sandbox": {"perIntegration": {"maxInFlight": 1}}}') #>> '{sandbox,integration_max_in_flight}', '1',
+  'a connector declares its limits');
+reset role;
+insert into app.integration_publish_limits (integration_id, organization_id, workspace_id, max_per_window, window_seconds)
+values (pg_temp.id('ig:A1.li'), pg_temp.id('A'), pg_temp.id('A1'), 1, 3600);
+-- b1 went a minute ago in this hour's window.
+insert into app.publish_windows (scope, key, window_start, used) values ('integration', pg_temp.id('ig:A1.li')::text, now() - interval '1 minute', 1);
+create temp table b2 as select pg_temp.claim_batch(array['a3', 'a4', 'b2']) as v;
+select is((select pg_temp.action(v, 'a3') from b2), 'send', 'within the in-flight limit: claimed');
+select is((select pg_temp.action(v, 'a4') from b2), 'deferred', 'beyond it: deferred');
+select is((select state::text from pgboss.job where id = (select publish_job_id from app.content_items where id = pg_temp.id('a4'))), 'retry',
+  '... its job goes back to the queue');
+select ok((select start_after > now() from pgboss.job where id = (select publish_job_id from app.content_items where id = pg_temp.id('a4'))),
+  '... to start later');
+select is((select count(*)::int from app.publish_attempts where content_item_id = pg_temp.id('a4')), 0, '... with no attempt written');
+select is((select pg_temp.action(v, 'b2') from b2), 'deferred',
+  'the operator''s window for one integration (1 per hour, taken) defers its edition, while the other integration''s went');
+select is((select (c ->> 'until')::timestamptz > now() + interval '50 minutes' from b2, jsonb_array_elements(v -> 'claims') c
+           where (c ->> 'contentId')::uuid = pg_temp.id('b2')), true, '... until its window ends');
+
+select * from finish();
+rollback;
