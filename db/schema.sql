@@ -497,6 +497,7 @@ create table app.campaigns (
   constraint campaigns_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.campaigns is 'A campaign of a workspace (name, description, color, optional date range with start not after end) that content roots may belong to; deleting it unassigns its content (api.delete_campaign). Tenant policies of app.apply_tenant_policies (writes need editor).';
+CREATE INDEX campaigns_name_trgm_idx ON app.campaigns USING gin (name gin_trgm_ops);
 CREATE INDEX campaigns_organization_id_idx ON app.campaigns USING btree (organization_id);
 CREATE INDEX campaigns_workspace_id_idx ON app.campaigns USING btree (workspace_id);
 alter table app.campaigns enable row level security;
@@ -534,6 +535,65 @@ grant insert, update (ends_on) on table app.campaigns to pressroom_api;
 grant insert (created_by) on table app.campaigns to pressroom_api;
 grant insert (created_at) on table app.campaigns to pressroom_api;
 grant insert, update (updated_at) on table app.campaigns to pressroom_api;
+
+create table app.connector_publish_limits (
+  connector text not null,
+  integration_max_in_flight integer,
+  integration_max_per_window integer,
+  integration_window_seconds integer,
+  app_max_per_window integer,
+  app_window_seconds integer,
+  declared_at timestamp with time zone default now() not null,
+  constraint connector_publish_limits_app_max_per_window_check CHECK ((app_max_per_window > 0)),
+  constraint connector_publish_limits_app_window_seconds_check CHECK ((app_window_seconds > 0)),
+  constraint connector_publish_limits_check CHECK (((integration_max_per_window IS NULL) = (integration_window_seconds IS NULL))),
+  constraint connector_publish_limits_check1 CHECK (((app_max_per_window IS NULL) = (app_window_seconds IS NULL))),
+  constraint connector_publish_limits_integration_max_in_flight_check CHECK ((integration_max_in_flight > 0)),
+  constraint connector_publish_limits_integration_max_per_window_check CHECK ((integration_max_per_window > 0)),
+  constraint connector_publish_limits_integration_window_seconds_check CHECK ((integration_window_seconds > 0)),
+  constraint connector_publish_limits_pkey PRIMARY KEY (connector)
+);
+comment on table app.connector_publish_limits is 'The publish limits a connector declares (server/platforms, Connector.publishLimits), written by app.declare_connector_limits when a worker starts: posts in flight and posts per window for each integration, and posts per window for the whole app (all integrations of the connector). Null means no limit. Engine-only.';
+alter table app.connector_publish_limits enable row level security;
+alter table app.connector_publish_limits force row level security;
+create policy connector_publish_limits_definer on app.connector_publish_limits as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy connector_publish_limits_worker on app.connector_publish_limits as permissive for select to pressroom_worker
+  using (true);
+grant delete, insert, select, update on table app.connector_publish_limits to pressroom_definer;
+grant select on table app.connector_publish_limits to pressroom_worker;
+
+create table app.content_item_counts (
+  id bigint not null,
+  organization_id uuid not null,
+  workspace_id uuid not null,
+  integration_id uuid not null,
+  status text not null,
+  n bigint not null,
+  constraint content_item_counts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint content_item_counts_pkey PRIMARY KEY (id),
+  constraint content_item_counts_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.content_item_counts is 'Live (not deleted) editions per workspace, integration and status, as deltas: the sum of n over the rows of a key is its count. Written only by triggers content_items_90_count and content_items_90_count_update (insert-only, so concurrent writers never wait on each other) and compacted by app.compact_content_item_counts; read by app.content_list_total.';
+CREATE INDEX content_item_counts_key_idx ON app.content_item_counts USING btree (workspace_id, integration_id, status) INCLUDE (n);
+CREATE INDEX content_item_counts_organization_id_idx ON app.content_item_counts USING btree (organization_id);
+alter table app.content_item_counts enable row level security;
+alter table app.content_item_counts force row level security;
+create policy content_item_counts_api_scope on app.content_item_counts as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy content_item_counts_api_select on app.content_item_counts as permissive for select to pressroom_api
+  using (true);
+create policy content_item_counts_definer on app.content_item_counts as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy content_item_counts_worker on app.content_item_counts as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant select on table app.content_item_counts to pressroom_api;
+grant delete, insert, select, update on table app.content_item_counts to pressroom_definer;
+grant delete, insert, select, update on table app.content_item_counts to pressroom_worker;
 
 create table app.content_item_media (
   content_item_id uuid not null,
@@ -629,11 +689,15 @@ CREATE INDEX content_items_organization_id_idx ON app.content_items USING btree 
 CREATE INDEX content_items_root_id_idx ON app.content_items USING btree (root_id);
 CREATE UNIQUE INDEX content_items_root_integration_key ON app.content_items USING btree (root_id, integration_id) WHERE (deleted_at IS NULL);
 CREATE INDEX content_items_workspace_channel_list_idx ON app.content_items USING btree (workspace_id, integration_id, status, scheduled_at DESC NULLS LAST, id DESC) INCLUDE (organization_id) WHERE (deleted_at IS NULL);
+CREATE INDEX content_items_workspace_channel_updated_idx ON app.content_items USING btree (workspace_id, integration_id, updated_at DESC, id DESC) INCLUDE (organization_id) WHERE (deleted_at IS NULL);
+CREATE INDEX content_items_workspace_created_idx ON app.content_items USING btree (workspace_id, created_at DESC, id DESC) INCLUDE (organization_id) WHERE (deleted_at IS NULL);
 CREATE INDEX content_items_workspace_deleted_idx ON app.content_items USING btree (workspace_id, deleted_at) WHERE (deleted_at IS NOT NULL);
 CREATE INDEX content_items_workspace_list_idx ON app.content_items USING btree (workspace_id, status, scheduled_at, id) WHERE (deleted_at IS NULL);
 CREATE INDEX content_items_workspace_live_updated_idx ON app.content_items USING btree (workspace_id, updated_at DESC, id) WHERE (deleted_at IS NULL);
 CREATE INDEX content_items_workspace_sent_idx ON app.content_items USING btree (workspace_id, sent_at) WHERE (status = 'sent'::text);
 CREATE INDEX content_items_workspace_status_idx ON app.content_items USING btree (workspace_id, status) INCLUDE (organization_id) WHERE (deleted_at IS NULL);
+CREATE INDEX content_items_workspace_status_scheduled_idx ON app.content_items USING btree (workspace_id, status, scheduled_at DESC NULLS LAST, id DESC) INCLUDE (organization_id) WHERE (deleted_at IS NULL);
+CREATE INDEX content_items_workspace_status_updated_idx ON app.content_items USING btree (workspace_id, status, updated_at DESC, id DESC) INCLUDE (organization_id) WHERE (deleted_at IS NULL);
 CREATE INDEX content_items_workspace_updated_idx ON app.content_items USING btree (workspace_id, updated_at);
 alter table app.content_items enable row level security;
 alter table app.content_items force row level security;
@@ -669,6 +733,8 @@ CREATE TRIGGER content_items_60_record_version_insert AFTER INSERT ON app.conten
 CREATE TRIGGER content_items_60_record_version_update AFTER UPDATE ON app.content_items FOR EACH ROW WHEN (((new.deleted_at IS NULL) AND ((old.caption IS DISTINCT FROM new.caption) OR (old.thread <> new.thread) OR (old.settings <> new.settings) OR (old.own_media <> new.own_media)))) EXECUTE FUNCTION app.tg_content_items_record_version();
 CREATE TRIGGER content_items_61_usage_on_status_change AFTER UPDATE OF status ON app.content_items FOR EACH ROW WHEN ((new.status IS DISTINCT FROM old.status)) EXECUTE FUNCTION app.tg_content_items_usage_on_status_change();
 CREATE CONSTRAINT TRIGGER content_items_70_grid_tile AFTER INSERT OR UPDATE OF status, scheduled_at, deleted_at, integration_id, kind ON app.content_items DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION app.tg_content_items_grid_tile();
+CREATE TRIGGER content_items_90_count AFTER INSERT OR DELETE ON app.content_items FOR EACH ROW EXECUTE FUNCTION app.tg_content_items_count();
+CREATE TRIGGER content_items_90_count_update AFTER UPDATE OF status, deleted_at, integration_id ON app.content_items FOR EACH ROW WHEN (((old.status IS DISTINCT FROM new.status) OR (old.deleted_at IS DISTINCT FROM new.deleted_at) OR (old.integration_id IS DISTINCT FROM new.integration_id))) EXECUTE FUNCTION app.tg_content_items_count();
 grant delete, select on table app.content_items to pressroom_api;
 grant delete, insert, select, update on table app.content_items to pressroom_definer;
 grant delete, insert, select, update on table app.content_items to pressroom_worker;
@@ -691,6 +757,35 @@ grant insert (created_at) on table app.content_items to pressroom_api;
 grant insert, update (updated_at) on table app.content_items to pressroom_api;
 grant insert, update (deleted_at) on table app.content_items to pressroom_api;
 grant insert, update (own_media) on table app.content_items to pressroom_api;
+
+create table app.content_root_counts (
+  id bigint not null,
+  organization_id uuid not null,
+  workspace_id uuid not null,
+  n bigint not null,
+  constraint content_root_counts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint content_root_counts_pkey PRIMARY KEY (id),
+  constraint content_root_counts_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.content_root_counts is 'Live (not deleted) content roots per workspace, as deltas (sum of n = the count). Written only by triggers content_roots_90_count and content_roots_90_count_update (insert-only), folded by app.compact_content_root_counts; read by app.content_root_total.';
+CREATE INDEX content_root_counts_organization_id_idx ON app.content_root_counts USING btree (organization_id);
+CREATE INDEX content_root_counts_workspace_idx ON app.content_root_counts USING btree (workspace_id) INCLUDE (n);
+alter table app.content_root_counts enable row level security;
+alter table app.content_root_counts force row level security;
+create policy content_root_counts_api_scope on app.content_root_counts as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy content_root_counts_api_select on app.content_root_counts as permissive for select to pressroom_api
+  using (true);
+create policy content_root_counts_definer on app.content_root_counts as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy content_root_counts_worker on app.content_root_counts as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant select on table app.content_root_counts to pressroom_api;
+grant delete, insert, select, update on table app.content_root_counts to pressroom_definer;
+grant delete, insert, select, update on table app.content_root_counts to pressroom_worker;
 
 create table app.content_root_formats (
   root_id uuid not null,
@@ -930,6 +1025,8 @@ CREATE TRIGGER content_roots_20_stay_in_workspace BEFORE UPDATE ON app.content_r
 CREATE CONSTRAINT TRIGGER content_roots_50_check_publishable AFTER UPDATE ON app.content_roots DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW WHEN ((new.caption IS DISTINCT FROM old.caption)) EXECUTE FUNCTION app.tg_check_publishable();
 CREATE TRIGGER content_roots_60_propagate AFTER UPDATE ON app.content_roots FOR EACH ROW EXECUTE FUNCTION app.tg_content_roots_propagate();
 CREATE TRIGGER content_roots_70_analytics AFTER UPDATE OF campaign_id ON app.content_roots FOR EACH ROW WHEN ((old.campaign_id IS DISTINCT FROM new.campaign_id)) EXECUTE FUNCTION app.tg_content_roots_analytics();
+CREATE TRIGGER content_roots_90_count AFTER INSERT OR DELETE ON app.content_roots FOR EACH ROW EXECUTE FUNCTION app.tg_content_roots_count();
+CREATE TRIGGER content_roots_90_count_update AFTER UPDATE OF deleted_at ON app.content_roots FOR EACH ROW WHEN ((old.deleted_at IS DISTINCT FROM new.deleted_at)) EXECUTE FUNCTION app.tg_content_roots_count();
 grant delete, select on table app.content_roots to pressroom_api;
 grant delete, insert, select, update on table app.content_roots to pressroom_definer;
 grant delete, insert, select, update on table app.content_roots to pressroom_worker;
@@ -1316,6 +1413,43 @@ grant insert, update (followers) on table app.integration_metrics_daily to press
 grant insert, update (profile_views) on table app.integration_metrics_daily to pressroom_api;
 grant insert, update (demographics) on table app.integration_metrics_daily to pressroom_api;
 
+create table app.integration_publish_limits (
+  integration_id uuid not null,
+  organization_id uuid not null,
+  workspace_id uuid not null,
+  max_in_flight integer,
+  max_per_window integer,
+  window_seconds integer,
+  updated_at timestamp with time zone default now() not null,
+  constraint integration_publish_limits_check CHECK (((max_per_window IS NULL) = (window_seconds IS NULL))),
+  constraint integration_publish_limits_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
+  constraint integration_publish_limits_max_in_flight_check CHECK ((max_in_flight > 0)),
+  constraint integration_publish_limits_max_per_window_check CHECK ((max_per_window > 0)),
+  constraint integration_publish_limits_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint integration_publish_limits_pkey PRIMARY KEY (integration_id),
+  constraint integration_publish_limits_window_seconds_check CHECK ((window_seconds > 0)),
+  constraint integration_publish_limits_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.integration_publish_limits is 'An operator''s lower publish limits for one integration (an account with a smaller quota than its platform''s default): the engine applies the lower of these and its connector''s declaration. Written by the operator in SQL; requests read their workspace''s rows.';
+CREATE INDEX integration_publish_limits_organization_id_idx ON app.integration_publish_limits USING btree (organization_id);
+CREATE INDEX integration_publish_limits_workspace_id_idx ON app.integration_publish_limits USING btree (workspace_id);
+alter table app.integration_publish_limits enable row level security;
+alter table app.integration_publish_limits force row level security;
+create policy integration_publish_limits_api_scope on app.integration_publish_limits as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy integration_publish_limits_api_select on app.integration_publish_limits as permissive for select to pressroom_api
+  using (true);
+create policy integration_publish_limits_definer on app.integration_publish_limits as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy integration_publish_limits_worker on app.integration_publish_limits as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant select on table app.integration_publish_limits to pressroom_api;
+grant delete, insert, select, update on table app.integration_publish_limits to pressroom_definer;
+grant delete, insert, select, update on table app.integration_publish_limits to pressroom_worker;
+
 create table app.integration_sync_daily (
   integration_id uuid not null,
   organization_id uuid not null,
@@ -1597,7 +1731,9 @@ create table app.media_items (
   constraint media_items_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.media_items is 'A media item of a workspace (image, video or GIF): the bytes'' storage key and what was measured from them, name, alt text, folder, and state active or deleted (in the bin until delete_after). Trigger media_items_20_bin_rule_and_measured_fields keeps the bytes'' facts fixed (400 IMMUTABLE_FIELD) and refuses binning media used by scheduled content (409 MEDIA_IN_USE); media_items_30_delete_only_binned lets only binned items be deleted (409 MEDIA_NOT_IN_BIN). Tenant policies of app.apply_tenant_policies (writes need editor).';
+CREATE INDEX media_items_alt_text_trgm_idx ON app.media_items USING gin (alt_text gin_trgm_ops);
 CREATE INDEX media_items_delete_after_idx ON app.media_items USING btree (delete_after) WHERE (state = 'deleted'::text);
+CREATE INDEX media_items_filename_trgm_idx ON app.media_items USING gin (filename gin_trgm_ops);
 CREATE INDEX media_items_folder_id_idx ON app.media_items USING btree (folder_id);
 CREATE INDEX media_items_organization_id_idx ON app.media_items USING btree (organization_id);
 CREATE INDEX media_items_workspace_any_state_idx ON app.media_items USING btree (workspace_id, created_at, id);
@@ -1733,6 +1869,7 @@ create table app.media_labels (
 comment on table app.media_labels is 'A media label of a workspace, optionally in a group; a merged label stays as a pointer to the label it was merged into (merged_into_id), with no group and no assignments, and its name is free again (index media_labels_workspace_name_key covers live labels only). Tenant policies of app.apply_tenant_policies (writes need editor).';
 CREATE INDEX media_labels_group_id_idx ON app.media_labels USING btree (group_id);
 CREATE INDEX media_labels_merged_into_id_idx ON app.media_labels USING btree (merged_into_id);
+CREATE INDEX media_labels_name_trgm_idx ON app.media_labels USING gin (name gin_trgm_ops);
 CREATE INDEX media_labels_organization_id_idx ON app.media_labels USING btree (organization_id);
 CREATE UNIQUE INDEX media_labels_workspace_name_key ON app.media_labels USING btree (workspace_id, lower(name)) WHERE (merged_into_id IS NULL);
 alter table app.media_labels enable row level security;
@@ -2257,9 +2394,12 @@ create table app.publish_attempts (
   platform_post_id text,
   permalink text,
   resent integer default 0 not null,
+  integration_id uuid,
+  claim_batch uuid,
   constraint publish_attempts_attempt_check CHECK ((attempt > 0)),
   constraint publish_attempts_content_item_id_attempt_key UNIQUE (content_item_id, attempt),
   constraint publish_attempts_content_item_id_fkey FOREIGN KEY (content_item_id) REFERENCES app.content_items(id) ON DELETE CASCADE,
+  constraint publish_attempts_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
   constraint publish_attempts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
   constraint publish_attempts_outcome_check CHECK ((outcome = ANY (ARRAY['published'::text, 'failed'::text, 'transient'::text, 'unknown'::text, 'resolved_published'::text, 'resolved_failed'::text, 'skipped'::text]))),
   constraint publish_attempts_pkey PRIMARY KEY (id),
@@ -2267,7 +2407,11 @@ create table app.publish_attempts (
   constraint publish_attempts_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.publish_attempts is 'One attempt to publish an edition, recorded before the platform is called (so a worker killed mid-publish never publishes twice), with its job, idempotency token and outcome (published, failed, transient, unknown, or resolved). Written by the publishing engine only; tenant policies of app.apply_tenant_policies let requests read.';
+comment on column app.publish_attempts.integration_id is 'The integration the attempt publishes to (counts its attempts in flight for the publish limits).';
+comment on column app.publish_attempts.claim_batch is 'The batch claim (app.publish_claim_batch) that wrote the attempt; null for a claim of one edition.';
+CREATE INDEX publish_attempts_integration_started_idx ON app.publish_attempts USING btree (integration_id, started_at);
 CREATE INDEX publish_attempts_open_idx ON app.publish_attempts USING btree (content_item_id) WHERE (finished_at IS NULL);
+CREATE INDEX publish_attempts_open_integration_idx ON app.publish_attempts USING btree (integration_id) WHERE (finished_at IS NULL);
 CREATE INDEX publish_attempts_organization_id_idx ON app.publish_attempts USING btree (organization_id);
 CREATE INDEX publish_attempts_workspace_id_idx ON app.publish_attempts USING btree (workspace_id);
 alter table app.publish_attempts enable row level security;
@@ -2286,6 +2430,26 @@ create policy publish_attempts_worker on app.publish_attempts as permissive for 
 grant select on table app.publish_attempts to pressroom_api;
 grant delete, insert, select, update on table app.publish_attempts to pressroom_definer;
 grant delete, insert, select, update on table app.publish_attempts to pressroom_worker;
+
+create table app.publish_windows (
+  scope text not null,
+  key text not null,
+  window_start timestamp with time zone not null,
+  used integer default 0 not null,
+  constraint publish_windows_pkey PRIMARY KEY (scope, key),
+  constraint publish_windows_scope_check CHECK ((scope = ANY (ARRAY['integration'::text, 'app'::text])))
+);
+comment on table app.publish_windows is 'The current fixed window of each publish rate limit: posts claimed since window_start, per integration (key: its id) or per app (key: the connector). Engine-only.';
+alter table app.publish_windows enable row level security;
+alter table app.publish_windows force row level security;
+create policy publish_windows_definer on app.publish_windows as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy publish_windows_worker on app.publish_windows as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant delete, insert, select, update on table app.publish_windows to pressroom_definer;
+grant delete, insert, select, update on table app.publish_windows to pressroom_worker;
 
 create table app.published_captions (
   content_item_id uuid not null,
@@ -4876,6 +5040,17 @@ grant execute on function app.campaign_phases_json(uuid) to pressroom_definer;
 grant execute on function app.campaign_phases_json(uuid) to pressroom_worker;
 revoke all on function app.campaign_phases_json(uuid) from public;
 
+CREATE OR REPLACE FUNCTION app.campaign_search_ids(p_pattern text)
+ RETURNS SETOF uuid
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$ select c.id from app.campaigns c where c.workspace_id = app.current_workspace_id() and c.name ilike p_pattern $function$;
+alter function app.campaign_search_ids(text) owner to pressroom_definer;
+comment on function app.campaign_search_ids(text) is 'Ids of the current workspace''s campaigns whose name matches an ILIKE pattern, through the trigram index; used by api.list_campaigns.';
+grant execute on function app.campaign_search_ids(text) to pressroom_api;
+revoke all on function app.campaign_search_ids(text) from public;
+
 CREATE OR REPLACE FUNCTION app.campaign_visible(p_id uuid)
  RETURNS app.campaigns
  LANGUAGE plpgsql
@@ -4937,6 +5112,56 @@ grant execute on function app.check_date_range(date,date,text) to pressroom_api;
 grant execute on function app.check_date_range(date,date,text) to pressroom_definer;
 grant execute on function app.check_date_range(date,date,text) to pressroom_worker;
 revoke all on function app.check_date_range(date,date,text) from public;
+
+CREATE OR REPLACE FUNCTION app.compact_content_item_counts(p_workspace_id uuid)
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_rows int;
+begin
+  -- One compactor per workspace at a time; writers only insert and never wait.
+  if not pg_try_advisory_xact_lock(hashtext('app.content_item_counts'), hashtext(p_workspace_id::text)) then
+    return 0;
+  end if;
+  with d as (delete from app.content_item_counts where workspace_id = p_workspace_id returning *),
+  s as (insert into app.content_item_counts (organization_id, workspace_id, integration_id, status, n)
+        select organization_id, workspace_id, integration_id, status, sum(n) from d
+        group by 1, 2, 3, 4 having sum(n) <> 0 returning 1)
+  select (select count(*) from d) into v_rows;
+  return v_rows;
+end
+$function$;
+alter function app.compact_content_item_counts(uuid) owner to pressroom_definer;
+comment on function app.compact_content_item_counts(uuid) is 'Folds a workspace''s content count deltas into one row per integration and status (skipped when another transaction is compacting the same workspace); returns the rows folded.';
+grant execute on function app.compact_content_item_counts(uuid) to pressroom_worker;
+revoke all on function app.compact_content_item_counts(uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.compact_content_root_counts(p_workspace_id uuid)
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_rows int;
+begin
+  if not pg_try_advisory_xact_lock(hashtext('app.content_root_counts'), hashtext(p_workspace_id::text)) then
+    return 0;
+  end if;
+  with d as (delete from app.content_root_counts where workspace_id = p_workspace_id returning *),
+  s as (insert into app.content_root_counts (organization_id, workspace_id, n)
+        select organization_id, workspace_id, sum(n) from d group by 1, 2 having sum(n) <> 0 returning 1)
+  select (select count(*) from d) into v_rows;
+  return v_rows;
+end
+$function$;
+alter function app.compact_content_root_counts(uuid) owner to pressroom_definer;
+comment on function app.compact_content_root_counts(uuid) is 'Folds a workspace''s content root count deltas into one row (skipped while another transaction folds them); returns the rows folded.';
+grant execute on function app.compact_content_root_counts(uuid) to pressroom_worker;
+revoke all on function app.compact_content_root_counts(uuid) from public;
 
 CREATE OR REPLACE FUNCTION app.content_detail_json(p_id uuid)
  RETURNS jsonb
@@ -5165,6 +5390,68 @@ grant execute on function app.content_list_items_json(uuid[],boolean) to pressro
 grant execute on function app.content_list_items_json(uuid[],boolean) to pressroom_definer;
 grant execute on function app.content_list_items_json(uuid[],boolean) to pressroom_worker;
 revoke all on function app.content_list_items_json(uuid[],boolean) from public;
+
+CREATE OR REPLACE FUNCTION app.content_list_total(p_query jsonb)
+ RETURNS bigint
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_workflow text[];
+  v_statuses text[];
+  v_integration uuid := (p_query ->> 'integrationId')::uuid;
+  v_due bigint := 0;
+  v_total bigint;
+begin
+  -- Only the filters the counters know; any other (since, or one added later) is counted exactly by the caller.
+  if exists (select 1 from jsonb_object_keys(p_query) k
+             where k not in ('limit', 'offset', 'sortBy', 'sortDirection', 'includeReviewLifecycle',
+                             'status', 'integrationId', 'workflowStatus', 'workflowStatuses')) then
+    return null;
+  end if;
+  if jsonb_typeof(p_query -> 'workflowStatuses') = 'array' then
+    v_workflow := array(select distinct btrim(s) from jsonb_array_elements_text(p_query -> 'workflowStatuses') e,
+                        regexp_split_to_table(e, ',') s where btrim(s) <> '');
+  elsif p_query ->> 'workflowStatuses' is not null then
+    v_workflow := array(select distinct btrim(s) from regexp_split_to_table(p_query ->> 'workflowStatuses', ',') s where btrim(s) <> '');
+  elsif p_query ->> 'workflowStatus' is not null then
+    v_workflow := array[p_query ->> 'workflowStatus'];
+  end if;
+  if p_query ->> 'status' is not null and v_workflow is not null then
+    return null;
+  elsif p_query ->> 'status' is not null then
+    v_statuses := array[p_query ->> 'status'];
+  elsif v_workflow is not null then
+    v_statuses := array(select distinct case w when 'in_review' then 'pending_approval' when 'changes_requested' then 'rejected'
+                                               when 'publishing' then 'scheduled' when 'published' then 'sent' else w end
+                        from unnest(v_workflow) w);
+    -- "publishing" is a scheduled edition that is due, "scheduled" one that is not: the due
+    -- ones are few (the engine is sending them), counted on the index.
+    if ('scheduled' = any (v_workflow)) <> ('publishing' = any (v_workflow)) then
+      select count(*) into v_due from app.content_items i
+      where i.workspace_id = app.current_workspace_id() and i.status = 'scheduled' and i.deleted_at is null
+        and i.scheduled_at <= now() and (v_integration is null or i.integration_id = v_integration);
+    end if;
+  else
+    v_statuses := array['draft', 'scheduled', 'sent', 'failed'];
+  end if;
+  select coalesce(sum(c.n), 0) into v_total from app.content_item_counts c
+  where c.workspace_id = app.current_workspace_id() and c.status = any (v_statuses)
+    and (v_integration is null or c.integration_id = v_integration);
+  if v_workflow is not null and 'scheduled' = any (v_workflow) and not 'publishing' = any (v_workflow) then
+    v_total := v_total - v_due;
+  elsif v_workflow is not null and 'publishing' = any (v_workflow) and not 'scheduled' = any (v_workflow) then
+    v_total := v_total - (select coalesce(sum(c.n), 0) from app.content_item_counts c
+                          where c.workspace_id = app.current_workspace_id() and c.status = 'scheduled'
+                            and (v_integration is null or c.integration_id = v_integration)) + v_due;
+  end if;
+  return v_total;
+end
+$function$;
+comment on function app.content_list_total(jsonb) is 'The total of a content list query from the counters (app.content_item_counts): default statuses, a status, workflow statuses, an integration; null when the query has a filter the counters cannot answer (the list then counts exactly).';
+grant execute on function app.content_list_total(jsonb) to pressroom_api;
+revoke all on function app.content_list_total(jsonb) from public;
 
 CREATE OR REPLACE FUNCTION app.content_media_json(p_ids uuid[])
  RETURNS jsonb
@@ -5439,6 +5726,16 @@ grant execute on function app.content_root_metadata_json(uuid) to pressroom_api;
 grant execute on function app.content_root_metadata_json(uuid) to pressroom_definer;
 grant execute on function app.content_root_metadata_json(uuid) to pressroom_worker;
 revoke all on function app.content_root_metadata_json(uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.content_root_total()
+ RETURNS bigint
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$ select coalesce(sum(n), 0)::bigint from app.content_root_counts where workspace_id = app.current_workspace_id() $function$;
+comment on function app.content_root_total() is 'Live content roots of the current workspace, from app.content_root_counts.';
+grant execute on function app.content_root_total() to pressroom_api;
+revoke all on function app.content_root_total() from public;
 
 CREATE OR REPLACE FUNCTION app.content_roots_json(p_ids uuid[])
  RETURNS jsonb
@@ -5945,6 +6242,40 @@ grant execute on function app.current_workspace_role() to pressroom_api;
 grant execute on function app.current_workspace_role() to pressroom_definer;
 grant execute on function app.current_workspace_role() to pressroom_worker;
 revoke all on function app.current_workspace_role() from public;
+
+CREATE OR REPLACE FUNCTION app.declare_connector_limits(p_limits jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_connector text;
+  v jsonb;
+begin
+  -- p_limits: {"<connector>": {"perIntegration": {"maxInFlight", "maxPerWindow", "windowSeconds"},
+  --                           "perApp": {"maxPerWindow", "windowSeconds"}}, ...}
+  for v_connector, v in select * from jsonb_each(coalesce(p_limits, '{}')) loop
+    insert into app.connector_publish_limits as l (connector, integration_max_in_flight, integration_max_per_window,
+      integration_window_seconds, app_max_per_window, app_window_seconds)
+    values (v_connector, (v #>> '{perIntegration,maxInFlight}')::int, (v #>> '{perIntegration,maxPerWindow}')::int,
+      (v #>> '{perIntegration,windowSeconds}')::int, (v #>> '{perApp,maxPerWindow}')::int, (v #>> '{perApp,windowSeconds}')::int)
+    on conflict (connector) do update set integration_max_in_flight = excluded.integration_max_in_flight,
+      integration_max_per_window = excluded.integration_max_per_window,
+      integration_window_seconds = excluded.integration_window_seconds,
+      app_max_per_window = excluded.app_max_per_window, app_window_seconds = excluded.app_window_seconds,
+      declared_at = now()
+    where (l.integration_max_in_flight, l.integration_max_per_window, l.integration_window_seconds, l.app_max_per_window, l.app_window_seconds)
+      is distinct from (excluded.integration_max_in_flight, excluded.integration_max_per_window, excluded.integration_window_seconds,
+                        excluded.app_max_per_window, excluded.app_window_seconds);
+  end loop;
+  return (select coalesce(jsonb_object_agg(connector, to_jsonb(l) - 'connector' - 'declared_at'), '{}') from app.connector_publish_limits l);
+end
+$function$;
+alter function app.declare_connector_limits(jsonb) owner to pressroom_definer;
+comment on function app.declare_connector_limits(jsonb) is 'Records the publish limits each connector declares (called by the publish worker at start); returns what is in force.';
+grant execute on function app.declare_connector_limits(jsonb) to pressroom_worker;
+revoke all on function app.declare_connector_limits(jsonb) from public;
 
 CREATE OR REPLACE FUNCTION app.defer_content_checks()
  RETURNS void
@@ -7571,6 +7902,17 @@ grant execute on function app.media_label_name_taken(text) to pressroom_definer;
 grant execute on function app.media_label_name_taken(text) to pressroom_worker;
 revoke all on function app.media_label_name_taken(text) from public;
 
+CREATE OR REPLACE FUNCTION app.media_label_search_ids(p_pattern text)
+ RETURNS SETOF uuid
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$ select l.id from app.media_labels l where l.workspace_id = app.current_workspace_id() and l.name ilike p_pattern $function$;
+alter function app.media_label_search_ids(text) owner to pressroom_definer;
+comment on function app.media_label_search_ids(text) is 'Ids of the current workspace''s media labels whose name matches an ILIKE pattern, through the trigram index; used by api.list_media_labels.';
+grant execute on function app.media_label_search_ids(text) to pressroom_api;
+revoke all on function app.media_label_search_ids(text) from public;
+
 CREATE OR REPLACE FUNCTION app.media_max_bytes(p_type text)
  RETURNS bigint
  LANGUAGE sql
@@ -7778,6 +8120,20 @@ alter function app.media_scheduled_content_ids(uuid) owner to pressroom_definer;
 grant execute on function app.media_scheduled_content_ids(uuid) to pressroom_api;
 grant execute on function app.media_scheduled_content_ids(uuid) to pressroom_worker;
 revoke all on function app.media_scheduled_content_ids(uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.media_search_ids(p_pattern text)
+ RETURNS SETOF uuid
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+  select m.id from app.media_items m
+  where m.workspace_id = app.current_workspace_id() and (m.filename ilike p_pattern or m.alt_text ilike p_pattern)
+$function$;
+alter function app.media_search_ids(text) owner to pressroom_definer;
+comment on function app.media_search_ids(text) is 'Ids of the current workspace''s media items whose file name or alt text matches an ILIKE pattern, through the trigram indexes; used by api.list_media.';
+grant execute on function app.media_search_ids(text) to pressroom_api;
+revoke all on function app.media_search_ids(text) from public;
 
 CREATE OR REPLACE FUNCTION app.media_supported_content_types()
  RETURNS jsonb
@@ -8134,11 +8490,21 @@ revoke all on function app.principal_workspace_roles() from public;
 
 CREATE OR REPLACE FUNCTION app.publish_claim(p_content_id uuid, p_job_id uuid, p_resendable text[])
  RETURNS jsonb
+ LANGUAGE sql
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$ select app.publish_claim(p_content_id, p_job_id, p_resendable, null::uuid) $function$;
+comment on function app.publish_claim(uuid,uuid,text[]) is 'The engine''s claim of one due edition outside a batch (app.publish_claim with no batch); an edition whose channel is disconnected or deleted fails permanently here instead of being sent.';
+grant execute on function app.publish_claim(uuid,uuid,text[]) to pressroom_definer;
+grant execute on function app.publish_claim(uuid,uuid,text[]) to pressroom_worker;
+revoke all on function app.publish_claim(uuid,uuid,text[]) from public;
+
+CREATE OR REPLACE FUNCTION app.publish_claim(p_content_id uuid, p_job_id uuid, p_resendable text[], p_batch uuid)
+ RETURNS jsonb
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
 declare
-  v_claim jsonb := app.publish_claim_attempt(p_content_id, p_job_id, p_resendable);
+  v_claim jsonb := app.publish_claim_attempt(p_content_id, p_job_id, p_resendable, p_batch);
   v_integration jsonb := v_claim #> '{edition,integration}';
 begin
   if v_claim ->> 'action' = 'send'
@@ -8151,12 +8517,21 @@ begin
   return v_claim;
 end
 $function$;
-comment on function app.publish_claim(uuid,uuid,text[]) is 'The engine''s claim of a due edition (app.publish_claim_attempt); an edition whose channel is disconnected or deleted fails permanently here instead of being sent.';
-grant execute on function app.publish_claim(uuid,uuid,text[]) to pressroom_definer;
-grant execute on function app.publish_claim(uuid,uuid,text[]) to pressroom_worker;
-revoke all on function app.publish_claim(uuid,uuid,text[]) from public;
+comment on function app.publish_claim(uuid,uuid,text[],uuid) is 'The engine''s claim of a due edition in a claim batch (app.publish_claim_attempt); an edition whose channel is disconnected or deleted fails permanently here instead of being sent.';
+grant execute on function app.publish_claim(uuid,uuid,text[],uuid) to pressroom_definer;
+grant execute on function app.publish_claim(uuid,uuid,text[],uuid) to pressroom_worker;
+revoke all on function app.publish_claim(uuid,uuid,text[],uuid) from public;
 
 CREATE OR REPLACE FUNCTION app.publish_claim_attempt(p_content_id uuid, p_job_id uuid, p_resendable text[])
+ RETURNS jsonb
+ LANGUAGE sql
+AS $function$ select app.publish_claim_attempt(p_content_id, p_job_id, p_resendable, null::uuid) $function$;
+comment on function app.publish_claim_attempt(uuid,uuid,text[]) is 'Claims a due edition for a publish job outside a batch (app.publish_claim_attempt with no batch).';
+grant execute on function app.publish_claim_attempt(uuid,uuid,text[]) to pressroom_definer;
+grant execute on function app.publish_claim_attempt(uuid,uuid,text[]) to pressroom_worker;
+revoke all on function app.publish_claim_attempt(uuid,uuid,text[]) from public;
+
+CREATE OR REPLACE FUNCTION app.publish_claim_attempt(p_content_id uuid, p_job_id uuid, p_resendable text[], p_batch uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
 AS $function$
@@ -8189,7 +8564,9 @@ begin
   if a.id is not null then
     -- A worker died while this attempt was in flight: the platform may have the post.
     if a.connector = any (p_resendable) then
-      update app.publish_attempts set resent = resent + 1, job_id = p_job_id where id = a.id;
+      update app.publish_attempts set resent = resent + 1, job_id = p_job_id, claim_batch = p_batch,
+        integration_id = coalesce(integration_id, v.integration_id)
+      where id = a.id;
       insert into app.publishing_states as ps (content_item_id, organization_id, workspace_id, job_id, state, run_attempts)
       values (v.id, v.organization_id, v.workspace_id, p_job_id, 'publishing', a.run_attempt)
       on conflict (content_item_id) do update set job_id = p_job_id, state = 'publishing', next_attempt_at = null, updated_at = now();
@@ -8210,8 +8587,9 @@ begin
   v_run := case when s.job_id is not distinct from p_job_id then coalesce(s.run_attempts, 0) + 1 else 1 end;
   -- One token per edition and version: the same post whatever the attempt.
   v_token := 'pr_' || replace(v.id::text, '-', '') || '_v' || v.version;
-  insert into app.publish_attempts (organization_id, workspace_id, content_item_id, attempt, run_attempt, job_id, connector, idempotency_token)
-  values (v.organization_id, v.workspace_id, v.id, v_n, v_run, p_job_id, v_connector, v_token)
+  insert into app.publish_attempts (organization_id, workspace_id, content_item_id, attempt, run_attempt, job_id, connector,
+    idempotency_token, integration_id, claim_batch)
+  values (v.organization_id, v.workspace_id, v.id, v_n, v_run, p_job_id, v_connector, v_token, v.integration_id, p_batch)
   returning * into a;
   insert into app.publishing_states as ps (content_item_id, organization_id, workspace_id, job_id, state, run_attempts)
   values (v.id, v.organization_id, v.workspace_id, p_job_id, 'publishing', v_run)
@@ -8221,10 +8599,125 @@ begin
     'token', a.idempotency_token, 'resend', false, 'edition', app.publish_edition_json(v.id));
 end
 $function$;
-comment on function app.publish_claim_attempt(uuid,uuid,text[]) is 'Claims a due edition for a publish job and commits the attempt before the platform is called; called by app.publish_claim.';
-grant execute on function app.publish_claim_attempt(uuid,uuid,text[]) to pressroom_definer;
-grant execute on function app.publish_claim_attempt(uuid,uuid,text[]) to pressroom_worker;
-revoke all on function app.publish_claim_attempt(uuid,uuid,text[]) from public;
+comment on function app.publish_claim_attempt(uuid,uuid,text[],uuid) is 'Claims a due edition for a publish job and writes the attempt (with its integration and claim batch) before the platform is called; called by app.publish_claim.';
+grant execute on function app.publish_claim_attempt(uuid,uuid,text[],uuid) to pressroom_definer;
+grant execute on function app.publish_claim_attempt(uuid,uuid,text[],uuid) to pressroom_worker;
+revoke all on function app.publish_claim_attempt(uuid,uuid,text[],uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.publish_claim_batch(p_jobs jsonb, p_resendable text[])
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_batch uuid := gen_random_uuid();
+  g record;
+  l record;
+  w_take record;
+  k int;
+  v_claim jsonb;
+  v_claims jsonb := '[]';
+  v_allowed int;
+  v_until timestamptz;
+  v_retry_ms int := app.setting_int('publish_limit_retry_ms');
+begin
+  -- p_jobs: [{"jobId", "contentId"}] as pg-boss fetched them. Locks are taken
+  -- in one order by every worker: the app windows of the connectors involved,
+  -- then integration by integration (its row when it has an in-flight limit,
+  -- its window, then its editions by id).
+  perform 1 from app.publish_windows w
+  where w.scope = 'app' and w.key in (
+    select distinct c.connector from jsonb_array_elements(p_jobs) e
+    join app.content_items i on i.id = (e ->> 'contentId')::uuid
+    join app.integrations c on c.id = i.integration_id)
+  order by w.key for update;
+
+  for g in
+    select i.integration_id,
+      -- editions with an attempt in flight first: their claim settles it whatever the limits
+      array_agg((e ->> 'jobId')::uuid order by o.open desc, (e ->> 'contentId')::uuid) as job_ids,
+      array_agg((e ->> 'contentId')::uuid order by o.open desc, (e ->> 'contentId')::uuid) as content_ids,
+      count(*) filter (where o.open)::int as resumed
+    from jsonb_array_elements(p_jobs) e
+    left join app.content_items i on i.id = (e ->> 'contentId')::uuid
+    cross join lateral (select exists (select 1 from app.publish_attempts a
+                                       where a.content_item_id = (e ->> 'contentId')::uuid and a.finished_at is null) as open) o
+    group by i.integration_id
+    order by i.integration_id nulls first
+  loop
+    -- How many of this integration's editions may go now (limits counted once per integration).
+    v_allowed := cardinality(g.job_ids);
+    v_until := null;
+    if g.integration_id is not null then
+      select * into l from app.publish_limits_of(g.integration_id);
+      if l.max_in_flight is not null then
+        -- Claims of one integration count its attempts in flight one after the other
+        -- (the integration's row, locked in integration order, as every worker does).
+        perform 1 from app.integrations i where i.id = g.integration_id for no key update;
+        v_allowed := greatest(least(v_allowed, l.max_in_flight - (select count(*) from app.publish_attempts a
+                                      where a.integration_id = g.integration_id and a.finished_at is null)::int), 0);
+        if v_allowed < cardinality(g.job_ids) then
+          v_until := clock_timestamp() + v_retry_ms * interval '1 millisecond';
+        end if;
+      end if;
+      if l.max_per_window is not null and v_allowed > 0 then
+        select * into w_take from app.publish_window_take('integration', g.integration_id::text, l.max_per_window, l.window_seconds, v_allowed);
+        v_allowed := w_take.granted;
+        v_until := greatest(v_until, w_take.frees_at);
+      end if;
+      if l.app_max_per_window is not null and v_allowed > 0 then
+        select * into w_take from app.publish_window_take('app', l.connector, l.app_max_per_window, l.app_window_seconds, v_allowed);
+        v_allowed := w_take.granted;
+        v_until := greatest(v_until, w_take.frees_at);
+      end if;
+      v_allowed := greatest(v_allowed, g.resumed);
+    end if;
+    for k in 1 .. cardinality(g.job_ids) loop
+      if k <= v_allowed then
+        v_claim := app.publish_claim(g.content_ids[k], g.job_ids[k], p_resendable, v_batch);
+      else
+        -- Over a limit: the job goes back with a later start, no attempt is written.
+        perform app.publish_defer_job(g.job_ids[k], v_until);
+        v_claim := jsonb_build_object('action', 'deferred', 'reason', 'rate_limited', 'until', v_until);
+      end if;
+      v_claims := v_claims || jsonb_build_array(v_claim || jsonb_build_object('jobId', g.job_ids[k], 'contentId', g.content_ids[k]));
+    end loop;
+  end loop;
+
+  return jsonb_build_object('batch', v_batch, 'claims', v_claims,
+    -- Where the media of the editions to send are stored, for signed URLs.
+    'media', (select coalesce(jsonb_agg(jsonb_build_object('id', m.id, 'key', m.storage_key, 'filename', m.filename,
+                'contentType', m.content_type)), '[]')
+              from app.media_items m
+              where m.id in (
+                select (x ->> 'id')::uuid from jsonb_array_elements(v_claims) c, jsonb_array_elements(c #> '{edition,media}') x
+                where c ->> 'action' = 'send'
+                union
+                select y::uuid from jsonb_array_elements(v_claims) c, jsonb_array_elements(c #> '{edition,thread}') t,
+                  jsonb_array_elements_text(t -> 'mediaIds') y
+                where c ->> 'action' = 'send')));
+end
+$function$;
+comment on function app.publish_claim_batch(jsonb,text[]) is 'Claims a fetched batch of publish jobs in one statement: each edition through app.publish_claim (attempt written and committed before any platform call), editions over their integration''s or connector''s publish limits put back with a later start; returns the claims and where the media to send are stored.';
+grant execute on function app.publish_claim_batch(jsonb,text[]) to pressroom_worker;
+revoke all on function app.publish_claim_batch(jsonb,text[]) from public;
+
+CREATE OR REPLACE FUNCTION app.publish_defer_job(p_job_id uuid, p_until timestamp with time zone)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+begin
+  -- plpgsql: pgboss.job is created by pg-boss after the migrations.
+  update pgboss.job set state = 'retry', start_after = p_until, started_on = null
+  where name = 'content.publish' and id = p_job_id and state = 'active';
+end
+$function$;
+alter function app.publish_defer_job(uuid,timestamp with time zone) owner to pressroom_definer;
+comment on function app.publish_defer_job(uuid,timestamp with time zone) is 'Puts an active content.publish job back to start at the given time (an edition over a publish limit); pg-boss does not count it as a retry.';
+grant execute on function app.publish_defer_job(uuid,timestamp with time zone) to pressroom_worker;
+revoke all on function app.publish_defer_job(uuid,timestamp with time zone) from public;
 
 CREATE OR REPLACE FUNCTION app.publish_edition_json(p_item_id uuid)
  RETURNS jsonb
@@ -8256,6 +8749,34 @@ grant execute on function app.publish_edition_json(uuid) to pressroom_definer;
 grant execute on function app.publish_edition_json(uuid) to pressroom_worker;
 revoke all on function app.publish_edition_json(uuid) from public;
 
+CREATE OR REPLACE FUNCTION app.publish_limits_of(p_integration_id uuid)
+ RETURNS TABLE(connector text, max_in_flight integer, max_per_window integer, window_seconds integer, app_max_per_window integer, app_window_seconds integer)
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+  select g.connector,
+    nullif(least(coalesce(c.integration_max_in_flight, 2147483647), coalesce(o.max_in_flight, 2147483647)), 2147483647),
+    case when c.integration_max_per_window is null then o.max_per_window
+         when o.max_per_window is null then c.integration_max_per_window
+         -- the stricter of the two rates
+         when o.max_per_window::numeric / o.window_seconds < c.integration_max_per_window::numeric / c.integration_window_seconds
+           then o.max_per_window else c.integration_max_per_window end,
+    case when c.integration_max_per_window is null then o.window_seconds
+         when o.max_per_window is null then c.integration_window_seconds
+         when o.max_per_window::numeric / o.window_seconds < c.integration_max_per_window::numeric / c.integration_window_seconds
+           then o.window_seconds else c.integration_window_seconds end,
+    c.app_max_per_window, c.app_window_seconds
+  from app.integrations g
+  left join app.connector_publish_limits c on c.connector = g.connector
+  left join app.integration_publish_limits o on o.integration_id = g.id
+  where g.id = p_integration_id
+$function$;
+comment on function app.publish_limits_of(uuid) is 'The publish limits in force for an integration: its connector''s declaration, lowered by the integration''s own row.';
+grant execute on function app.publish_limits_of(uuid) to pressroom_definer;
+grant execute on function app.publish_limits_of(uuid) to pressroom_worker;
+revoke all on function app.publish_limits_of(uuid) from public;
+
 CREATE OR REPLACE FUNCTION app.publish_record(p_attempt_id uuid, p_outcome text, p_error text, p_platform_post_id text, p_permalink text)
  RETURNS jsonb
  LANGUAGE sql
@@ -8269,6 +8790,34 @@ alter function app.publish_record(uuid,text,text,text,text) owner to pressroom_d
 comment on function app.publish_record(uuid,text,text,text,text) is 'The engine records what the platform answered for a claimed attempt (published, failed, transient, unknown): statuses, retries with exponential backoff (publish_max_attempts, publish_retry_base_ms), awaiting confirmation.';
 grant execute on function app.publish_record(uuid,text,text,text,text) to pressroom_worker;
 revoke all on function app.publish_record(uuid,text,text,text,text) from public;
+
+CREATE OR REPLACE FUNCTION app.publish_record_batch(p_outcomes jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  r record;
+  v_out jsonb := '[]';
+begin
+  -- p_outcomes: [{"attemptId", "outcome", "error", "platformPostId", "permalink"}]; in edition order, as the claim locks.
+  for r in
+    select e, a.content_item_id
+    from jsonb_array_elements(p_outcomes) e
+    left join app.publish_attempts a on a.id = (e ->> 'attemptId')::uuid
+    order by a.content_item_id
+  loop
+    v_out := v_out || jsonb_build_array(jsonb_build_object('attemptId', r.e ->> 'attemptId', 'contentId', r.content_item_id)
+      || app.publish_record((r.e ->> 'attemptId')::uuid, r.e ->> 'outcome', r.e ->> 'error', r.e ->> 'platformPostId', r.e ->> 'permalink'));
+  end loop;
+  return v_out;
+end
+$function$;
+alter function app.publish_record_batch(jsonb) owner to pressroom_definer;
+comment on function app.publish_record_batch(jsonb) is 'Records a batch of publish outcomes in one statement, each through app.publish_record (statuses, retries, awaiting confirmation); returns one result per outcome.';
+grant execute on function app.publish_record_batch(jsonb) to pressroom_worker;
+revoke all on function app.publish_record_batch(jsonb) from public;
 
 CREATE OR REPLACE FUNCTION app.publish_record_with_policy(p_attempt_id uuid, p_outcome text, p_error text, p_platform_post_id text, p_permalink text, p_max_attempts integer, p_retry_base_ms integer)
  RETURNS jsonb
@@ -8332,6 +8881,33 @@ alter function app.publish_record_with_policy(uuid,text,text,text,text,integer,i
 comment on function app.publish_record_with_policy(uuid,text,text,text,text,integer,integer) is 'Records a publish attempt''s outcome with the retry policy given; called by app.publish_record.';
 grant execute on function app.publish_record_with_policy(uuid,text,text,text,text,integer,integer) to pressroom_worker;
 revoke all on function app.publish_record_with_policy(uuid,text,text,text,text,integer,integer) from public;
+
+CREATE OR REPLACE FUNCTION app.publish_window_take(p_scope text, p_key text, p_max integer, p_seconds integer, p_want integer, OUT granted integer, OUT frees_at timestamp with time zone)
+ RETURNS record
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  w app.publish_windows;
+begin
+  insert into app.publish_windows as pw (scope, key, window_start, used) values (p_scope, p_key, clock_timestamp(), 0)
+  on conflict (scope, key) do nothing;
+  select * into w from app.publish_windows where scope = p_scope and key = p_key for update;
+  if w.window_start + p_seconds * interval '1 second' <= clock_timestamp() then
+    w.window_start := clock_timestamp();
+    w.used := 0;
+  end if;
+  granted := greatest(least(p_want, p_max - w.used), 0);
+  update app.publish_windows set window_start = w.window_start, used = w.used + granted where scope = p_scope and key = p_key;
+  if granted < p_want then
+    frees_at := w.window_start + p_seconds * interval '1 second';
+  end if;
+end
+$function$;
+comment on function app.publish_window_take(text,text,integer,integer,integer) is 'Counts up to p_want posts in a publish rate window (app.publish_windows): how many were granted and, if fewer than wanted, when the window ends.';
+grant execute on function app.publish_window_take(text,text,integer,integer,integer) to pressroom_definer;
+grant execute on function app.publish_window_take(text,text,integer,integer,integer) to pressroom_worker;
+revoke all on function app.publish_window_take(text,text,integer,integer,integer) from public;
 
 CREATE OR REPLACE FUNCTION app.published_caption_secret(p_id uuid)
  RETURNS text
@@ -8497,6 +9073,32 @@ $function$;
 alter function app.purge_expired() owner to pressroom_definer;
 grant execute on function app.purge_expired() to pressroom_worker;
 revoke all on function app.purge_expired() from public;
+
+CREATE OR REPLACE FUNCTION app.queue_stats()
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+begin
+  -- plpgsql: pgboss.job is created by pg-boss after the migrations.
+  return (
+    select coalesce(jsonb_agg(jsonb_build_object('queue', name, 'state', state, 'jobs', jobs, 'oldestSeconds', oldest)
+                              order by name, state), '[]')
+    from (
+      select j.name, j.state::text as state, count(*)::int as jobs,
+        round(extract(epoch from now() - min(case when j.state = 'active' then j.started_on else j.start_after end))::numeric, 3) as oldest
+      from pgboss.job j
+      where j.state in ('created', 'retry', 'active')
+        -- due jobs only: a job scheduled for next week is not waiting
+        and (j.state = 'active' or j.start_after <= now())
+      group by j.name, j.state) s);
+end
+$function$;
+alter function app.queue_stats() owner to pressroom_definer;
+comment on function app.queue_stats() is 'pg-boss jobs due or running per queue and state, with the age of the oldest (for created and retry: since it became due; for active: since it started); read by the metrics endpoint.';
+grant execute on function app.queue_stats() to pressroom_worker;
+revoke all on function app.queue_stats() from public;
 
 CREATE OR REPLACE FUNCTION app.raise(p_status integer, p_code text, p_message text, p_details jsonb DEFAULT NULL::jsonb)
  RETURNS void
@@ -9989,6 +10591,19 @@ grant execute on function app.sandbox_receive_post(uuid,text,uuid,text,text,text
 grant execute on function app.sandbox_receive_post(uuid,text,uuid,text,text,text,jsonb) to pressroom_worker;
 revoke all on function app.sandbox_receive_post(uuid,text,uuid,text,text,text,jsonb) from public;
 
+CREATE OR REPLACE FUNCTION app.sandbox_receive_posts(p_posts jsonb)
+ RETURNS jsonb
+ LANGUAGE sql
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+  select coalesce(jsonb_agg(app.sandbox_receive_post((p ->> 'integrationId')::uuid, p ->> 'token', (p ->> 'contentId')::uuid,
+    p ->> 'platformPostId', p ->> 'permalink', p ->> 'caption', p -> 'payload') order by n), '[]')
+  from jsonb_array_elements(p_posts) with ordinality x (p, n)
+$function$;
+comment on function app.sandbox_receive_posts(jsonb) is 'The sandbox platform receives a batch of posts in one statement (app.sandbox_receive_post for each, in order); returns one answer per post.';
+grant execute on function app.sandbox_receive_posts(jsonb) to pressroom_worker;
+revoke all on function app.sandbox_receive_posts(jsonb) from public;
+
 CREATE OR REPLACE FUNCTION app.sanitize_settings(p_platform text, p_settings jsonb)
  RETURNS jsonb
  LANGUAGE sql
@@ -10567,6 +11182,32 @@ grant execute on function app.tg_content_items_check_integration() to pressroom_
 grant execute on function app.tg_content_items_check_integration() to pressroom_worker;
 revoke all on function app.tg_content_items_check_integration() from public;
 
+CREATE OR REPLACE FUNCTION app.tg_content_items_count()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+begin
+  if tg_op in ('UPDATE', 'DELETE') and old.deleted_at is null then
+    insert into app.content_item_counts (organization_id, workspace_id, integration_id, status, n)
+    values (old.organization_id, old.workspace_id, old.integration_id, old.status, -1);
+  end if;
+  if tg_op in ('INSERT', 'UPDATE') and new.deleted_at is null then
+    insert into app.content_item_counts (organization_id, workspace_id, integration_id, status, n)
+    values (new.organization_id, new.workspace_id, new.integration_id, new.status, 1);
+  end if;
+  -- Now and then, fold the deltas (about one change in 500).
+  if random() < 0.002 then
+    perform app.compact_content_item_counts(coalesce(new.workspace_id, old.workspace_id));
+  end if;
+  return null;
+end
+$function$;
+alter function app.tg_content_items_count() owner to pressroom_definer;
+comment on function app.tg_content_items_count() is 'Keeps app.content_item_counts: a -1 delta for the edition as it was, a +1 for it as it is (live editions only).';
+revoke all on function app.tg_content_items_count() from public;
+
 CREATE OR REPLACE FUNCTION app.tg_content_items_engine_only()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -11101,6 +11742,29 @@ alter function app.tg_content_roots_check_campaign() owner to pressroom_definer;
 grant execute on function app.tg_content_roots_check_campaign() to pressroom_api;
 grant execute on function app.tg_content_roots_check_campaign() to pressroom_worker;
 revoke all on function app.tg_content_roots_check_campaign() from public;
+
+CREATE OR REPLACE FUNCTION app.tg_content_roots_count()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+begin
+  if tg_op in ('UPDATE', 'DELETE') and old.deleted_at is null then
+    insert into app.content_root_counts (organization_id, workspace_id, n) values (old.organization_id, old.workspace_id, -1);
+  end if;
+  if tg_op in ('INSERT', 'UPDATE') and new.deleted_at is null then
+    insert into app.content_root_counts (organization_id, workspace_id, n) values (new.organization_id, new.workspace_id, 1);
+  end if;
+  if random() < 0.002 then
+    perform app.compact_content_root_counts(coalesce(new.workspace_id, old.workspace_id));
+  end if;
+  return null;
+end
+$function$;
+alter function app.tg_content_roots_count() owner to pressroom_definer;
+comment on function app.tg_content_roots_count() is 'Keeps app.content_root_counts: -1 for the root as it was, +1 as it is (live roots only).';
+revoke all on function app.tg_content_roots_count() from public;
 
 CREATE OR REPLACE FUNCTION app.tg_content_roots_propagate()
  RETURNS trigger
@@ -14840,12 +15504,21 @@ CREATE OR REPLACE FUNCTION api.list_campaigns(p_search text, p_include_phases bo
 AS $function$
 begin
   perform app.require_role('viewer');
+  if nullif(p_search, '') is null then
+    return (
+      select coalesce(jsonb_agg(app.campaign_json(c, coalesce(p_include_phases, false))
+                                order by c.starts_on nulls last, lower(c.name), c.id), '[]')
+      from app.campaigns c
+      where c.workspace_id = app.current_workspace_id());
+  end if;
+  -- A search goes through the trigram index (app.campaign_search_ids), in a
+  -- statement of its own: no plan shared with the unfiltered list walks the workspace.
   return (
     select coalesce(jsonb_agg(app.campaign_json(c, coalesce(p_include_phases, false))
                               order by c.starts_on nulls last, lower(c.name), c.id), '[]')
     from app.campaigns c
     where c.workspace_id = app.current_workspace_id()
-      and (nullif(p_search, '') is null or c.name ilike '%' || app.like_escape(p_search) || '%'));
+      and c.id = any (array(select app.campaign_search_ids('%' || app.like_escape(p_search) || '%'))));
 end
 $function$;
 alter function api.list_campaigns(text,boolean) owner to pressroom_api;
@@ -14876,7 +15549,7 @@ declare
   v_order text;
   v_total bigint;
   v_ids uuid[];
-  -- reviews: the reviewLifecycle* filters (db/migrations/current/10c-content-review-filters.sql)
+  -- reviews: the reviewLifecycle* filters (migration 000010, split 10c-content-review-filters.sql)
   v_lc jsonb := jsonb_strip_nulls(jsonb_build_object(
     'phase', p_query -> 'reviewLifecyclePhase', 'state', p_query -> 'reviewLifecycleState',
     'actor', p_query -> 'reviewLifecycleActor', 'nextAction', p_query -> 'reviewLifecycleNextAction',
@@ -14899,11 +15572,18 @@ begin
   end if;
   if v_workflow is not null then
     -- The statuses the workflow statuses cover narrow the scan (an index
-    -- serves them); the workflow predicate then splits scheduled/publishing.
-    v_live := v_live || format(' and i.status = any (%L::text[]) and app.content_workflow_status(i.status, i.scheduled_at) = any ($4)',
+    -- serves them); only when exactly one of scheduled/publishing is asked
+    -- does a plain comparison of scheduled_at split them (the same rule as
+    -- app.content_workflow_status, written so the planner can use an index).
+    v_live := v_live || format(' and i.status = any (%L::text[])',
       array(select distinct case w when 'in_review' then 'pending_approval' when 'changes_requested' then 'rejected'
                                    when 'publishing' then 'scheduled' when 'published' then 'sent' else w end
             from unnest(v_workflow) w));
+    if 'scheduled' = any (v_workflow) and not 'publishing' = any (v_workflow) then
+      v_live := v_live || $w$ and (i.status <> 'scheduled' or i.scheduled_at > now() or i.scheduled_at is null)$w$;
+    elsif 'publishing' = any (v_workflow) and not 'scheduled' = any (v_workflow) then
+      v_live := v_live || $w$ and (i.status <> 'scheduled' or i.scheduled_at <= now())$w$;
+    end if;
   end if;
   if v_status is null and v_workflow is null and v_lc = '{}' then
     v_live := v_live || $w$ and i.status in ('draft', 'scheduled', 'sent', 'failed')$w$;
@@ -14931,9 +15611,14 @@ begin
   if v_sort = 'platform' then
     v_join := 'join app.integrations g on g.id = i.integration_id';
   end if;
-  execute format('select count(*) from app.content_items i where %s', v_where)
-  into v_total
-  using app.current_workspace_id(), v_since, v_status, v_workflow, v_integration, null::int, null::bigint, v_lc;
+  -- The total: from the per-workspace counters when the query allows it
+  -- (app.content_list_total), else an exact count of the filtered set.
+  v_total := app.content_list_total(p_query);
+  if v_total is null then
+    execute format('select count(*) from app.content_items i where %s', v_where)
+    into v_total
+    using app.current_workspace_id(), v_since, v_status, v_workflow, v_integration, null::int, null::bigint, v_lc;
+  end if;
   execute format('select array(select i.id from app.content_items i %s where %s order by %s limit $6 offset $7)',
                  v_join, v_where, v_order)
   into v_ids
@@ -14959,8 +15644,8 @@ declare
   v_ids uuid[];
 begin
   perform app.require_role('viewer');
-  select count(*) into v_total from app.content_roots
-  where workspace_id = app.current_workspace_id() and deleted_at is null;
+  -- From the counter kept by trigger (app.content_root_counts).
+  v_total := app.content_root_total();
   v_ids := array(select r.id from app.content_roots r
                  where r.workspace_id = app.current_workspace_id() and r.deleted_at is null
                  order by r.updated_at desc, r.id desc
@@ -15101,7 +15786,8 @@ begin
     v_where := v_where || ' and m.type = $5';
   end if;
   if coalesce(p_filters ->> 'search', '') <> '' then
-    v_where := v_where || ' and (m.filename ilike $6 or m.alt_text ilike $6)';
+    -- Through the trigram indexes (app.media_search_ids).
+    v_where := v_where || ' and m.id = any (array(select app.media_search_ids($6)))';
   end if;
   if p_filters ? 'isFavorite' then
     v_where := v_where || ' and m.is_favorite = $7';
@@ -15223,7 +15909,8 @@ begin
     where l.workspace_id = app.current_workspace_id()
       and (coalesce(p_include_merged, false) or l.merged_into_id is null)
       and (p_group is null or (p_group = '' and l.group_id is null) or l.group_id = v_group)
-      and (coalesce(p_search, '') = '' or l.name ilike app.media_contains_pattern(p_search)));
+      -- Through the trigram index (app.media_label_search_ids).
+      and (coalesce(p_search, '') = '' or l.id = any (array(select app.media_label_search_ids(app.media_contains_pattern(p_search))))));
 end
 $function$;
 alter function api.list_media_labels(text,boolean,text) owner to pressroom_api;
@@ -17900,6 +18587,154 @@ create view reporting.api_keys as
    FROM app.api_keys k;
 grant select on table reporting.api_keys to pressroom_bi;
 
+create view reporting.campaigns as
+ SELECT id,
+    organization_id,
+    workspace_id,
+    name,
+    starts_on,
+    ends_on,
+    created_at,
+    updated_at,
+    (( SELECT count(*) AS count
+           FROM app.content_roots r
+          WHERE r.campaign_id = c.id AND r.deleted_at IS NULL))::integer AS roots,
+    (( SELECT count(*) AS count
+           FROM app.content_items i
+             JOIN app.content_roots r ON r.id = i.root_id
+          WHERE r.campaign_id = c.id AND i.deleted_at IS NULL))::integer AS editions,
+    (( SELECT count(*) AS count
+           FROM app.content_items i
+             JOIN app.content_roots r ON r.id = i.root_id
+          WHERE r.campaign_id = c.id AND i.deleted_at IS NULL AND i.status = 'sent'::text))::integer AS editions_sent,
+    (( SELECT count(*) AS count
+           FROM app.content_items i
+             JOIN app.content_roots r ON r.id = i.root_id
+          WHERE r.campaign_id = c.id AND i.deleted_at IS NULL AND i.status = 'failed'::text))::integer AS editions_failed
+   FROM app.campaigns c;
+comment on view reporting.campaigns is 'Campaigns with their dates and how many roots and editions they hold, sent and failed.';
+grant select on table reporting.campaigns to pressroom_bi;
+
+create view reporting.content_editions as
+ SELECT i.id,
+    i.organization_id,
+    i.workspace_id,
+    i.root_id,
+    r.campaign_id,
+    r.phase_id,
+    i.integration_id,
+    g.platform,
+    g.connector,
+    i.kind,
+    i.status,
+        CASE i.status
+            WHEN 'pending_approval'::text THEN 'in_review'::text
+            WHEN 'rejected'::text THEN 'changes_requested'::text
+            WHEN 'scheduled'::text THEN
+            CASE
+                WHEN i.scheduled_at <= now() THEN 'publishing'::text
+                ELSE 'scheduled'::text
+            END
+            WHEN 'sent'::text THEN 'published'::text
+            ELSE i.status
+        END AS workflow_status,
+    i.version,
+    r.title,
+    COALESCE(i.caption, r.caption) AS caption,
+    i.scheduled_at,
+    i.sent_at,
+    EXTRACT(epoch FROM i.sent_at - i.scheduled_at)::numeric(12,3) AS lateness_seconds,
+    i.permalink,
+    i.platform_post_id,
+    i.error,
+    s.state AS publishing_state,
+    s.run_attempts,
+    s.next_attempt_at,
+    (( SELECT count(*) AS count
+           FROM app.publish_attempts a
+          WHERE a.content_item_id = i.id))::integer AS attempts,
+    i.created_by,
+    i.created_at,
+    i.updated_at,
+    i.deleted_at
+   FROM app.content_items i
+     JOIN app.content_roots r ON r.id = i.root_id
+     JOIN app.integrations g ON g.id = i.integration_id
+     LEFT JOIN app.publishing_states s ON s.content_item_id = i.id;
+comment on view reporting.content_editions is 'One row per edition (a root on one channel): status, when it was due and sent, how late, its post, the publishing state and number of attempts.';
+grant select on table reporting.content_editions to pressroom_bi;
+
+create view reporting.integrations as
+ SELECT id,
+    organization_id,
+    workspace_id,
+    connector,
+    platform,
+    name,
+    username,
+    status,
+    created_at,
+    updated_at,
+    deleted_at
+   FROM app.integrations g;
+comment on view reporting.integrations is 'Channels (integrations) without their secrets, webhook URLs or settings.';
+grant select on table reporting.integrations to pressroom_bi;
+
+create view reporting.media_items as
+ SELECT id,
+    organization_id,
+    workspace_id,
+    folder_id,
+    type,
+    filename,
+    content_type,
+    file_size,
+    width,
+    height,
+    duration_ms,
+    source,
+    state,
+    is_favorite,
+    created_by,
+    created_at,
+    deleted_at,
+    (( SELECT count(DISTINCT e.id) AS count
+           FROM app.content_items e
+          WHERE e.deleted_at IS NULL AND ((e.id IN ( SELECT cim.content_item_id
+                   FROM app.content_item_media cim
+                  WHERE cim.media_id = m.id)) OR NOT e.own_media AND (e.root_id IN ( SELECT crm.root_id
+                   FROM app.content_root_media crm
+                  WHERE crm.media_id = m.id)))))::integer AS editions_using,
+    (( SELECT count(DISTINCT e.id) AS count
+           FROM app.content_items e
+          WHERE e.status = 'sent'::text AND ((e.id IN ( SELECT cim.content_item_id
+                   FROM app.content_item_media cim
+                  WHERE cim.media_id = m.id)) OR NOT e.own_media AND (e.root_id IN ( SELECT crm.root_id
+                   FROM app.content_root_media crm
+                  WHERE crm.media_id = m.id)))))::integer AS editions_published,
+    ( SELECT max(u.occurred_at) AS max
+           FROM app.media_usage_events u
+          WHERE u.media_id = m.id) AS last_used_at
+   FROM app.media_items m;
+comment on view reporting.media_items is 'Media items (no storage key or checksum) with how many live editions use them, how many published ones did, and when they were last used.';
+grant select on table reporting.media_items to pressroom_bi;
+
+create view reporting.media_usage_events as
+ SELECT id,
+    organization_id,
+    workspace_id,
+    media_id,
+    event,
+    via,
+    content_item_id,
+    root_id,
+    content_status,
+    scheduled_at,
+    occurred_at
+   FROM app.media_usage_events u;
+comment on view reporting.media_usage_events is 'The history of media use: attached, detached, published, ... per edition or root.';
+grant select on table reporting.media_usage_events to pressroom_bi;
+
 create view reporting.organizations as
  SELECT id,
     name,
@@ -17909,6 +18744,29 @@ create view reporting.organizations as
     updated_at
    FROM app.organizations;
 grant select on table reporting.organizations to pressroom_bi;
+
+create view reporting.publish_attempts as
+ SELECT a.id,
+    a.organization_id,
+    a.workspace_id,
+    a.content_item_id,
+    COALESCE(a.integration_id, i.integration_id) AS integration_id,
+    a.connector,
+    a.attempt,
+    a.run_attempt,
+    a.started_at,
+    a.finished_at,
+    (EXTRACT(epoch FROM a.finished_at - a.started_at) * 1000::numeric)::numeric(12,1) AS duration_ms,
+    a.outcome,
+    a.error,
+    a.platform_post_id,
+    a.permalink,
+    a.resent,
+    a.claim_batch
+   FROM app.publish_attempts a
+     JOIN app.content_items i ON i.id = a.content_item_id;
+comment on view reporting.publish_attempts is 'Every attempt to publish an edition: when, how long, the outcome (published, failed, transient, unknown, resolved_*, skipped) and the platform''s error.';
+grant select on table reporting.publish_attempts to pressroom_bi;
 
 create view reporting.workspaces as
  SELECT id,

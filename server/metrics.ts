@@ -7,7 +7,7 @@
 //   pressroom_rate_limit_refusals_total        429 answers, by route and code
 //   pressroom_db_pool_connections              the request pool: acquired, idle, pending, waiting
 //   pressroom_queue_jobs / _oldest_age_seconds per pg-boss queue and state,
-//       read at scrape time through app.queue_stats() (db/migrations/current/15d-metrics.sql)
+//       read at scrape time through app.queue_stats() (db/migrations/committed/000011-scale-batched-publishing-list-totals-search-metrics-reporting.sql, split 15d-metrics.sql)
 //   pressroom_publish_outcomes_total           by connector and outcome
 //   pressroom_publish_lateness_seconds         sent time - scheduled time
 //   pressroom_publish_limit_deferrals_total    editions put back by a publish limit

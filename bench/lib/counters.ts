@@ -1,7 +1,7 @@
 // The list counters (app.content_item_counts, app.content_root_counts) are kept
 // by triggers; a fixture inserted with `session_replication_role = replica`
 // skips them, so it rebuilds them afterwards exactly as the migration first
-// built them (db/migrations/current/15b-lists.sql).
+// built them (db/migrations/committed/000011-scale-batched-publishing-list-totals-search-metrics-reporting.sql, split 15b-lists.sql).
 import type pg from 'pg';
 
 export async function rebuildListCounters(owner: pg.Client): Promise<void> {

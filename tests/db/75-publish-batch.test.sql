@@ -1,4 +1,4 @@
--- The batched publishing engine and its limits (db/migrations/current/15a-publish-batch.sql):
+-- The batched publishing engine and its limits (db/migrations/committed/000011-scale-batched-publishing-list-totals-search-metrics-reporting.sql, split 15a-publish-batch.sql):
 -- app.publish_claim_batch claims a fetched batch in one statement (attempts
 -- written with their integration and claim batch, refusals as for one edition),
 -- app.publish_record_batch records a batch of outcomes, and the publish limits

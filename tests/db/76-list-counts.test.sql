@@ -1,4 +1,4 @@
--- The list totals kept by trigger (db/migrations/current/15b-lists.sql):
+-- The list totals kept by trigger (db/migrations/committed/000011-scale-batched-publishing-list-totals-search-metrics-reporting.sql, split 15b-lists.sql):
 -- app.content_item_counts follows every insert, status change, soft delete,
 -- restore and hard delete (an edition's channel never changes), folding (app.compact_content_item_counts) changes no total, and
 -- app.content_list_total answers what an exact count answers, or null for a

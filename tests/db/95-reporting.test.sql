@@ -1,4 +1,4 @@
--- The BI views over publishing, media and campaigns (db/migrations/current/15e-reporting.sql):
+-- The BI views over publishing, media and campaigns (db/migrations/committed/000011-scale-batched-publishing-list-totals-search-metrics-reporting.sql, split 15e-reporting.sql):
 -- pressroom_bi reads them (every tenant, as BI does) and writes nothing; no
 -- view exposes a secret, a token, a hash, a storage key or a webhook URL; the
 -- figures match what happened (an edition sent late, a failed attempt).
