@@ -8141,9 +8141,11 @@ AS $function$
     'contentRootId', r.id,
     'caption', r.caption,
     'mediaIds', coalesce((select jsonb_agg(m.media_id order by m.position) from app.content_root_media m where m.root_id = r.id), '[]'),
-    'channels', coalesce((select jsonb_agg(i.integration_id order by i.created_at, i.id) from app.content_items i
+    'channels', coalesce((select jsonb_agg(i.integration_id order by g.created_at, g.id) from app.content_items i
+                          join app.integrations g on g.id = i.integration_id
                           where i.root_id = r.id and i.deleted_at is null), '[]'),
-    'editions', coalesce((select jsonb_agg(app.content_edition_json(i) order by i.created_at, i.id) from app.content_items i
+    'editions', coalesce((select jsonb_agg(app.content_edition_json(i) order by g.created_at, g.id) from app.content_items i
+                          join app.integrations g on g.id = i.integration_id
                           where i.root_id = r.id and i.deleted_at is null), '[]'),
     'tagIds', coalesce((select jsonb_agg(t.tag_id order by t.tag_id) from app.content_root_tags t where t.root_id = r.id), '[]'),
     'pillarId', (select p.pillar_id from app.content_root_pillars p where p.root_id = r.id order by p.created_at, p.pillar_id limit 1),
@@ -9936,7 +9938,10 @@ declare
   v_keys text[];
 begin
   perform app.require_role('editor');
-  if v_mode = 'move' and v_target is null then
+  if v_mode is null then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('rows', 'required',
+      'say what becomes of the section''s rows: rows=move with targetSectionId, or rows=delete')));
+  elsif v_mode = 'move' and v_target is null then
     perform app.raise_field_problems(jsonb_build_array(app.field_problem('targetSectionId', 'required', 'rows=move needs targetSectionId')));
   elsif v_mode = 'delete' and v_target is not null then
     perform app.raise_field_problems(jsonb_build_array(app.field_problem('targetSectionId', 'not_allowed', 'targetSectionId goes with rows=move')));
@@ -10054,7 +10059,8 @@ begin
   if v_root.id is not null then
     v_body := v_body || jsonb_build_object('caption', v_root.caption,
       'mediaIds', to_jsonb(app.content_root_media_ids(v_root.id)),
-      'channels', coalesce((select jsonb_agg(i.integration_id order by i.created_at, i.id) from app.content_items i
+      'channels', coalesce((select jsonb_agg(i.integration_id order by g.created_at, g.id) from app.content_items i
+                            join app.integrations g on g.id = i.integration_id
                             where i.root_id = v_root.id and i.deleted_at is null), '[]'),
       'tagIds', coalesce((select jsonb_agg(t.tag_id) from app.content_root_tags t where t.root_id = v_root.id), '[]'),
       'pillarId', (select p.pillar_id from app.content_root_pillars p where p.root_id = v_root.id order by p.created_at, p.pillar_id limit 1),
@@ -10143,7 +10149,7 @@ begin
     'records', coalesce((
       select jsonb_agg(jsonb_build_array(
         w.id, s.name, coalesce(w.title, ''), coalesce(r.caption, ''),
-        coalesce((select string_agg(g.name, '; ' order by i.created_at, i.id) from app.content_items i
+        coalesce((select string_agg(g.name, '; ' order by g.created_at, g.id) from app.content_items i
                   join app.integrations g on g.id = i.integration_id
                   where i.root_id = r.id and i.deleted_at is null), ''),
         coalesce(app.workbench_csv_time(w.planned_at, v_tz), w.planned_on::text, ''),
@@ -12686,7 +12692,8 @@ begin
       if not exists (select 1 from app.content_items where root_id = v.content_root_id and deleted_at is null) then
         perform app.raise(400, 'ROW_HAS_NO_CHANNELS', 'This row has no channel to schedule on.', jsonb_build_object('rowId', v.id));
       end if;
-      for v_item in select * from app.content_items where root_id = v.content_root_id and deleted_at is null order by created_at, id loop
+      for v_item in select i.* from app.content_items i join app.integrations g on g.id = i.integration_id
+                    where i.root_id = v.content_root_id and i.deleted_at is null order by g.created_at, g.id loop
         begin
           -- The content route's own path: status, time, platform rules, review, publish job.
           perform api.schedule_content(v_item.id, v.planned_at);
@@ -13352,9 +13359,13 @@ CREATE OR REPLACE FUNCTION api.update_workbench_row(p_id uuid, p_body jsonb)
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
+declare
+  v app.workbench_rows;
 begin
   perform app.require_role('editor');
-  return app.workbench_row_json(app.workbench_update_row(p_id, p_body));
+  v := app.workbench_update_row(p_id, p_body);
+  -- A statement of its own: its snapshot sees what the update wrote.
+  return app.workbench_row_json(v);
 end
 $function$;
 alter function api.update_workbench_row(uuid,jsonb) owner to pressroom_api;

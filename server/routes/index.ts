@@ -11,6 +11,7 @@ import { publishingRoutes } from './publishing.ts';
 import { memberRoutes } from './members.ts';
 import { taxonomyRoutes } from './taxonomy.ts';
 import { workspaceRoutes } from './workspaces.ts';
+import { workbenchRoutes } from './workbench.ts';
 
 /**
  * One handler for every operationId of server/generated/api.d.ts, typed by it:
@@ -29,6 +30,7 @@ const table = {
   ...mediaRoutes,
   ...publishingRoutes,
   ...articlesRoutes,
+  ...workbenchRoutes,
 } satisfies RouteTable;
 
 /**

@@ -82,9 +82,11 @@ language sql stable as $$
     'contentRootId', r.id,
     'caption', r.caption,
     'mediaIds', coalesce((select jsonb_agg(m.media_id order by m.position) from app.content_root_media m where m.root_id = r.id), '[]'),
-    'channels', coalesce((select jsonb_agg(i.integration_id order by i.created_at, i.id) from app.content_items i
+    'channels', coalesce((select jsonb_agg(i.integration_id order by g.created_at, g.id) from app.content_items i
+                          join app.integrations g on g.id = i.integration_id
                           where i.root_id = r.id and i.deleted_at is null), '[]'),
-    'editions', coalesce((select jsonb_agg(app.content_edition_json(i) order by i.created_at, i.id) from app.content_items i
+    'editions', coalesce((select jsonb_agg(app.content_edition_json(i) order by g.created_at, g.id) from app.content_items i
+                          join app.integrations g on g.id = i.integration_id
                           where i.root_id = r.id and i.deleted_at is null), '[]'),
     'tagIds', coalesce((select jsonb_agg(t.tag_id order by t.tag_id) from app.content_root_tags t where t.root_id = r.id), '[]'),
     'pillarId', (select p.pillar_id from app.content_root_pillars p where p.root_id = r.id order by p.created_at, p.pillar_id limit 1),
@@ -711,7 +713,10 @@ declare
   v_keys text[];
 begin
   perform app.require_role('editor');
-  if v_mode = 'move' and v_target is null then
+  if v_mode is null then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('rows', 'required',
+      'say what becomes of the section''s rows: rows=move with targetSectionId, or rows=delete')));
+  elsif v_mode = 'move' and v_target is null then
     perform app.raise_field_problems(jsonb_build_array(app.field_problem('targetSectionId', 'required', 'rows=move needs targetSectionId')));
   elsif v_mode = 'delete' and v_target is not null then
     perform app.raise_field_problems(jsonb_build_array(app.field_problem('targetSectionId', 'not_allowed', 'targetSectionId goes with rows=move')));
@@ -899,9 +904,13 @@ comment on function api.bulk_create_workbench_rows(jsonb) is 'Serves POST /v2/wo
 
 create function api.update_workbench_row(p_id uuid, p_body jsonb) returns jsonb
 language plpgsql as $$
+declare
+  v app.workbench_rows;
 begin
   perform app.require_role('editor');
-  return app.workbench_row_json(app.workbench_update_row(p_id, p_body));
+  v := app.workbench_update_row(p_id, p_body);
+  -- A statement of its own: its snapshot sees what the update wrote.
+  return app.workbench_row_json(v);
 end
 $$;
 comment on function api.update_workbench_row(uuid, jsonb) is 'Serves PATCH /v2/workspaces/{workspaceId}/workbench/rows/{rowId} (updateWorkbenchRow_v2). Changes a row''s title, notes and planned time, and its caption, media, channels and planning metadata through the content functions (api.update_content_root, api.delete_content, app.create_edition, api.schedule_content, ...). Requires the editor role; 404 NOT_FOUND, 400 VALIDATION_FAILED, 400 INVALID_CONTENT_STATUS, 409 MEDIA_IN_BIN.';
@@ -1028,7 +1037,8 @@ begin
   if v_root.id is not null then
     v_body := v_body || jsonb_build_object('caption', v_root.caption,
       'mediaIds', to_jsonb(app.content_root_media_ids(v_root.id)),
-      'channels', coalesce((select jsonb_agg(i.integration_id order by i.created_at, i.id) from app.content_items i
+      'channels', coalesce((select jsonb_agg(i.integration_id order by g.created_at, g.id) from app.content_items i
+                            join app.integrations g on g.id = i.integration_id
                             where i.root_id = v_root.id and i.deleted_at is null), '[]'),
       'tagIds', coalesce((select jsonb_agg(t.tag_id) from app.content_root_tags t where t.root_id = v_root.id), '[]'),
       'pillarId', (select p.pillar_id from app.content_root_pillars p where p.root_id = v_root.id order by p.created_at, p.pillar_id limit 1),

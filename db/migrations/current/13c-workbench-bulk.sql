@@ -48,7 +48,8 @@ begin
       if not exists (select 1 from app.content_items where root_id = v.content_root_id and deleted_at is null) then
         perform app.raise(400, 'ROW_HAS_NO_CHANNELS', 'This row has no channel to schedule on.', jsonb_build_object('rowId', v.id));
       end if;
-      for v_item in select * from app.content_items where root_id = v.content_root_id and deleted_at is null order by created_at, id loop
+      for v_item in select i.* from app.content_items i join app.integrations g on g.id = i.integration_id
+                    where i.root_id = v.content_root_id and i.deleted_at is null order by g.created_at, g.id loop
         begin
           -- The content route's own path: status, time, platform rules, review, publish job.
           perform api.schedule_content(v_item.id, v.planned_at);
@@ -130,7 +131,7 @@ begin
     'records', coalesce((
       select jsonb_agg(jsonb_build_array(
         w.id, s.name, coalesce(w.title, ''), coalesce(r.caption, ''),
-        coalesce((select string_agg(g.name, '; ' order by i.created_at, i.id) from app.content_items i
+        coalesce((select string_agg(g.name, '; ' order by g.created_at, g.id) from app.content_items i
                   join app.integrations g on g.id = i.integration_id
                   where i.root_id = r.id and i.deleted_at is null), ''),
         coalesce(app.workbench_csv_time(w.planned_at, v_tz), w.planned_on::text, ''),
