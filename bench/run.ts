@@ -10,13 +10,14 @@ import { content } from './scenarios/content.ts';
 import { foundation } from './scenarios/foundation.ts';
 import { media } from './scenarios/media.ts';
 import { publishing } from './scenarios/publishing.ts';
+import { workbench } from './scenarios/workbench.ts';
 import { readKnobs } from './lib/knobs.ts';
 import { formatReport, machineFacts, noteNoise, writeReport } from './lib/report.ts';
 import type { Scenario } from './lib/scenario.ts';
 import { openCluster } from './lib/stack.ts';
 
 /** The registry: add a scenario here (bench/scenarios/<name>.ts exporting a Scenario). */
-const scenarios: Scenario[] = [foundation, content, media, publishing];
+const scenarios: Scenario[] = [foundation, content, media, publishing, workbench];
 
 function usage(): string {
   return [

@@ -7815,6 +7815,25 @@ grant execute on function app.workbench_error_json(text,text,text,text) to press
 grant execute on function app.workbench_error_json(text,text,text,text) to pressroom_worker;
 revoke all on function app.workbench_error_json(text,text,text,text) from public;
 
+CREATE OR REPLACE FUNCTION app.workbench_fill_rows(p_results jsonb[])
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  with made as (
+    select j ->> 'id' as id, j
+    from jsonb_array_elements(app.workbench_rows_json(
+      array(select (r ->> 'rowId')::uuid from unnest(p_results) r where r ? 'rowId'))) j)
+  select coalesce(jsonb_agg(case when u.r ? 'rowId' then (u.r - 'rowId') || jsonb_build_object('row', made.j) else u.r end order by u.n), '[]')
+  from unnest(p_results) with ordinality u (r, n)
+  left join made on made.id = u.r ->> 'rowId'
+$function$;
+comment on function app.workbench_fill_rows(jsonb[]) is 'The results of a bulk operation with each rowId replaced by the row as the API answers it, built in one statement.';
+grant execute on function app.workbench_fill_rows(jsonb[]) to pressroom_api;
+grant execute on function app.workbench_fill_rows(jsonb[]) to pressroom_definer;
+grant execute on function app.workbench_fill_rows(jsonb[]) to pressroom_worker;
+revoke all on function app.workbench_fill_rows(jsonb[]) from public;
+
 CREATE OR REPLACE FUNCTION app.workbench_insert_row(p_section app.workbench_sections, p_position text, p_body jsonb)
  RETURNS app.workbench_rows
  LANGUAGE plpgsql
@@ -8133,30 +8152,8 @@ CREATE OR REPLACE FUNCTION app.workbench_row_json(w app.workbench_rows)
  RETURNS jsonb
  LANGUAGE sql
  STABLE
-AS $function$
-  select jsonb_build_object(
-    'id', w.id, 'pageId', w.page_id, 'sectionId', w.section_id, 'position', w.position,
-    'title', w.title, 'notes', w.notes,
-    'scheduledAt', coalesce(to_jsonb(w.planned_at), to_jsonb(w.planned_on::text)),
-    'contentRootId', r.id,
-    'caption', r.caption,
-    'mediaIds', coalesce((select jsonb_agg(m.media_id order by m.position) from app.content_root_media m where m.root_id = r.id), '[]'),
-    'channels', coalesce((select jsonb_agg(i.integration_id order by g.created_at, g.id) from app.content_items i
-                          join app.integrations g on g.id = i.integration_id
-                          where i.root_id = r.id and i.deleted_at is null), '[]'),
-    'editions', coalesce((select jsonb_agg(app.content_edition_json(i) order by g.created_at, g.id) from app.content_items i
-                          join app.integrations g on g.id = i.integration_id
-                          where i.root_id = r.id and i.deleted_at is null), '[]'),
-    'tagIds', coalesce((select jsonb_agg(t.tag_id order by t.tag_id) from app.content_root_tags t where t.root_id = r.id), '[]'),
-    'pillarId', (select p.pillar_id from app.content_root_pillars p where p.root_id = r.id order by p.created_at, p.pillar_id limit 1),
-    'formatId', (select f.format_id from app.content_root_formats f where f.root_id = r.id order by f.created_at, f.format_id limit 1),
-    'campaignId', r.campaign_id,
-    'status', app.workbench_row_status(r.id),
-    'createdAt', w.created_at, 'updatedAt', w.updated_at)
-  from (select 1) one
-  left join app.content_roots r on r.id = w.content_root_id and r.deleted_at is null
-$function$;
-comment on function app.workbench_row_json(app.workbench_rows) is 'A workbench row as the API answers it (WorkbenchRow): its own fields and its root''s caption, media, channels, editions, planning metadata and derived status.';
+AS $function$ select app.workbench_rows_json(array[w.id]) -> 0 $function$;
+comment on function app.workbench_row_json(app.workbench_rows) is 'One workbench row as the API answers it (app.workbench_rows_json).';
 grant execute on function app.workbench_row_json(app.workbench_rows) to pressroom_api;
 grant execute on function app.workbench_row_json(app.workbench_rows) to pressroom_definer;
 grant execute on function app.workbench_row_json(app.workbench_rows) to pressroom_worker;
@@ -8167,20 +8164,13 @@ CREATE OR REPLACE FUNCTION app.workbench_row_status(p_root_id uuid)
  LANGUAGE sql
  STABLE
 AS $function$
-  select case
-    when p_root_id is null or not exists (select 1 from app.content_roots r where r.id = p_root_id and r.deleted_at is null) then 'idea'
-    when count(i.id) = 0 then 'draft'
-    when bool_or(i.status = 'failed') then 'failed'
-    when bool_or(i.status = 'pending_approval') then 'pending_approval'
-    when bool_or(i.status = 'rejected') then 'rejected'
-    when bool_and(i.status = 'sent') then 'sent'
-    when bool_and(i.status in ('scheduled', 'sent')) then 'scheduled'
-    when bool_and(i.status = 'cancelled') then 'cancelled'
-    else 'draft' end
+  select app.workbench_status_of(exists (select 1 from app.content_roots r where r.id = p_root_id and r.deleted_at is null),
+    count(i.id), bool_or(i.status = 'failed'), bool_or(i.status = 'pending_approval'), bool_or(i.status = 'rejected'),
+    bool_and(i.status = 'sent'), bool_and(i.status in ('scheduled', 'sent')), bool_and(i.status = 'cancelled'))
   from app.content_items i
   where i.root_id = p_root_id and i.deleted_at is null
 $function$;
-comment on function app.workbench_row_status(uuid) is 'A workbench row''s status from its root''s live editions: idea (no content), draft, pending_approval, rejected, scheduled (every edition scheduled or sent), sent, failed, cancelled.';
+comment on function app.workbench_row_status(uuid) is 'The derived status of the row backed by this content root (app.workbench_status_of over its live editions).';
 grant execute on function app.workbench_row_status(uuid) to pressroom_api;
 grant execute on function app.workbench_row_status(uuid) to pressroom_definer;
 grant execute on function app.workbench_row_status(uuid) to pressroom_worker;
@@ -8191,11 +8181,40 @@ CREATE OR REPLACE FUNCTION app.workbench_rows_json(p_ids uuid[])
  LANGUAGE sql
  STABLE
 AS $function$
-  select coalesce(jsonb_agg(app.workbench_row_json(w) order by x.n), '[]')
+  select coalesce(jsonb_agg(jsonb_build_object(
+    'id', w.id, 'pageId', w.page_id, 'sectionId', w.section_id, 'position', w.position,
+    'title', w.title, 'notes', w.notes,
+    'scheduledAt', coalesce(to_jsonb(w.planned_at), to_jsonb(w.planned_on::text)),
+    'contentRootId', r.id,
+    'caption', r.caption,
+    'mediaIds', coalesce(media.ids, '[]'),
+    'channels', coalesce(ed.channels, '[]'),
+    'editions', coalesce(ed.editions, '[]'),
+    'tagIds', coalesce(tags.ids, '[]'),
+    'pillarId', pillar.id,
+    'formatId', format.id,
+    'campaignId', r.campaign_id,
+    'status', app.workbench_status_of(r.id is not null, ed.n, ed.any_failed, ed.any_pending, ed.any_rejected, ed.all_sent,
+                                      ed.all_scheduled_or_sent, ed.all_cancelled),
+    'createdAt', w.created_at, 'updatedAt', w.updated_at) order by x.n), '[]')
   from unnest(p_ids) with ordinality x (id, n)
   join app.workbench_rows w on w.id = x.id
+  left join app.content_roots r on r.id = w.content_root_id and r.deleted_at is null
+  left join lateral (select jsonb_agg(m.media_id order by m.position) ids from app.content_root_media m where m.root_id = r.id) media on true
+  left join lateral (
+    select count(*) n,
+      jsonb_agg(i.integration_id order by g.created_at, g.id) channels,
+      jsonb_agg(app.content_edition_json(i) order by g.created_at, g.id) editions,
+      bool_or(i.status = 'failed') any_failed, bool_or(i.status = 'pending_approval') any_pending,
+      bool_or(i.status = 'rejected') any_rejected, bool_and(i.status = 'sent') all_sent,
+      bool_and(i.status in ('scheduled', 'sent')) all_scheduled_or_sent, bool_and(i.status = 'cancelled') all_cancelled
+    from app.content_items i join app.integrations g on g.id = i.integration_id
+    where i.root_id = r.id and i.deleted_at is null) ed on true
+  left join lateral (select jsonb_agg(t.tag_id order by t.tag_id) ids from app.content_root_tags t where t.root_id = r.id) tags on true
+  left join lateral (select p.pillar_id id from app.content_root_pillars p where p.root_id = r.id order by p.created_at, p.pillar_id limit 1) pillar on true
+  left join lateral (select f.format_id id from app.content_root_formats f where f.root_id = r.id order by f.created_at, f.format_id limit 1) format on true
 $function$;
-comment on function app.workbench_rows_json(uuid[]) is 'Workbench rows as JSON, in the order of the ids given.';
+comment on function app.workbench_rows_json(uuid[]) is 'Workbench rows as the API answers them (WorkbenchRow), in the order of the ids given: their own fields and their root''s caption, media, channels, editions, planning metadata and derived status, in one statement.';
 grant execute on function app.workbench_rows_json(uuid[]) to pressroom_api;
 grant execute on function app.workbench_rows_json(uuid[]) to pressroom_definer;
 grant execute on function app.workbench_rows_json(uuid[]) to pressroom_worker;
@@ -8259,6 +8278,28 @@ grant execute on function app.workbench_slot(text,uuid,uuid,uuid,uuid) to pressr
 grant execute on function app.workbench_slot(text,uuid,uuid,uuid,uuid) to pressroom_definer;
 grant execute on function app.workbench_slot(text,uuid,uuid,uuid,uuid) to pressroom_worker;
 revoke all on function app.workbench_slot(text,uuid,uuid,uuid,uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.workbench_status_of(p_has_root boolean, p_editions bigint, p_any_failed boolean, p_any_pending boolean, p_any_rejected boolean, p_all_sent boolean, p_all_scheduled_or_sent boolean, p_all_cancelled boolean)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select case
+    when not coalesce(p_has_root, false) then 'idea'
+    when coalesce(p_editions, 0) = 0 then 'draft'
+    when p_any_failed then 'failed'
+    when p_any_pending then 'pending_approval'
+    when p_any_rejected then 'rejected'
+    when p_all_sent then 'sent'
+    when p_all_scheduled_or_sent then 'scheduled'
+    when p_all_cancelled then 'cancelled'
+    else 'draft' end
+$function$;
+comment on function app.workbench_status_of(boolean,bigint,boolean,boolean,boolean,boolean,boolean,boolean) is 'A workbench row''s status from its root''s live editions: idea (no content), draft, pending_approval, rejected, scheduled (every edition scheduled or sent), sent, failed, cancelled.';
+grant execute on function app.workbench_status_of(boolean,bigint,boolean,boolean,boolean,boolean,boolean,boolean) to pressroom_api;
+grant execute on function app.workbench_status_of(boolean,bigint,boolean,boolean,boolean,boolean,boolean,boolean) to pressroom_definer;
+grant execute on function app.workbench_status_of(boolean,bigint,boolean,boolean,boolean,boolean,boolean,boolean) to pressroom_worker;
+revoke all on function app.workbench_status_of(boolean,bigint,boolean,boolean,boolean,boolean,boolean,boolean) from public;
 
 CREATE OR REPLACE FUNCTION app.workbench_update_row(p_id uuid, p_body jsonb)
  RETURNS app.workbench_rows
@@ -8549,7 +8590,7 @@ declare
   v_n int := 0;
   v_k int;
   v app.workbench_rows;
-  v_results jsonb := '[]';
+  v_results jsonb[] := '{}';
   v_ok int := 0;
   v_state text; v_msg text; v_detail text; v_hint text;
 begin
@@ -8575,16 +8616,16 @@ begin
       v_k := (v_used ->> v_sid::text)::int;
       v_used := jsonb_set(v_used, array[v_sid::text], to_jsonb(v_k + 1));
       v := app.workbench_insert_row(s, v_keys -> v_sid::text ->> v_k, v_item);
-      v_results := v_results || jsonb_build_object('index', v_n, 'ok', true, 'row', app.workbench_row_json(v), 'error', null);
+      v_results := array_append(v_results, jsonb_build_object('index', v_n, 'ok', true, 'rowId', v.id, 'error', null));
       v_ok := v_ok + 1;
     exception when others then
       get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail, v_hint = pg_exception_hint;
-      v_results := v_results || jsonb_build_object('index', v_n, 'ok', false, 'row', null,
-        'error', app.workbench_error_json(v_state, v_msg, v_detail, v_hint));
+      v_results := array_append(v_results, jsonb_build_object('index', v_n, 'ok', false, 'row', null,
+        'error', app.workbench_error_json(v_state, v_msg, v_detail, v_hint)));
     end;
     v_n := v_n + 1;
   end loop;
-  return jsonb_build_object('succeeded', v_ok, 'failed', v_n - v_ok, 'results', v_results);
+  return jsonb_build_object('succeeded', v_ok, 'failed', v_n - v_ok, 'results', app.workbench_fill_rows(v_results));
 end
 $function$;
 alter function api.bulk_create_workbench_rows(jsonb) owner to pressroom_api;
@@ -8602,23 +8643,23 @@ declare
   v_id uuid;
   v_n int := 0;
   v_ok int := 0;
-  v_results jsonb := '[]';
+  v_results jsonb[] := '{}';
   v_state text; v_msg text; v_detail text; v_hint text;
 begin
   perform app.require_role('editor');
   for v_id in select (e #>> '{}')::uuid from jsonb_array_elements(p_body -> 'rowIds') e loop
     begin
       perform api.delete_workbench_row(v_id);
-      v_results := v_results || jsonb_build_object('index', v_n, 'id', v_id, 'ok', true, 'error', null);
+      v_results := array_append(v_results, jsonb_build_object('index', v_n, 'id', v_id, 'ok', true, 'error', null));
       v_ok := v_ok + 1;
     exception when others then
       get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail, v_hint = pg_exception_hint;
-      v_results := v_results || jsonb_build_object('index', v_n, 'id', v_id, 'ok', false,
-        'error', app.workbench_error_json(v_state, v_msg, v_detail, v_hint));
+      v_results := array_append(v_results, jsonb_build_object('index', v_n, 'id', v_id, 'ok', false,
+        'error', app.workbench_error_json(v_state, v_msg, v_detail, v_hint)));
     end;
     v_n := v_n + 1;
   end loop;
-  return jsonb_build_object('succeeded', v_ok, 'failed', v_n - v_ok, 'results', v_results);
+  return jsonb_build_object('succeeded', v_ok, 'failed', v_n - v_ok, 'results', app.workbench_fill_rows(v_results));
 end
 $function$;
 alter function api.bulk_delete_workbench_rows(jsonb) owner to pressroom_api;
@@ -8697,23 +8738,23 @@ declare
   v_n int := 0;
   v_ok int := 0;
   v app.workbench_rows;
-  v_results jsonb := '[]';
+  v_results jsonb[] := '{}';
   v_state text; v_msg text; v_detail text; v_hint text;
 begin
   perform app.require_role('editor');
   for v_item in select e from jsonb_array_elements(p_body -> 'rows') e loop
     begin
       v := app.workbench_update_row((v_item ->> 'id')::uuid, v_item - 'id');
-      v_results := v_results || jsonb_build_object('index', v_n, 'id', v_item ->> 'id', 'ok', true, 'row', app.workbench_row_json(v), 'error', null);
+      v_results := array_append(v_results, jsonb_build_object('index', v_n, 'id', v_item ->> 'id', 'ok', true, 'rowId', v.id, 'error', null));
       v_ok := v_ok + 1;
     exception when others then
       get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail, v_hint = pg_exception_hint;
-      v_results := v_results || jsonb_build_object('index', v_n, 'id', v_item ->> 'id', 'ok', false, 'row', null,
-        'error', app.workbench_error_json(v_state, v_msg, v_detail, v_hint));
+      v_results := array_append(v_results, jsonb_build_object('index', v_n, 'id', v_item ->> 'id', 'ok', false, 'row', null,
+        'error', app.workbench_error_json(v_state, v_msg, v_detail, v_hint)));
     end;
     v_n := v_n + 1;
   end loop;
-  return jsonb_build_object('succeeded', v_ok, 'failed', v_n - v_ok, 'results', v_results);
+  return jsonb_build_object('succeeded', v_ok, 'failed', v_n - v_ok, 'results', app.workbench_fill_rows(v_results));
 end
 $function$;
 alter function api.bulk_update_workbench_rows(jsonb) owner to pressroom_api;
@@ -10162,10 +10203,16 @@ begin
         coalesce((select c.name from app.campaigns c where c.id = r.campaign_id), ''),
         coalesce((select string_agg(m.media_id::text, '; ' order by m.position) from app.content_root_media m where m.root_id = r.id), ''),
         coalesce(w.notes, ''),
-        app.workbench_row_status(r.id)) order by s.position, w.position)
+        app.workbench_status_of(r.id is not null, st.n, st.any_failed, st.any_pending, st.any_rejected, st.all_sent,
+                                st.all_scheduled_or_sent, st.all_cancelled)) order by s.position, w.position)
       from app.workbench_rows w
       join app.workbench_sections s on s.id = w.section_id
       left join app.content_roots r on r.id = w.content_root_id and r.deleted_at is null
+      left join lateral (
+        select count(*) n, bool_or(i.status = 'failed') any_failed, bool_or(i.status = 'pending_approval') any_pending,
+          bool_or(i.status = 'rejected') any_rejected, bool_and(i.status = 'sent') all_sent,
+          bool_and(i.status in ('scheduled', 'sent')) all_scheduled_or_sent, bool_and(i.status = 'cancelled') all_cancelled
+        from app.content_items i where i.root_id = r.id and i.deleted_at is null) st on true
       where w.page_id = v.id), '[]'));
 end
 $function$;
@@ -10621,9 +10668,9 @@ declare
   v_section uuid;
   v_default_section uuid;
   v_new_sections jsonb := '[]';
-  v_plan jsonb := '[]';
-  v_seen jsonb := '[]';
-  v_results jsonb := '[]';
+  v_plan jsonb[] := '{}';
+  v_warnings_by_line jsonb;
+  v_results jsonb[] := '{}';
   v_keys jsonb := '{}';
   v_used jsonb := '{}';
   v_created uuid[] := '{}';
@@ -10635,7 +10682,6 @@ declare
   v_k int;
   v_report jsonb;
   v_err jsonb;
-  v_at timestamptz;
   v_state text; v_msg text; v_detail text; v_hint text;
 begin
   perform app.require_role('editor');
@@ -10744,48 +10790,55 @@ begin
           end if;
           v_section := v_default_section;
         end if;
-        -- Possible duplicates: the same caption on a same channel within 24 hours,
-        -- earlier in this file or in the workspace's content.
-        if jsonb_array_length(v_errors) = 0 and v_body ->> 'caption' is not null and v_body ? 'scheduledAt'
-           and jsonb_array_length(coalesce(v_body -> 'channels', '[]')) > 0 then
-          select coalesce(x.planned_at, x.planned_on::timestamp at time zone v_tz) into v_at
-          from app.workbench_planned(v_body ->> 'scheduledAt') x;
-          v_warnings := v_warnings || coalesce((
-            select jsonb_agg(jsonb_build_object('code', 'possible_duplicate', 'line', (s ->> 'line')::int, 'contentId', null,
-              'message', format('same caption on a same channel within 24 hours as line %s', s ->> 'line')))
-            from jsonb_array_elements(v_seen) s
-            where s ->> 'caption' = lower(btrim(v_body ->> 'caption'))
-              and abs(extract(epoch from (s ->> 'at')::timestamptz - v_at)) < 86400
-              and exists (select 1 from jsonb_array_elements_text(s -> 'channels') a
-                          join jsonb_array_elements_text(v_body -> 'channels') b on a = b)), '[]');
-          v_warnings := v_warnings || coalesce((
-            select jsonb_agg(jsonb_build_object('code', 'possible_duplicate', 'line', null, 'contentId', i.id,
-              'message', 'same caption on a same channel within 24 hours as existing content'))
-            from app.content_items i join app.content_roots cr on cr.id = i.root_id
-            where i.workspace_id = v_page.workspace_id and i.deleted_at is null and cr.deleted_at is null
-              and i.integration_id in (select x::uuid from jsonb_array_elements_text(v_body -> 'channels') x)
-              and coalesce(i.scheduled_at, i.intended_publish_at) between v_at - interval '24 hours' and v_at + interval '24 hours'
-              and lower(btrim(coalesce(i.caption, cr.caption))) = lower(btrim(v_body ->> 'caption'))), '[]');
-          v_seen := v_seen || jsonb_build_object('line', v_line -> 'line', 'caption', lower(btrim(v_body ->> 'caption')),
-            'at', v_at, 'channels', v_body -> 'channels');
-        end if;
       end if;
-      v_plan := v_plan || jsonb_build_object('line', v_line -> 'line', 'sectionId', v_section, 'body', v_body,
-        'errors', v_errors, 'warnings', v_warnings);
+      v_plan := array_append(v_plan, jsonb_build_object('line', v_line -> 'line', 'sectionId', v_section, 'body', v_body,
+        'errors', v_errors));
     end loop;
 
+    -- Possible duplicates, in one pass: the same caption (trimmed, any case) on a
+    -- same channel within 24 hours of an earlier line, or of the workspace's content.
+    with cand as (
+      select u.n, (u.p ->> 'line')::int as line, lower(btrim(u.p -> 'body' ->> 'caption')) as cap, ch::uuid as ch,
+             coalesce(pl.planned_at, pl.planned_on::timestamp at time zone v_tz) as at
+      from unnest(v_plan) with ordinality u (p, n)
+      cross join lateral app.workbench_planned(u.p -> 'body' ->> 'scheduledAt') pl
+      cross join lateral jsonb_array_elements_text(coalesce(u.p -> 'body' -> 'channels', '[]')) ch
+      where jsonb_array_length(u.p -> 'errors') = 0 and u.p -> 'body' ->> 'caption' is not null and u.p -> 'body' ? 'scheduledAt'),
+    existing as (
+      select i.id, i.integration_id, lower(btrim(coalesce(i.caption, cr.caption))) as cap,
+             coalesce(i.scheduled_at, i.intended_publish_at) as at
+      from app.content_items i join app.content_roots cr on cr.id = i.root_id
+      where i.workspace_id = v_page.workspace_id and i.deleted_at is null and cr.deleted_at is null
+        and coalesce(i.scheduled_at, i.intended_publish_at) is not null),
+    hits as (
+      select distinct on (b.n, a.line) b.n, 0 as kind, a.line as sort,
+        jsonb_build_object('code', 'possible_duplicate', 'line', a.line, 'contentId', null,
+          'message', format('same caption on a same channel within 24 hours as line %s', a.line)) as w
+      from cand a join cand b on b.cap = a.cap and b.ch = a.ch and a.n < b.n and abs(extract(epoch from b.at - a.at)) < 86400
+      union all
+      select distinct on (c.n, e.id) c.n, 1, 0,
+        jsonb_build_object('code', 'possible_duplicate', 'line', null, 'contentId', e.id,
+          'message', 'same caption on a same channel within 24 hours as existing content')
+      from cand c join existing e on e.cap = c.cap and e.integration_id = c.ch
+        and e.at between c.at - interval '24 hours' and c.at + interval '24 hours')
+    select jsonb_object_agg(n::text, ws) into v_warnings_by_line
+    from (select n, jsonb_agg(w order by kind, sort) ws from hits group by n) g;
+
     -- Keys at the end of each section, for the lines that may become rows.
-    for v_section in select distinct (p ->> 'sectionId')::uuid from jsonb_array_elements(v_plan) p
+    for v_section in select distinct (p ->> 'sectionId')::uuid from unnest(v_plan) p
                      where jsonb_array_length(p -> 'errors') = 0 order by 1 loop
       perform app.workbench_lock(v_section);
       v_keys := v_keys || jsonb_build_object(v_section::text, to_jsonb(app.workbench_append_keys('rows', v_section,
-        (select count(*)::int from jsonb_array_elements(v_plan) p where jsonb_array_length(p -> 'errors') = 0 and (p ->> 'sectionId')::uuid = v_section))));
+        (select count(*)::int from unnest(v_plan) p where jsonb_array_length(p -> 'errors') = 0 and (p ->> 'sectionId')::uuid = v_section))));
       v_used := v_used || jsonb_build_object(v_section::text, 0);
     end loop;
 
     -- Pass 2: each line through the row path (content rules included), in its own subtransaction.
-    for v_p in select p from jsonb_array_elements(v_plan) p loop
+    v_i := 0;
+    foreach v_p in array v_plan loop
+      v_i := v_i + 1;
       v_errors := v_p -> 'errors';
+      v_warnings := coalesce(v_warnings_by_line -> v_i::text, '[]');
       v_row := null;
       if jsonb_array_length(v_errors) = 0 then
         begin
@@ -10806,16 +10859,16 @@ begin
       else
         v_bad := v_bad + 1;
       end if;
-      if jsonb_array_length(v_p -> 'warnings') > 0 then
+      if jsonb_array_length(v_warnings) > 0 then
         v_dupes := v_dupes + 1;
       end if;
-      v_results := v_results || jsonb_build_object('line', v_p -> 'line', 'ok', jsonb_array_length(v_errors) = 0,
-        'rowId', case when not v_dry then v_row.id end, 'errors', v_errors, 'warnings', v_p -> 'warnings');
+      v_results := array_append(v_results, jsonb_build_object('line', v_p -> 'line', 'ok', jsonb_array_length(v_errors) = 0,
+        'rowId', case when not v_dry then v_row.id end, 'errors', v_errors, 'warnings', v_warnings));
     end loop;
 
     v_report := jsonb_build_object('dryRun', v_dry, 'allowPartial', v_partial, 'lines', v_ok + v_bad,
       'valid', v_ok, 'invalid', v_bad, 'imported', case when v_dry or (v_bad > 0 and not v_partial) then 0 else v_ok end,
-      'possibleDuplicates', v_dupes, 'newSections', v_new_sections, 'ignoredColumns', v_ignored, 'results', v_results);
+      'possibleDuplicates', v_dupes, 'newSections', v_new_sections, 'ignoredColumns', v_ignored, 'results', to_jsonb(v_results));
     if v_dry or (v_bad > 0 and not v_partial) then
       raise exception using errcode = 'ZW001', message = 'workbench import dry run or refused: roll back';
     end if;
@@ -10827,7 +10880,7 @@ begin
       format('%s of %s lines have errors; nothing was imported. Fix them, or send allowPartial to import the valid lines.', v_bad, v_ok + v_bad),
       jsonb_build_object('invalid', v_bad, 'valid', v_ok,
         'lines', (select coalesce(jsonb_agg(q.x), '[]')
-                  from (select x from jsonb_array_elements(v_results) x where not (x ->> 'ok')::boolean limit 100) q)));
+                  from (select x from unnest(v_results) x where not (x ->> 'ok')::boolean limit 100) q)));
   end if;
   return v_report;
 end
@@ -11635,13 +11688,19 @@ begin
     from app.workbench_rows w
     join app.workbench_sections s on s.id = w.section_id
     join app.workbench_pages p on p.id = w.page_id
+    left join app.content_roots r on r.id = w.content_root_id and r.deleted_at is null
+    left join lateral (
+      select count(*) n, bool_or(i.status = 'failed') any_failed, bool_or(i.status = 'pending_approval') any_pending,
+        bool_or(i.status = 'rejected') any_rejected, bool_and(i.status = 'sent') all_sent,
+        bool_and(i.status in ('scheduled', 'sent')) all_scheduled_or_sent, bool_and(i.status = 'cancelled') all_cancelled
+      from app.content_items i where i.root_id = r.id and i.deleted_at is null and v_status is not null) st on true
     where w.workspace_id = app.current_workspace_id()
       and (v_page is null or w.page_id = v_page)
       and (v_section is null or w.section_id = v_section)
-      and (v_status is null or app.workbench_row_status(w.content_root_id) = v_status)
-      and (v_channel is null or exists (select 1 from app.content_items i join app.content_roots r on r.id = i.root_id
-                                        where i.root_id = w.content_root_id and r.deleted_at is null
-                                          and i.deleted_at is null and i.integration_id = v_channel))
+      and (v_status is null or app.workbench_status_of(r.id is not null, st.n, st.any_failed, st.any_pending, st.any_rejected,
+                                                        st.all_sent, st.all_scheduled_or_sent, st.all_cancelled) = v_status)
+      and (v_channel is null or exists (select 1 from app.content_items i
+                                        where i.root_id = r.id and i.deleted_at is null and i.integration_id = v_channel))
       and (v_tag is null or exists (select 1 from app.content_root_tags t where t.root_id = w.content_root_id and t.tag_id = v_tag))
       and (v_from is null or coalesce(w.planned_at, (w.planned_on + time '23:59:59.999') at time zone v_tz) >= v_from)
       and (v_to is null or coalesce(w.planned_at, w.planned_on::timestamp at time zone v_tz) < v_to)
@@ -12115,7 +12174,7 @@ declare
   v_keys text[];
   v_n int := 0;
   v_ok int := 0;
-  v_results jsonb := '[]';
+  v_results jsonb[] := '{}';
   v_row app.workbench_rows;
   v_existing uuid;
   v_at timestamptz;
@@ -12156,18 +12215,18 @@ begin
       values (s.organization_id, s.workspace_id, s.page_id, s.id, v_keys[v_n + 1],
               left(coalesce(v_root.organizational_title, v_root.title), 500), v_at, v_root.id, app.current_user_id())
       returning * into v_row;
-      v_results := v_results || (v_ref || jsonb_build_object('index', v_n, 'ok', true, 'row', app.workbench_row_json(v_row), 'error', null));
+      v_results := array_append(v_results, (v_ref || jsonb_build_object('index', v_n, 'ok', true, 'rowId', v_row.id, 'error', null)));
       v_ok := v_ok + 1;
     exception when others then
       get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail, v_hint = pg_exception_hint;
-      v_results := v_results || (v_ref || jsonb_build_object('index', v_n, 'ok', false, 'row', null,
-        'error', app.workbench_error_json(v_state, v_msg, v_detail, v_hint)));
+      v_results := array_append(v_results, (v_ref || jsonb_build_object('index', v_n, 'ok', false, 'row', null,
+        'error', app.workbench_error_json(v_state, v_msg, v_detail, v_hint))));
     end;
     v_root := null;
     v_existing := null;
     v_n := v_n + 1;
   end loop;
-  return jsonb_build_object('succeeded', v_ok, 'failed', v_n - v_ok, 'results', v_results);
+  return jsonb_build_object('succeeded', v_ok, 'failed', v_n - v_ok, 'results', app.workbench_fill_rows(v_results));
 end
 $function$;
 alter function api.pull_content_into_workbench(jsonb) owner to pressroom_api;
@@ -12664,7 +12723,8 @@ declare
   v_item app.content_items;
   v_n int := 0;
   v_row_results jsonb;
-  v_results jsonb := '[]';
+  v_results jsonb[] := '{}';
+  v_e jsonb;
   v_failed boolean;
   v_rows_ok int := 0;
   v_channels_ok int := 0;
@@ -12728,11 +12788,13 @@ begin
     end if;
     v_channels_ok := v_channels_ok + (select count(*) from jsonb_array_elements(v_row_results) r where r ->> 'outcome' in ('scheduled', 'valid'));
     v_channels_failed := v_channels_failed + (select count(*) from jsonb_array_elements(v_row_results) r where r ->> 'outcome' = 'failed');
-    v_results := v_results || v_row_results;
+    for v_e in select jsonb_array_elements(v_row_results) loop
+      v_results := array_append(v_results, v_e);
+    end loop;
     v_n := v_n + 1;
   end loop;
   return jsonb_build_object('dryRun', p_dry_run, 'rows', v_n, 'rowsOk', v_rows_ok, 'rowsFailed', v_n - v_rows_ok,
-    'channelsOk', v_channels_ok, 'channelsFailed', v_channels_failed, 'results', v_results);
+    'channelsOk', v_channels_ok, 'channelsFailed', v_channels_failed, 'results', to_jsonb(v_results));
 end
 $function$;
 alter function api.schedule_workbench_rows(jsonb,boolean) owner to pressroom_api;

@@ -55,57 +55,90 @@ end
 $$;
 comment on function app.workbench_planned(text) is 'Splits a row''s scheduledAt into a date and time (planned_at) or a date only (planned_on).';
 
--- The status of a row, derived from its root's live editions.
+-- The status of a row from the aggregates of its root's live editions.
+create function app.workbench_status_of(p_has_root boolean, p_editions bigint, p_any_failed boolean, p_any_pending boolean,
+                                        p_any_rejected boolean, p_all_sent boolean, p_all_scheduled_or_sent boolean,
+                                        p_all_cancelled boolean) returns text
+language sql immutable parallel safe as $$
+  select case
+    when not coalesce(p_has_root, false) then 'idea'
+    when coalesce(p_editions, 0) = 0 then 'draft'
+    when p_any_failed then 'failed'
+    when p_any_pending then 'pending_approval'
+    when p_any_rejected then 'rejected'
+    when p_all_sent then 'sent'
+    when p_all_scheduled_or_sent then 'scheduled'
+    when p_all_cancelled then 'cancelled'
+    else 'draft' end
+$$;
+comment on function app.workbench_status_of(boolean, bigint, boolean, boolean, boolean, boolean, boolean, boolean) is 'A workbench row''s status from its root''s live editions: idea (no content), draft, pending_approval, rejected, scheduled (every edition scheduled or sent), sent, failed, cancelled.';
+
+-- The status of one row's root (filters and exports use the same aggregates in their own statement).
 create function app.workbench_row_status(p_root_id uuid) returns text
 language sql stable as $$
-  select case
-    when p_root_id is null or not exists (select 1 from app.content_roots r where r.id = p_root_id and r.deleted_at is null) then 'idea'
-    when count(i.id) = 0 then 'draft'
-    when bool_or(i.status = 'failed') then 'failed'
-    when bool_or(i.status = 'pending_approval') then 'pending_approval'
-    when bool_or(i.status = 'rejected') then 'rejected'
-    when bool_and(i.status = 'sent') then 'sent'
-    when bool_and(i.status in ('scheduled', 'sent')) then 'scheduled'
-    when bool_and(i.status = 'cancelled') then 'cancelled'
-    else 'draft' end
+  select app.workbench_status_of(exists (select 1 from app.content_roots r where r.id = p_root_id and r.deleted_at is null),
+    count(i.id), bool_or(i.status = 'failed'), bool_or(i.status = 'pending_approval'), bool_or(i.status = 'rejected'),
+    bool_and(i.status = 'sent'), bool_and(i.status in ('scheduled', 'sent')), bool_and(i.status = 'cancelled'))
   from app.content_items i
   where i.root_id = p_root_id and i.deleted_at is null
 $$;
-comment on function app.workbench_row_status(uuid) is 'A workbench row''s status from its root''s live editions: idea (no content), draft, pending_approval, rejected, scheduled (every edition scheduled or sent), sent, failed, cancelled.';
+comment on function app.workbench_row_status(uuid) is 'The derived status of the row backed by this content root (app.workbench_status_of over its live editions).';
 
-create function app.workbench_row_json(w app.workbench_rows) returns jsonb
+-- Rows as the API answers them (WorkbenchRow), in the order of the ids, in
+-- one statement: a page of 2,000 rows evaluates the tenant policies once.
+create function app.workbench_rows_json(p_ids uuid[]) returns jsonb
 language sql stable as $$
-  select jsonb_build_object(
+  select coalesce(jsonb_agg(jsonb_build_object(
     'id', w.id, 'pageId', w.page_id, 'sectionId', w.section_id, 'position', w.position,
     'title', w.title, 'notes', w.notes,
     'scheduledAt', coalesce(to_jsonb(w.planned_at), to_jsonb(w.planned_on::text)),
     'contentRootId', r.id,
     'caption', r.caption,
-    'mediaIds', coalesce((select jsonb_agg(m.media_id order by m.position) from app.content_root_media m where m.root_id = r.id), '[]'),
-    'channels', coalesce((select jsonb_agg(i.integration_id order by g.created_at, g.id) from app.content_items i
-                          join app.integrations g on g.id = i.integration_id
-                          where i.root_id = r.id and i.deleted_at is null), '[]'),
-    'editions', coalesce((select jsonb_agg(app.content_edition_json(i) order by g.created_at, g.id) from app.content_items i
-                          join app.integrations g on g.id = i.integration_id
-                          where i.root_id = r.id and i.deleted_at is null), '[]'),
-    'tagIds', coalesce((select jsonb_agg(t.tag_id order by t.tag_id) from app.content_root_tags t where t.root_id = r.id), '[]'),
-    'pillarId', (select p.pillar_id from app.content_root_pillars p where p.root_id = r.id order by p.created_at, p.pillar_id limit 1),
-    'formatId', (select f.format_id from app.content_root_formats f where f.root_id = r.id order by f.created_at, f.format_id limit 1),
+    'mediaIds', coalesce(media.ids, '[]'),
+    'channels', coalesce(ed.channels, '[]'),
+    'editions', coalesce(ed.editions, '[]'),
+    'tagIds', coalesce(tags.ids, '[]'),
+    'pillarId', pillar.id,
+    'formatId', format.id,
     'campaignId', r.campaign_id,
-    'status', app.workbench_row_status(r.id),
-    'createdAt', w.created_at, 'updatedAt', w.updated_at)
-  from (select 1) one
-  left join app.content_roots r on r.id = w.content_root_id and r.deleted_at is null
-$$;
-comment on function app.workbench_row_json(app.workbench_rows) is 'A workbench row as the API answers it (WorkbenchRow): its own fields and its root''s caption, media, channels, editions, planning metadata and derived status.';
-
-create function app.workbench_rows_json(p_ids uuid[]) returns jsonb
-language sql stable as $$
-  select coalesce(jsonb_agg(app.workbench_row_json(w) order by x.n), '[]')
+    'status', app.workbench_status_of(r.id is not null, ed.n, ed.any_failed, ed.any_pending, ed.any_rejected, ed.all_sent,
+                                      ed.all_scheduled_or_sent, ed.all_cancelled),
+    'createdAt', w.created_at, 'updatedAt', w.updated_at) order by x.n), '[]')
   from unnest(p_ids) with ordinality x (id, n)
   join app.workbench_rows w on w.id = x.id
+  left join app.content_roots r on r.id = w.content_root_id and r.deleted_at is null
+  left join lateral (select jsonb_agg(m.media_id order by m.position) ids from app.content_root_media m where m.root_id = r.id) media on true
+  left join lateral (
+    select count(*) n,
+      jsonb_agg(i.integration_id order by g.created_at, g.id) channels,
+      jsonb_agg(app.content_edition_json(i) order by g.created_at, g.id) editions,
+      bool_or(i.status = 'failed') any_failed, bool_or(i.status = 'pending_approval') any_pending,
+      bool_or(i.status = 'rejected') any_rejected, bool_and(i.status = 'sent') all_sent,
+      bool_and(i.status in ('scheduled', 'sent')) all_scheduled_or_sent, bool_and(i.status = 'cancelled') all_cancelled
+    from app.content_items i join app.integrations g on g.id = i.integration_id
+    where i.root_id = r.id and i.deleted_at is null) ed on true
+  left join lateral (select jsonb_agg(t.tag_id order by t.tag_id) ids from app.content_root_tags t where t.root_id = r.id) tags on true
+  left join lateral (select p.pillar_id id from app.content_root_pillars p where p.root_id = r.id order by p.created_at, p.pillar_id limit 1) pillar on true
+  left join lateral (select f.format_id id from app.content_root_formats f where f.root_id = r.id order by f.created_at, f.format_id limit 1) format on true
 $$;
-comment on function app.workbench_rows_json(uuid[]) is 'Workbench rows as JSON, in the order of the ids given.';
+comment on function app.workbench_rows_json(uuid[]) is 'Workbench rows as the API answers them (WorkbenchRow), in the order of the ids given: their own fields and their root''s caption, media, channels, editions, planning metadata and derived status, in one statement.';
+
+-- Bulk results: each successful item's rowId replaced by the row's JSON, all rows in one statement.
+create function app.workbench_fill_rows(p_results jsonb[]) returns jsonb
+language sql stable as $$
+  with made as (
+    select j ->> 'id' as id, j
+    from jsonb_array_elements(app.workbench_rows_json(
+      array(select (r ->> 'rowId')::uuid from unnest(p_results) r where r ? 'rowId'))) j)
+  select coalesce(jsonb_agg(case when u.r ? 'rowId' then (u.r - 'rowId') || jsonb_build_object('row', made.j) else u.r end order by u.n), '[]')
+  from unnest(p_results) with ordinality u (r, n)
+  left join made on made.id = u.r ->> 'rowId'
+$$;
+comment on function app.workbench_fill_rows(jsonb[]) is 'The results of a bulk operation with each rowId replaced by the row as the API answers it, built in one statement.';
+
+create function app.workbench_row_json(w app.workbench_rows) returns jsonb
+language sql stable as $$ select app.workbench_rows_json(array[w.id]) -> 0 $$;
+comment on function app.workbench_row_json(app.workbench_rows) is 'One workbench row as the API answers it (app.workbench_rows_json).';
 
 create function app.workbench_section_json(s app.workbench_sections) returns jsonb
 language sql stable as $$
@@ -798,13 +831,19 @@ begin
     from app.workbench_rows w
     join app.workbench_sections s on s.id = w.section_id
     join app.workbench_pages p on p.id = w.page_id
+    left join app.content_roots r on r.id = w.content_root_id and r.deleted_at is null
+    left join lateral (
+      select count(*) n, bool_or(i.status = 'failed') any_failed, bool_or(i.status = 'pending_approval') any_pending,
+        bool_or(i.status = 'rejected') any_rejected, bool_and(i.status = 'sent') all_sent,
+        bool_and(i.status in ('scheduled', 'sent')) all_scheduled_or_sent, bool_and(i.status = 'cancelled') all_cancelled
+      from app.content_items i where i.root_id = r.id and i.deleted_at is null and v_status is not null) st on true
     where w.workspace_id = app.current_workspace_id()
       and (v_page is null or w.page_id = v_page)
       and (v_section is null or w.section_id = v_section)
-      and (v_status is null or app.workbench_row_status(w.content_root_id) = v_status)
-      and (v_channel is null or exists (select 1 from app.content_items i join app.content_roots r on r.id = i.root_id
-                                        where i.root_id = w.content_root_id and r.deleted_at is null
-                                          and i.deleted_at is null and i.integration_id = v_channel))
+      and (v_status is null or app.workbench_status_of(r.id is not null, st.n, st.any_failed, st.any_pending, st.any_rejected,
+                                                        st.all_sent, st.all_scheduled_or_sent, st.all_cancelled) = v_status)
+      and (v_channel is null or exists (select 1 from app.content_items i
+                                        where i.root_id = r.id and i.deleted_at is null and i.integration_id = v_channel))
       and (v_tag is null or exists (select 1 from app.content_root_tags t where t.root_id = w.content_root_id and t.tag_id = v_tag))
       and (v_from is null or coalesce(w.planned_at, (w.planned_on + time '23:59:59.999') at time zone v_tz) >= v_from)
       and (v_to is null or coalesce(w.planned_at, w.planned_on::timestamp at time zone v_tz) < v_to)
@@ -862,7 +901,7 @@ declare
   v_n int := 0;
   v_k int;
   v app.workbench_rows;
-  v_results jsonb := '[]';
+  v_results jsonb[] := '{}';
   v_ok int := 0;
   v_state text; v_msg text; v_detail text; v_hint text;
 begin
@@ -888,16 +927,16 @@ begin
       v_k := (v_used ->> v_sid::text)::int;
       v_used := jsonb_set(v_used, array[v_sid::text], to_jsonb(v_k + 1));
       v := app.workbench_insert_row(s, v_keys -> v_sid::text ->> v_k, v_item);
-      v_results := v_results || jsonb_build_object('index', v_n, 'ok', true, 'row', app.workbench_row_json(v), 'error', null);
+      v_results := array_append(v_results, jsonb_build_object('index', v_n, 'ok', true, 'rowId', v.id, 'error', null));
       v_ok := v_ok + 1;
     exception when others then
       get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail, v_hint = pg_exception_hint;
-      v_results := v_results || jsonb_build_object('index', v_n, 'ok', false, 'row', null,
-        'error', app.workbench_error_json(v_state, v_msg, v_detail, v_hint));
+      v_results := array_append(v_results, jsonb_build_object('index', v_n, 'ok', false, 'row', null,
+        'error', app.workbench_error_json(v_state, v_msg, v_detail, v_hint)));
     end;
     v_n := v_n + 1;
   end loop;
-  return jsonb_build_object('succeeded', v_ok, 'failed', v_n - v_ok, 'results', v_results);
+  return jsonb_build_object('succeeded', v_ok, 'failed', v_n - v_ok, 'results', app.workbench_fill_rows(v_results));
 end
 $$;
 comment on function api.bulk_create_workbench_rows(jsonb) is 'Serves POST /v2/workspaces/{workspaceId}/workbench/rows/bulk-create (bulkCreateWorkbenchRows_v2). Creates up to 1,000 rows, each as createWorkbenchRow_v2 would, appended to their sections in request order; each row is created or answered with its own error (partial success). Requires the editor role.';
@@ -922,23 +961,23 @@ declare
   v_n int := 0;
   v_ok int := 0;
   v app.workbench_rows;
-  v_results jsonb := '[]';
+  v_results jsonb[] := '{}';
   v_state text; v_msg text; v_detail text; v_hint text;
 begin
   perform app.require_role('editor');
   for v_item in select e from jsonb_array_elements(p_body -> 'rows') e loop
     begin
       v := app.workbench_update_row((v_item ->> 'id')::uuid, v_item - 'id');
-      v_results := v_results || jsonb_build_object('index', v_n, 'id', v_item ->> 'id', 'ok', true, 'row', app.workbench_row_json(v), 'error', null);
+      v_results := array_append(v_results, jsonb_build_object('index', v_n, 'id', v_item ->> 'id', 'ok', true, 'rowId', v.id, 'error', null));
       v_ok := v_ok + 1;
     exception when others then
       get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail, v_hint = pg_exception_hint;
-      v_results := v_results || jsonb_build_object('index', v_n, 'id', v_item ->> 'id', 'ok', false, 'row', null,
-        'error', app.workbench_error_json(v_state, v_msg, v_detail, v_hint));
+      v_results := array_append(v_results, jsonb_build_object('index', v_n, 'id', v_item ->> 'id', 'ok', false, 'row', null,
+        'error', app.workbench_error_json(v_state, v_msg, v_detail, v_hint)));
     end;
     v_n := v_n + 1;
   end loop;
-  return jsonb_build_object('succeeded', v_ok, 'failed', v_n - v_ok, 'results', v_results);
+  return jsonb_build_object('succeeded', v_ok, 'failed', v_n - v_ok, 'results', app.workbench_fill_rows(v_results));
 end
 $$;
 comment on function api.bulk_update_workbench_rows(jsonb) is 'Serves POST /v2/workspaces/{workspaceId}/workbench/rows/bulk-update (bulkUpdateWorkbenchRows_v2). Changes up to 1,000 rows, each as updateWorkbenchRow_v2 would; one result per row (partial success). Requires the editor role.';
@@ -962,23 +1001,23 @@ declare
   v_id uuid;
   v_n int := 0;
   v_ok int := 0;
-  v_results jsonb := '[]';
+  v_results jsonb[] := '{}';
   v_state text; v_msg text; v_detail text; v_hint text;
 begin
   perform app.require_role('editor');
   for v_id in select (e #>> '{}')::uuid from jsonb_array_elements(p_body -> 'rowIds') e loop
     begin
       perform api.delete_workbench_row(v_id);
-      v_results := v_results || jsonb_build_object('index', v_n, 'id', v_id, 'ok', true, 'error', null);
+      v_results := array_append(v_results, jsonb_build_object('index', v_n, 'id', v_id, 'ok', true, 'error', null));
       v_ok := v_ok + 1;
     exception when others then
       get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail, v_hint = pg_exception_hint;
-      v_results := v_results || jsonb_build_object('index', v_n, 'id', v_id, 'ok', false,
-        'error', app.workbench_error_json(v_state, v_msg, v_detail, v_hint));
+      v_results := array_append(v_results, jsonb_build_object('index', v_n, 'id', v_id, 'ok', false,
+        'error', app.workbench_error_json(v_state, v_msg, v_detail, v_hint)));
     end;
     v_n := v_n + 1;
   end loop;
-  return jsonb_build_object('succeeded', v_ok, 'failed', v_n - v_ok, 'results', v_results);
+  return jsonb_build_object('succeeded', v_ok, 'failed', v_n - v_ok, 'results', app.workbench_fill_rows(v_results));
 end
 $$;
 comment on function api.bulk_delete_workbench_rows(jsonb) is 'Serves POST /v2/workspaces/{workspaceId}/workbench/rows/bulk-delete (bulkDeleteWorkbenchRows_v2). Removes up to 1,000 rows; one result per id (partial success); content stays. Requires the editor role.';
@@ -1061,7 +1100,7 @@ declare
   v_keys text[];
   v_n int := 0;
   v_ok int := 0;
-  v_results jsonb := '[]';
+  v_results jsonb[] := '{}';
   v_row app.workbench_rows;
   v_existing uuid;
   v_at timestamptz;
@@ -1102,18 +1141,18 @@ begin
       values (s.organization_id, s.workspace_id, s.page_id, s.id, v_keys[v_n + 1],
               left(coalesce(v_root.organizational_title, v_root.title), 500), v_at, v_root.id, app.current_user_id())
       returning * into v_row;
-      v_results := v_results || (v_ref || jsonb_build_object('index', v_n, 'ok', true, 'row', app.workbench_row_json(v_row), 'error', null));
+      v_results := array_append(v_results, (v_ref || jsonb_build_object('index', v_n, 'ok', true, 'rowId', v_row.id, 'error', null)));
       v_ok := v_ok + 1;
     exception when others then
       get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail, v_hint = pg_exception_hint;
-      v_results := v_results || (v_ref || jsonb_build_object('index', v_n, 'ok', false, 'row', null,
-        'error', app.workbench_error_json(v_state, v_msg, v_detail, v_hint)));
+      v_results := array_append(v_results, (v_ref || jsonb_build_object('index', v_n, 'ok', false, 'row', null,
+        'error', app.workbench_error_json(v_state, v_msg, v_detail, v_hint))));
     end;
     v_root := null;
     v_existing := null;
     v_n := v_n + 1;
   end loop;
-  return jsonb_build_object('succeeded', v_ok, 'failed', v_n - v_ok, 'results', v_results);
+  return jsonb_build_object('succeeded', v_ok, 'failed', v_n - v_ok, 'results', app.workbench_fill_rows(v_results));
 end
 $$;
 comment on function api.pull_content_into_workbench(jsonb) is 'Serves POST /v2/workspaces/{workspaceId}/workbench/rows/pull (pullContentIntoWorkbench_v2). Makes a row at the end of a section for each content root (rootIds) or edition''s root (contentIds) made through /v1; one result per reference (partial success): 404 NOT_FOUND, 409 ALREADY_IN_WORKBENCH (a root has at most one row). Requires the editor role.';

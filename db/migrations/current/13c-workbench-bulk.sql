@@ -20,7 +20,8 @@ declare
   v_item app.content_items;
   v_n int := 0;
   v_row_results jsonb;
-  v_results jsonb := '[]';
+  v_results jsonb[] := '{}';
+  v_e jsonb;
   v_failed boolean;
   v_rows_ok int := 0;
   v_channels_ok int := 0;
@@ -84,11 +85,13 @@ begin
     end if;
     v_channels_ok := v_channels_ok + (select count(*) from jsonb_array_elements(v_row_results) r where r ->> 'outcome' in ('scheduled', 'valid'));
     v_channels_failed := v_channels_failed + (select count(*) from jsonb_array_elements(v_row_results) r where r ->> 'outcome' = 'failed');
-    v_results := v_results || v_row_results;
+    for v_e in select jsonb_array_elements(v_row_results) loop
+      v_results := array_append(v_results, v_e);
+    end loop;
     v_n := v_n + 1;
   end loop;
   return jsonb_build_object('dryRun', p_dry_run, 'rows', v_n, 'rowsOk', v_rows_ok, 'rowsFailed', v_n - v_rows_ok,
-    'channelsOk', v_channels_ok, 'channelsFailed', v_channels_failed, 'results', v_results);
+    'channelsOk', v_channels_ok, 'channelsFailed', v_channels_failed, 'results', to_jsonb(v_results));
 end
 $$;
 comment on function api.schedule_workbench_rows(jsonb, boolean) is 'Serves POST /v2/workspaces/{workspaceId}/workbench/schedule and /schedule/validate (scheduleWorkbenchRows_v2, validateWorkbenchSchedule_v2). For up to 1,000 rows, schedules each edition of the row''s root at the row''s date and time through api.schedule_content, one result per row and channel; a row is scheduled whole or not at all (its own error: 404 NOT_FOUND, 400 ROW_HAS_NO_CONTENT, ROW_TIME_REQUIRED, ROW_HAS_NO_CHANNELS, or each channel''s error from the content rules). The dry run runs the same path in a subtransaction rolled back, so it answers what scheduling would, writing nothing. Requires the editor role.';
@@ -144,10 +147,16 @@ begin
         coalesce((select c.name from app.campaigns c where c.id = r.campaign_id), ''),
         coalesce((select string_agg(m.media_id::text, '; ' order by m.position) from app.content_root_media m where m.root_id = r.id), ''),
         coalesce(w.notes, ''),
-        app.workbench_row_status(r.id)) order by s.position, w.position)
+        app.workbench_status_of(r.id is not null, st.n, st.any_failed, st.any_pending, st.any_rejected, st.all_sent,
+                                st.all_scheduled_or_sent, st.all_cancelled)) order by s.position, w.position)
       from app.workbench_rows w
       join app.workbench_sections s on s.id = w.section_id
       left join app.content_roots r on r.id = w.content_root_id and r.deleted_at is null
+      left join lateral (
+        select count(*) n, bool_or(i.status = 'failed') any_failed, bool_or(i.status = 'pending_approval') any_pending,
+          bool_or(i.status = 'rejected') any_rejected, bool_and(i.status = 'sent') all_sent,
+          bool_and(i.status in ('scheduled', 'sent')) all_scheduled_or_sent, bool_and(i.status = 'cancelled') all_cancelled
+        from app.content_items i where i.root_id = r.id and i.deleted_at is null) st on true
       where w.page_id = v.id), '[]'));
 end
 $$;
@@ -262,9 +271,9 @@ declare
   v_section uuid;
   v_default_section uuid;
   v_new_sections jsonb := '[]';
-  v_plan jsonb := '[]';
-  v_seen jsonb := '[]';
-  v_results jsonb := '[]';
+  v_plan jsonb[] := '{}';
+  v_warnings_by_line jsonb;
+  v_results jsonb[] := '{}';
   v_keys jsonb := '{}';
   v_used jsonb := '{}';
   v_created uuid[] := '{}';
@@ -276,7 +285,6 @@ declare
   v_k int;
   v_report jsonb;
   v_err jsonb;
-  v_at timestamptz;
   v_state text; v_msg text; v_detail text; v_hint text;
 begin
   perform app.require_role('editor');
@@ -385,48 +393,55 @@ begin
           end if;
           v_section := v_default_section;
         end if;
-        -- Possible duplicates: the same caption on a same channel within 24 hours,
-        -- earlier in this file or in the workspace's content.
-        if jsonb_array_length(v_errors) = 0 and v_body ->> 'caption' is not null and v_body ? 'scheduledAt'
-           and jsonb_array_length(coalesce(v_body -> 'channels', '[]')) > 0 then
-          select coalesce(x.planned_at, x.planned_on::timestamp at time zone v_tz) into v_at
-          from app.workbench_planned(v_body ->> 'scheduledAt') x;
-          v_warnings := v_warnings || coalesce((
-            select jsonb_agg(jsonb_build_object('code', 'possible_duplicate', 'line', (s ->> 'line')::int, 'contentId', null,
-              'message', format('same caption on a same channel within 24 hours as line %s', s ->> 'line')))
-            from jsonb_array_elements(v_seen) s
-            where s ->> 'caption' = lower(btrim(v_body ->> 'caption'))
-              and abs(extract(epoch from (s ->> 'at')::timestamptz - v_at)) < 86400
-              and exists (select 1 from jsonb_array_elements_text(s -> 'channels') a
-                          join jsonb_array_elements_text(v_body -> 'channels') b on a = b)), '[]');
-          v_warnings := v_warnings || coalesce((
-            select jsonb_agg(jsonb_build_object('code', 'possible_duplicate', 'line', null, 'contentId', i.id,
-              'message', 'same caption on a same channel within 24 hours as existing content'))
-            from app.content_items i join app.content_roots cr on cr.id = i.root_id
-            where i.workspace_id = v_page.workspace_id and i.deleted_at is null and cr.deleted_at is null
-              and i.integration_id in (select x::uuid from jsonb_array_elements_text(v_body -> 'channels') x)
-              and coalesce(i.scheduled_at, i.intended_publish_at) between v_at - interval '24 hours' and v_at + interval '24 hours'
-              and lower(btrim(coalesce(i.caption, cr.caption))) = lower(btrim(v_body ->> 'caption'))), '[]');
-          v_seen := v_seen || jsonb_build_object('line', v_line -> 'line', 'caption', lower(btrim(v_body ->> 'caption')),
-            'at', v_at, 'channels', v_body -> 'channels');
-        end if;
       end if;
-      v_plan := v_plan || jsonb_build_object('line', v_line -> 'line', 'sectionId', v_section, 'body', v_body,
-        'errors', v_errors, 'warnings', v_warnings);
+      v_plan := array_append(v_plan, jsonb_build_object('line', v_line -> 'line', 'sectionId', v_section, 'body', v_body,
+        'errors', v_errors));
     end loop;
 
+    -- Possible duplicates, in one pass: the same caption (trimmed, any case) on a
+    -- same channel within 24 hours of an earlier line, or of the workspace's content.
+    with cand as (
+      select u.n, (u.p ->> 'line')::int as line, lower(btrim(u.p -> 'body' ->> 'caption')) as cap, ch::uuid as ch,
+             coalesce(pl.planned_at, pl.planned_on::timestamp at time zone v_tz) as at
+      from unnest(v_plan) with ordinality u (p, n)
+      cross join lateral app.workbench_planned(u.p -> 'body' ->> 'scheduledAt') pl
+      cross join lateral jsonb_array_elements_text(coalesce(u.p -> 'body' -> 'channels', '[]')) ch
+      where jsonb_array_length(u.p -> 'errors') = 0 and u.p -> 'body' ->> 'caption' is not null and u.p -> 'body' ? 'scheduledAt'),
+    existing as (
+      select i.id, i.integration_id, lower(btrim(coalesce(i.caption, cr.caption))) as cap,
+             coalesce(i.scheduled_at, i.intended_publish_at) as at
+      from app.content_items i join app.content_roots cr on cr.id = i.root_id
+      where i.workspace_id = v_page.workspace_id and i.deleted_at is null and cr.deleted_at is null
+        and coalesce(i.scheduled_at, i.intended_publish_at) is not null),
+    hits as (
+      select distinct on (b.n, a.line) b.n, 0 as kind, a.line as sort,
+        jsonb_build_object('code', 'possible_duplicate', 'line', a.line, 'contentId', null,
+          'message', format('same caption on a same channel within 24 hours as line %s', a.line)) as w
+      from cand a join cand b on b.cap = a.cap and b.ch = a.ch and a.n < b.n and abs(extract(epoch from b.at - a.at)) < 86400
+      union all
+      select distinct on (c.n, e.id) c.n, 1, 0,
+        jsonb_build_object('code', 'possible_duplicate', 'line', null, 'contentId', e.id,
+          'message', 'same caption on a same channel within 24 hours as existing content')
+      from cand c join existing e on e.cap = c.cap and e.integration_id = c.ch
+        and e.at between c.at - interval '24 hours' and c.at + interval '24 hours')
+    select jsonb_object_agg(n::text, ws) into v_warnings_by_line
+    from (select n, jsonb_agg(w order by kind, sort) ws from hits group by n) g;
+
     -- Keys at the end of each section, for the lines that may become rows.
-    for v_section in select distinct (p ->> 'sectionId')::uuid from jsonb_array_elements(v_plan) p
+    for v_section in select distinct (p ->> 'sectionId')::uuid from unnest(v_plan) p
                      where jsonb_array_length(p -> 'errors') = 0 order by 1 loop
       perform app.workbench_lock(v_section);
       v_keys := v_keys || jsonb_build_object(v_section::text, to_jsonb(app.workbench_append_keys('rows', v_section,
-        (select count(*)::int from jsonb_array_elements(v_plan) p where jsonb_array_length(p -> 'errors') = 0 and (p ->> 'sectionId')::uuid = v_section))));
+        (select count(*)::int from unnest(v_plan) p where jsonb_array_length(p -> 'errors') = 0 and (p ->> 'sectionId')::uuid = v_section))));
       v_used := v_used || jsonb_build_object(v_section::text, 0);
     end loop;
 
     -- Pass 2: each line through the row path (content rules included), in its own subtransaction.
-    for v_p in select p from jsonb_array_elements(v_plan) p loop
+    v_i := 0;
+    foreach v_p in array v_plan loop
+      v_i := v_i + 1;
       v_errors := v_p -> 'errors';
+      v_warnings := coalesce(v_warnings_by_line -> v_i::text, '[]');
       v_row := null;
       if jsonb_array_length(v_errors) = 0 then
         begin
@@ -447,16 +462,16 @@ begin
       else
         v_bad := v_bad + 1;
       end if;
-      if jsonb_array_length(v_p -> 'warnings') > 0 then
+      if jsonb_array_length(v_warnings) > 0 then
         v_dupes := v_dupes + 1;
       end if;
-      v_results := v_results || jsonb_build_object('line', v_p -> 'line', 'ok', jsonb_array_length(v_errors) = 0,
-        'rowId', case when not v_dry then v_row.id end, 'errors', v_errors, 'warnings', v_p -> 'warnings');
+      v_results := array_append(v_results, jsonb_build_object('line', v_p -> 'line', 'ok', jsonb_array_length(v_errors) = 0,
+        'rowId', case when not v_dry then v_row.id end, 'errors', v_errors, 'warnings', v_warnings));
     end loop;
 
     v_report := jsonb_build_object('dryRun', v_dry, 'allowPartial', v_partial, 'lines', v_ok + v_bad,
       'valid', v_ok, 'invalid', v_bad, 'imported', case when v_dry or (v_bad > 0 and not v_partial) then 0 else v_ok end,
-      'possibleDuplicates', v_dupes, 'newSections', v_new_sections, 'ignoredColumns', v_ignored, 'results', v_results);
+      'possibleDuplicates', v_dupes, 'newSections', v_new_sections, 'ignoredColumns', v_ignored, 'results', to_jsonb(v_results));
     if v_dry or (v_bad > 0 and not v_partial) then
       raise exception using errcode = 'ZW001', message = 'workbench import dry run or refused: roll back';
     end if;
@@ -468,7 +483,7 @@ begin
       format('%s of %s lines have errors; nothing was imported. Fix them, or send allowPartial to import the valid lines.', v_bad, v_ok + v_bad),
       jsonb_build_object('invalid', v_bad, 'valid', v_ok,
         'lines', (select coalesce(jsonb_agg(q.x), '[]')
-                  from (select x from jsonb_array_elements(v_results) x where not (x ->> 'ok')::boolean limit 100) q)));
+                  from (select x from unnest(v_results) x where not (x ->> 'ok')::boolean limit 100) q)));
   end if;
   return v_report;
 end
@@ -479,7 +494,8 @@ select app.harden_api_functions();
 
 grant execute on function
   app.workbench_error_json(text, text, text, text), app.workbench_planned(text), app.workbench_row_status(uuid),
-  app.workbench_row_json(app.workbench_rows), app.workbench_rows_json(uuid[]), app.workbench_section_json(app.workbench_sections),
+  app.workbench_status_of(boolean, bigint, boolean, boolean, boolean, boolean, boolean, boolean),
+  app.workbench_row_json(app.workbench_rows), app.workbench_rows_json(uuid[]), app.workbench_fill_rows(jsonb[]), app.workbench_section_json(app.workbench_sections),
   app.workbench_page_json(app.workbench_pages), app.workbench_page_for_update(uuid), app.workbench_section_for_update(uuid),
   app.workbench_row_for_update(uuid), app.workbench_rebalance(text, uuid), app.workbench_neighbours(text, uuid, uuid, uuid, uuid),
   app.workbench_slot(text, uuid, uuid, uuid, uuid), app.workbench_append_keys(text, uuid, int),
