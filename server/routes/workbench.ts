@@ -1,4 +1,5 @@
-import type { SerializableValue } from 'slonik';
+import type { DatabaseTransactionConnection, SerializableValue } from 'slonik';
+import type { Config } from '../config.ts';
 import { sql } from '../db/pool.ts';
 import type { RouteTable, TransactionalRoute } from '../http/pipeline.ts';
 import type { ItemsPage, ResponseData, ResponseMeta } from '../http/types.ts';
@@ -11,6 +12,14 @@ import { csvFilename, parseCsv, writeCsv, type ParsedCsv } from '../workbench/cs
 // (server/workbench/csv.ts), outside the transaction.
 const json = (value: SerializableValue | undefined) => sql.jsonb(value ?? {});
 
+/**
+ * The bulk calls (1,000 rows, 10,000 CSV lines) run one statement that may
+ * take longer than the pool's 30 s: their own bound, transaction-local.
+ */
+async function bulkTimeout(ctx: { tx: DatabaseTransactionConnection; config: Config }) {
+  await ctx.tx.query(sql.unsafe`select set_config('statement_timeout', ${String(ctx.config.WORKBENCH_BULK_TIMEOUT_MS)}, true)`);
+}
+
 type ExportRecords = { pageId: string; pageName: string; timeZone: string; header: string[]; records: unknown[][] };
 
 /** The lines of a parsed file and the options, as api.import_workbench_csv takes them. */
@@ -20,16 +29,20 @@ const importBody = (parsed: ParsedCsv, dryRun: boolean, allowPartial: boolean | 
 // Both import operations parse the file before the transaction opens.
 const validateImport: TransactionalRoute<'validateWorkbenchCsvImport_v2', ParsedCsv> = {
   prepare: async ({ body }) => parseCsv(body.csv),
-  handle: async ({ call, params, body, prepared }) => ({
-    data: await call(sql.fragment`api.import_workbench_csv(${params.pageId}::uuid, ${importBody(prepared, true, body.allowPartial)})`),
-  }),
+  handle: async (ctx) => {
+    await bulkTimeout(ctx);
+    return { data: await ctx.call(sql.fragment`api.import_workbench_csv(${ctx.params.pageId}::uuid, ${importBody(ctx.prepared, true, ctx.body.allowPartial)})`) };
+  },
 };
 const commitImport: TransactionalRoute<'importWorkbenchCsv_v2', ParsedCsv> = {
   prepare: async ({ body }) => parseCsv(body.csv),
-  handle: async ({ call, params, body, prepared }) => ({
-    status: 201,
-    data: await call(sql.fragment`api.import_workbench_csv(${params.pageId}::uuid, ${importBody(prepared, false, body.allowPartial)})`),
-  }),
+  handle: async (ctx) => {
+    await bulkTimeout(ctx);
+    return {
+      status: 201,
+      data: await ctx.call(sql.fragment`api.import_workbench_csv(${ctx.params.pageId}::uuid, ${importBody(ctx.prepared, false, ctx.body.allowPartial)})`),
+    };
+  },
 };
 
 export const workbenchRoutes = {
@@ -124,10 +137,16 @@ export const workbenchRoutes = {
     handle: async ({ call, body }) => ({ status: 201, data: await call(sql.fragment`api.create_workbench_row(${json(body)})`) }),
   },
   bulkCreateWorkbenchRows_v2: {
-    handle: async ({ call, body }) => ({ data: await call(sql.fragment`api.bulk_create_workbench_rows(${json(body)})`) }),
+    handle: async (ctx) => {
+      await bulkTimeout(ctx);
+      return { data: await ctx.call(sql.fragment`api.bulk_create_workbench_rows(${json(ctx.body)})`) };
+    },
   },
   bulkUpdateWorkbenchRows_v2: {
-    handle: async ({ call, body }) => ({ data: await call(sql.fragment`api.bulk_update_workbench_rows(${json(body)})`) }),
+    handle: async (ctx) => {
+      await bulkTimeout(ctx);
+      return { data: await ctx.call(sql.fragment`api.bulk_update_workbench_rows(${json(ctx.body)})`) };
+    },
   },
   bulkDeleteWorkbenchRows_v2: {
     handle: async ({ call, body }) => ({ data: await call(sql.fragment`api.bulk_delete_workbench_rows(${json(body)})`) }),
@@ -152,9 +171,15 @@ export const workbenchRoutes = {
   },
   // Bulk scheduling: one call of the expensive class, however many rows.
   validateWorkbenchSchedule_v2: {
-    handle: async ({ call, body }) => ({ data: await call(sql.fragment`api.schedule_workbench_rows(${json(body)}, true)`) }),
+    handle: async (ctx) => {
+      await bulkTimeout(ctx);
+      return { data: await ctx.call(sql.fragment`api.schedule_workbench_rows(${json(ctx.body)}, true)`) };
+    },
   },
   scheduleWorkbenchRows_v2: {
-    handle: async ({ call, body }) => ({ data: await call(sql.fragment`api.schedule_workbench_rows(${json(body)}, false)`) }),
+    handle: async (ctx) => {
+      await bulkTimeout(ctx);
+      return { data: await ctx.call(sql.fragment`api.schedule_workbench_rows(${json(ctx.body)}, false)`) };
+    },
   },
 } satisfies Partial<RouteTable>;
