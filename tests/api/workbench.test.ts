@@ -396,6 +396,27 @@ describe('CSV', () => {
   });
 });
 
+describe('audit', () => {
+  it('writes one audit row per /v2 call, refusals and unknown /v2 routes included', async () => {
+    const rid = `wb-audit-${Date.now()}`;
+    const ok = await api.get(`${wb}/pages`, { token: owner.token, headers: { 'x-request-id': `${rid}-ok` } });
+    expect(ok.status).toBe(200);
+    const refused = await api.post(`${wb}/schedule`, { rowIds: ['not-a-uuid'] }, { token: owner.token, headers: { 'x-request-id': `${rid}-bad` } });
+    expect(refused.status).toBe(400);
+    const unknown = await api.get(`${wb}/nothing-here`, { token: owner.token, headers: { 'x-request-id': `${rid}-404` }, unchecked: true });
+    expect(unknown.status).toBe(404);
+    const rows = await server.owner.query(
+      `select request_id, method, route, status, error_code, workspace_id from audit.api_calls where request_id like $1 order by request_id`,
+      [`${rid}-%`],
+    );
+    expect(rows.rows).toEqual([
+      { request_id: `${rid}-404`, method: 'GET', route: null, status: 404, error_code: 'NOT_FOUND', workspace_id: null },
+      { request_id: `${rid}-bad`, method: 'POST', route: '/v2/workspaces/{workspaceId}/workbench/schedule', status: 400, error_code: 'VALIDATION_FAILED', workspace_id: owner.workspaceId },
+      { request_id: `${rid}-ok`, method: 'GET', route: '/v2/workspaces/{workspaceId}/workbench/pages', status: 200, error_code: null, workspace_id: owner.workspaceId },
+    ]);
+  });
+});
+
 describe('ordering under concurrency', () => {
   it('concurrent moves never lose or duplicate a position', async () => {
     const p = await newPage('Race', ['A', 'B']);
