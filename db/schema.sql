@@ -7287,6 +7287,10 @@ CREATE OR REPLACE FUNCTION app.tg_workbench_rows_same_workspace()
  LANGUAGE plpgsql
 AS $function$
 begin
+  if tg_op = 'UPDATE' and new.workspace_id = old.workspace_id and new.section_id = old.section_id
+     and new.content_root_id is not distinct from old.content_root_id then
+    return new;
+  end if;
   if not exists (select 1 from app.workbench_sections s where s.id = new.section_id and s.workspace_id = new.workspace_id) then
     perform app.raise(404, 'NOT_FOUND', 'No workbench section with this id in this workspace.', jsonb_build_object('id', new.section_id));
   end if;
@@ -7551,33 +7555,23 @@ declare
   v_root app.content_roots;
   v_planning jsonb := app.workbench_planning_body(p_body);
   v_channels uuid[] := coalesce(app.jsonb_uuids(p_body -> 'channels'), '{}');
-  v_has_content boolean;
-  v_created jsonb;
   v_item app.content_items;
   v_id uuid;
   v_i int;
   v_platform text;
 begin
+  if p_row.content_root_id is not null then
+    select * into v_root from app.content_roots where id = p_row.content_root_id and deleted_at is null for update;
+  end if;
+  if v_root.id is null then
+    v_id := app.workbench_first_content(p_row.title, p_row.planned_at, p_body);
+    if v_id is not null then
+      update app.workbench_rows set content_root_id = v_id where id = p_row.id returning * into p_row;
+    end if;
+    return p_row;
+  end if;
   if p_body ? 'channels' then
     perform app.raise_field_problems(app.workbench_channel_problems(p_body -> 'channels'), 'The request is not valid; see details.fields.');
-  end if;
-  select * into v_root from app.content_roots where id = p_row.content_root_id and deleted_at is null for update;
-  if v_root.id is null then
-    v_has_content := p_body ->> 'caption' is not null or cardinality(v_channels) > 0
-      or jsonb_array_length(coalesce(nullif(p_body -> 'mediaIds', 'null'), '[]')) > 0
-      or jsonb_array_length(coalesce(nullif(p_body -> 'tagIds', 'null'), '[]')) > 0
-      or p_body ->> 'pillarId' is not null or p_body ->> 'formatId' is not null or p_body ->> 'campaignId' is not null;
-    if not v_has_content then
-      return p_row;
-    end if;
-    v_created := api.create_content(jsonb_strip_nulls(jsonb_build_object(
-      'intent', 'draft', 'organizationalTitle', p_row.title, 'caption', p_body ->> 'caption',
-      'mediaIds', nullif(p_body -> 'mediaIds', 'null'),
-      'channels', (select coalesce(jsonb_agg(jsonb_build_object('integrationId', c) order by n), '[]')
-                   from unnest(v_channels) with ordinality x (c, n)),
-      'intendedPublishAt', p_row.planned_at)) || jsonb_strip_nulls(v_planning));
-    update app.workbench_rows set content_root_id = (v_created ->> 'rootId')::uuid where id = p_row.id returning * into p_row;
-    return p_row;
   end if;
 
   if p_body ? 'caption' or p_body ? 'mediaIds' then
@@ -7834,6 +7828,36 @@ grant execute on function app.workbench_fill_rows(jsonb[]) to pressroom_definer;
 grant execute on function app.workbench_fill_rows(jsonb[]) to pressroom_worker;
 revoke all on function app.workbench_fill_rows(jsonb[]) from public;
 
+CREATE OR REPLACE FUNCTION app.workbench_first_content(p_title text, p_planned_at timestamp with time zone, p_body jsonb)
+ RETURNS uuid
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_channels uuid[] := coalesce(app.jsonb_uuids(p_body -> 'channels'), '{}');
+begin
+  if not (p_body ->> 'caption' is not null or cardinality(v_channels) > 0
+          or jsonb_array_length(coalesce(nullif(p_body -> 'mediaIds', 'null'), '[]')) > 0
+          or jsonb_array_length(coalesce(nullif(p_body -> 'tagIds', 'null'), '[]')) > 0
+          or p_body ->> 'pillarId' is not null or p_body ->> 'formatId' is not null or p_body ->> 'campaignId' is not null) then
+    return null;
+  end if;
+  if cardinality(v_channels) > 0 then
+    perform app.raise_field_problems(app.workbench_channel_problems(p_body -> 'channels'), 'The request is not valid; see details.fields.');
+  end if;
+  return (api.create_content(jsonb_strip_nulls(jsonb_build_object(
+    'intent', 'draft', 'organizationalTitle', p_title, 'caption', p_body ->> 'caption',
+    'mediaIds', nullif(p_body -> 'mediaIds', 'null'),
+    'channels', (select coalesce(jsonb_agg(jsonb_build_object('integrationId', c) order by n), '[]')
+                 from unnest(v_channels) with ordinality x (c, n)),
+    'intendedPublishAt', p_planned_at)) || jsonb_strip_nulls(app.workbench_planning_body(p_body))) ->> 'rootId')::uuid;
+end
+$function$;
+comment on function app.workbench_first_content(text,timestamp with time zone,jsonb) is 'A workbench row''s first content: a draft content root made by api.create_content from the body''s caption, channels, media and planning metadata; null when the body has none.';
+grant execute on function app.workbench_first_content(text,timestamp with time zone,jsonb) to pressroom_api;
+grant execute on function app.workbench_first_content(text,timestamp with time zone,jsonb) to pressroom_definer;
+grant execute on function app.workbench_first_content(text,timestamp with time zone,jsonb) to pressroom_worker;
+revoke all on function app.workbench_first_content(text,timestamp with time zone,jsonb) from public;
+
 CREATE OR REPLACE FUNCTION app.workbench_insert_row(p_section app.workbench_sections, p_position text, p_body jsonb)
  RETURNS app.workbench_rows
  LANGUAGE plpgsql
@@ -7843,14 +7867,17 @@ declare
   pl record;
 begin
   select * into pl from app.workbench_planned(p_body ->> 'scheduledAt');
-  insert into app.workbench_rows (organization_id, workspace_id, page_id, section_id, position, title, notes, planned_at, planned_on, created_by)
+  -- The content first, so the row is written once, with its root.
+  insert into app.workbench_rows (organization_id, workspace_id, page_id, section_id, position, title, notes, planned_at, planned_on,
+    content_root_id, created_by)
   values (p_section.organization_id, p_section.workspace_id, p_section.page_id, p_section.id, p_position,
-    p_body ->> 'title', p_body ->> 'notes', pl.planned_at, pl.planned_on, app.current_user_id())
+    p_body ->> 'title', p_body ->> 'notes', pl.planned_at, pl.planned_on,
+    app.workbench_first_content(p_body ->> 'title', pl.planned_at, p_body), app.current_user_id())
   returning * into v;
-  return app.workbench_apply_content(v, p_body);
+  return v;
 end
 $function$;
-comment on function app.workbench_insert_row(app.workbench_sections,text,jsonb) is 'Inserts a workbench row at an ordering key in a section and writes its content through app.workbench_apply_content.';
+comment on function app.workbench_insert_row(app.workbench_sections,text,jsonb) is 'Inserts a workbench row at an ordering key in a section, with its first content from app.workbench_first_content.';
 grant execute on function app.workbench_insert_row(app.workbench_sections,text,jsonb) to pressroom_api;
 grant execute on function app.workbench_insert_row(app.workbench_sections,text,jsonb) to pressroom_definer;
 grant execute on function app.workbench_insert_row(app.workbench_sections,text,jsonb) to pressroom_worker;

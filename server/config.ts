@@ -66,7 +66,7 @@ export const ConfigSchema = z.object({
   // Workbench: the statement timeout of its bulk calls (bulk schedule, CSV
   // import, bulk create/update), which do up to 1,000 rows or 10,000 lines
   // in one statement; every other statement keeps the pool's 30 s.
-  WORKBENCH_BULK_TIMEOUT_MS: int(120_000, 1000),
+  WORKBENCH_BULK_TIMEOUT_MS: int(300_000, 1000),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

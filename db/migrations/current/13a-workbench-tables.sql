@@ -187,6 +187,10 @@ create trigger workbench_sections_20_same_workspace before insert or update of p
 create function app.tg_workbench_rows_same_workspace() returns trigger
 language plpgsql as $$
 begin
+  if tg_op = 'UPDATE' and new.workspace_id = old.workspace_id and new.section_id = old.section_id
+     and new.content_root_id is not distinct from old.content_root_id then
+    return new;
+  end if;
   if not exists (select 1 from app.workbench_sections s where s.id = new.section_id and s.workspace_id = new.workspace_id) then
     perform app.raise(404, 'NOT_FOUND', 'No workbench section with this id in this workspace.', jsonb_build_object('id', new.section_id));
   end if;

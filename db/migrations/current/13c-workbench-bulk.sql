@@ -499,7 +499,7 @@ grant execute on function
   app.workbench_page_json(app.workbench_pages), app.workbench_page_for_update(uuid), app.workbench_section_for_update(uuid),
   app.workbench_row_for_update(uuid), app.workbench_rebalance(text, uuid), app.workbench_neighbours(text, uuid, uuid, uuid, uuid),
   app.workbench_slot(text, uuid, uuid, uuid, uuid), app.workbench_append_keys(text, uuid, int),
-  app.workbench_channel_problems(jsonb), app.workbench_planning_body(jsonb), app.workbench_apply_content(app.workbench_rows, jsonb),
+  app.workbench_channel_problems(jsonb), app.workbench_planning_body(jsonb), app.workbench_apply_content(app.workbench_rows, jsonb), app.workbench_first_content(text, timestamptz, jsonb),
   app.workbench_insert_row(app.workbench_sections, text, jsonb), app.workbench_update_row(uuid, jsonb),
   app.workbench_csv_time(timestamptz, text), app.workbench_csv_columns(), app.workbench_csv_column(text),
   app.workbench_csv_parse_time(text, text), app.workbench_csv_resolve(text, text, text),
