@@ -4,7 +4,7 @@
 -- bulk scheduling and its dry run, and the personas (editor writes, viewer
 -- reads, other workspaces and organizations see nothing).
 begin;
-select plan(42);
+select plan(44);
 
 -- @include personas.sql
 -- @include content.sql
@@ -153,6 +153,32 @@ select pg_temp.act_as('A.editor', 'A1');
 select cmp_ok((select count(*)::int from app.content_versions v join app.content_items i on i.id = v.content_item_id
                join app.workbench_rows w on w.content_root_id = i.root_id where w.id = pg_temp.ref('post')), '>=', 2,
   'the caption change recorded a version, as through /v1');
+
+-- A rule added to scheduling later (here a stand-in review policy, a trigger
+-- refusing to schedule) applies to the dry run and the commit unchanged.
+select pg_temp.remember('later', (api.create_workbench_row(jsonb_build_object('sectionId', pg_temp.ref('w1'),
+  'caption', 'Needs review', 'channels', jsonb_build_array(pg_temp.id('ig:A1.x')), 'scheduledAt', (now() + interval '4 days')::text)) ->> 'id')::uuid);
+select pg_temp.act_as_owner();
+create function app.tg_content_items_test_review() returns trigger language plpgsql as $$
+begin
+  if new.status = 'scheduled' and old.status is distinct from 'scheduled' then
+    perform app.raise(409, 'REVIEW_REQUIRED', 'This content needs an approved review before it is scheduled.');
+  end if;
+  return new;
+end
+$$;
+grant execute on function app.tg_content_items_test_review() to pressroom_api;
+create trigger content_items_99_test_review before update on app.content_items for each row execute function app.tg_content_items_test_review();
+select pg_temp.act_as('A.editor', 'A1');
+select is((select r -> 'error' ->> 'code' from jsonb_array_elements(api.schedule_workbench_rows(
+             jsonb_build_object('rowIds', jsonb_build_array(pg_temp.ref('later'))), true) -> 'results') r),
+  'REVIEW_REQUIRED', 'the dry run answers a rule added to the schedule path later, unchanged');
+select is((select r -> 'error' ->> 'code' from jsonb_array_elements(api.schedule_workbench_rows(
+             jsonb_build_object('rowIds', jsonb_build_array(pg_temp.ref('later'))), false) -> 'results') r),
+  'REVIEW_REQUIRED', 'and so does the commit');
+select pg_temp.act_as_owner();
+drop trigger content_items_99_test_review on app.content_items;
+select pg_temp.act_as('A.editor', 'A1');
 
 ------------------------------------------------------------------------------
 -- Moves write one row; rebalance keeps the order
