@@ -15,13 +15,14 @@ import { publishing } from './scenarios/publishing.ts';
 // Grid planner
 import { grid } from './scenarios/grid.ts';
 import { reviews } from './scenarios/reviews.ts';
+import { workbench } from './scenarios/workbench.ts';
 import { readKnobs } from './lib/knobs.ts';
 import { formatReport, machineFacts, noteNoise, writeReport } from './lib/report.ts';
 import type { Scenario } from './lib/scenario.ts';
 import { openCluster } from './lib/stack.ts';
 
 /** The registry: add a scenario here (bench/scenarios/<name>.ts exporting a Scenario). */
-const scenarios: Scenario[] = [foundation, content, media, publishing, lists, analytics, grid, reviews];
+const scenarios: Scenario[] = [foundation, content, media, publishing, lists, analytics, grid, reviews, workbench];
 
 function usage(): string {
   return [

@@ -71,6 +71,10 @@ export const ConfigSchema = z.object({
   // served instead on a port of its own without a token (a private network's scraper).
   METRICS_TOKEN: z.string().min(16).optional(),
   METRICS_PORT: z.coerce.number().int().min(1).max(65535).optional(),
+  // Workbench: the statement timeout of its bulk calls (bulk schedule, CSV
+  // import, bulk create/update), which do up to 1,000 rows or 10,000 lines
+  // in one statement; every other statement keeps the pool's 30 s.
+  WORKBENCH_BULK_TIMEOUT_MS: int(300_000, 1000),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

@@ -3798,6 +3798,619 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v2/workspaces/{workspaceId}/workbench/pages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /** The workspace's workbench pages in order (viewer role) */
+        get: operations["listWorkbenchPages_v2"];
+        put?: never;
+        /**
+         * Create a workbench page (editor role)
+         * @description A page at the end of the list (or after/before a page), with the sections given or one section named Unsorted.
+         */
+        post: operations["createWorkbenchPage_v2"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspaces/{workspaceId}/workbench/pages/{pageId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench page UUID */
+                pageId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * A workbench page with its sections and a page of its rows (viewer role)
+         * @description All sections in order, and the rows in sheet order (section, then row), paged by `limit` (default 500, at most 2,000) and `offset`; `meta` counts the rows.
+         */
+        get: operations["getWorkbenchPage_v2"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a workbench page with its sections and rows (editor role)
+         * @description The rows' content stays (in /v1), and can be pulled into another page.
+         */
+        delete: operations["deleteWorkbenchPage_v2"];
+        options?: never;
+        head?: never;
+        /** Change a workbench page (editor role) */
+        patch: operations["updateWorkbenchPage_v2"];
+        trace?: never;
+    };
+    "/v2/workspaces/{workspaceId}/workbench/pages/{pageId}/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench page UUID */
+                pageId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Archive a workbench page (editor role)
+         * @description Archived pages leave the default list; archiving again keeps the first time.
+         */
+        post: operations["archiveWorkbenchPage_v2"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspaces/{workspaceId}/workbench/pages/{pageId}/unarchive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench page UUID */
+                pageId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Restore an archived workbench page (editor role) */
+        post: operations["unarchiveWorkbenchPage_v2"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspaces/{workspaceId}/workbench/pages/{pageId}/duplicate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench page UUID */
+                pageId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Duplicate a workbench page (editor role)
+         * @description A deep copy of the sections and rows (title, notes, planned time, order), placed after the page; not of content: the copies are ideas with no content root.
+         */
+        post: operations["duplicateWorkbenchPage_v2"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspaces/{workspaceId}/workbench/pages/{pageId}/move": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench page UUID */
+                pageId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reorder a workbench page (editor role)
+         * @description After or before another page, or at the end; writes one key.
+         */
+        post: operations["moveWorkbenchPage_v2"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspaces/{workspaceId}/workbench/pages/{pageId}/rebalance": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench page UUID */
+                pageId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rewrite the ordering keys of a page short (editor role)
+         * @description Sections and rows keep their order; their `position` keys become short and evenly spaced. Writes also rebalance a section or page by themselves when a key would grow too long.
+         */
+        post: operations["rebalanceWorkbenchPage_v2"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspaces/{workspaceId}/workbench/pages/{pageId}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench page UUID */
+                pageId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Export a workbench page as CSV (viewer role)
+         * @description The page's rows in sheet order as a CSV file in `data.csv`; an import of it makes the same rows again (id and status are ignored).
+         */
+        get: operations["exportWorkbenchPage_v2"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspaces/{workspaceId}/workbench/pages/{pageId}/import/validate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench page UUID */
+                pageId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Dry run of a CSV import into a workbench page (editor role)
+         * @description Columns are mapped by header; each line is read and made into a row through the same path
+         *     as createWorkbenchRow_v2 (content rules included), each in its own subtransaction; one result
+         *     per line, with its line number and errors. Lines with the same caption on a same channel within
+         *     24 hours of an earlier line or of existing content are flagged (`possible_duplicate`), not
+         *     refused.
+         *     The dry run runs the whole import and rolls it back: it answers what the import would do, writing nothing.
+         */
+        post: operations["validateWorkbenchCsvImport_v2"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspaces/{workspaceId}/workbench/pages/{pageId}/import": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench page UUID */
+                pageId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Import a CSV into a workbench page (editor role)
+         * @description Columns are mapped by header; each line is read and made into a row through the same path
+         *     as createWorkbenchRow_v2 (content rules included), each in its own subtransaction; one result
+         *     per line, with its line number and errors. Lines with the same caption on a same channel within
+         *     24 hours of an earlier line or of existing content are flagged (`possible_duplicate`), not
+         *     refused.
+         *     With any invalid line nothing is imported (400 `CSV_IMPORT_INVALID`, `details.lines` the first 100 invalid lines) unless `allowPartial` is true.
+         *     A file that is not CSV answers 400 `CSV_MALFORMED` with the line.
+         */
+        post: operations["importWorkbenchCsv_v2"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspaces/{workspaceId}/workbench/pages/{pageId}/sections": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench page UUID */
+                pageId: string;
+            };
+            cookie?: never;
+        };
+        /** The sections of a workbench page in order (viewer role) */
+        get: operations["listWorkbenchSections_v2"];
+        put?: never;
+        /**
+         * Add a section to a workbench page (editor role)
+         * @description At the end of the page, or after/before a section of it.
+         */
+        post: operations["createWorkbenchSection_v2"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspaces/{workspaceId}/workbench/sections/{sectionId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench section UUID */
+                sectionId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete a workbench section (editor role)
+         * @description Its rows move to the end of another section, in order (`rows=move` with `targetSectionId`), or are deleted (`rows=delete`; their content stays). `rows` is required (400 otherwise).
+         */
+        delete: operations["deleteWorkbenchSection_v2"];
+        options?: never;
+        head?: never;
+        /** Change a workbench section (editor role) */
+        patch: operations["updateWorkbenchSection_v2"];
+        trace?: never;
+    };
+    "/v2/workspaces/{workspaceId}/workbench/sections/{sectionId}/move": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench section UUID */
+                sectionId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reorder a section within its page (editor role)
+         * @description After or before another section of the page, or at the end; writes one key.
+         */
+        post: operations["moveWorkbenchSection_v2"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspaces/{workspaceId}/workbench/sections/{sectionId}/move-to-page": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench section UUID */
+                sectionId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move a section with its rows to another page (editor role)
+         * @description After or before a section of the target page, or at its end.
+         */
+        post: operations["moveWorkbenchSectionToPage_v2"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspaces/{workspaceId}/workbench/rows": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Workbench rows, filtered (viewer role)
+         * @description In sheet order (page, section, row). `from`/`to` select rows planned in [from, to); a row planned for a date only counts for that whole day in the workspace's time zone.
+         */
+        get: operations["listWorkbenchRows_v2"];
+        put?: never;
+        /** Create a workbench row (editor role) */
+        post: operations["createWorkbenchRow_v2"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspaces/{workspaceId}/workbench/rows/bulk-create": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create up to 1,000 workbench rows (editor role)
+         * @description Each row as createWorkbenchRow_v2 makes it, appended to its section in request order; each is created or answered with its own error (partial success).
+         */
+        post: operations["bulkCreateWorkbenchRows_v2"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspaces/{workspaceId}/workbench/rows/bulk-update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Change up to 1,000 workbench rows (editor role)
+         * @description Each as updateWorkbenchRow_v2 would; one result per row (partial success).
+         */
+        post: operations["bulkUpdateWorkbenchRows_v2"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspaces/{workspaceId}/workbench/rows/bulk-delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Remove up to 1,000 workbench rows (editor role)
+         * @description One result per id (partial success); the rows' content stays.
+         */
+        post: operations["bulkDeleteWorkbenchRows_v2"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspaces/{workspaceId}/workbench/rows/pull": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pull existing content into a section as rows (editor role)
+         * @description One row per content root (by root id, or by an edition's content id), at the end of the section; one result per id: 404 `NOT_FOUND`, 409 `ALREADY_IN_WORKBENCH` (a root has one row at most).
+         */
+        post: operations["pullContentIntoWorkbench_v2"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspaces/{workspaceId}/workbench/rows/{rowId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench row UUID */
+                rowId: string;
+            };
+            cookie?: never;
+        };
+        /** One workbench row with its content (viewer role) */
+        get: operations["getWorkbenchRow_v2"];
+        put?: never;
+        post?: never;
+        /**
+         * Remove a workbench row (editor role)
+         * @description Its content stays (in /v1, and can be pulled in again).
+         */
+        delete: operations["deleteWorkbenchRow_v2"];
+        options?: never;
+        head?: never;
+        /**
+         * Change a workbench row and its content (editor role)
+         * @description Caption, media, channels and planning metadata are written to the row's content root and editions through the same functions as the /v1 content routes, so their rules hold (400 `INVALID_CONTENT_STATUS` for a sent edition's channel removed, platform rules for scheduled editions, versions recorded).
+         */
+        patch: operations["updateWorkbenchRow_v2"];
+        trace?: never;
+    };
+    "/v2/workspaces/{workspaceId}/workbench/rows/{rowId}/move": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench row UUID */
+                rowId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Move a workbench row (editor role)
+         * @description To a section (of any page) or within its own, after or before a row or at the end. Writes the one row; concurrent moves are serialized per section, so none loses or duplicates a position.
+         */
+        post: operations["moveWorkbenchRow_v2"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspaces/{workspaceId}/workbench/rows/{rowId}/duplicate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench row UUID */
+                rowId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Duplicate a workbench row (editor role)
+         * @description A copy placed after it; with content, a new draft root with the same caption, media, channels and planning metadata.
+         */
+        post: operations["duplicateWorkbenchRow_v2"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspaces/{workspaceId}/workbench/schedule/validate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Dry run of scheduling workbench rows (editor role)
+         * @description Each edition of each row's root is scheduled at the row's date and time through the same
+         *     path as `PATCH /v1/.../content/{id}/schedule` (status, time, platform rules, review policy,
+         *     publish job), one result per row and channel. A row is scheduled whole or not at all; the others
+         *     go on (partial success). Counts as one call of the expensive class however many rows.
+         *     The dry run runs each row in a subtransaction that is rolled back: it answers what scheduling would, writing nothing.
+         */
+        post: operations["validateWorkbenchSchedule_v2"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v2/workspaces/{workspaceId}/workbench/schedule": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Schedule up to 1,000 workbench rows (editor role)
+         * @description Each edition of each row's root is scheduled at the row's date and time through the same
+         *     path as `PATCH /v1/.../content/{id}/schedule` (status, time, platform rules, review policy,
+         *     publish job), one result per row and channel. A row is scheduled whole or not at all; the others
+         *     go on (partial success). Counts as one call of the expensive class however many rows.
+         */
+        post: operations["scheduleWorkbenchRows_v2"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -6690,6 +7303,441 @@ export interface components {
             attachmentId: string;
             /** @enum {string} */
             state: "aborted";
+        };
+        /**
+         * @description Derived from the row's content root: `idea` (no content yet), `draft`, `pending_approval`,
+         *     `rejected`, `scheduled` (every edition scheduled or sent), `sent`, `failed`, `cancelled`.
+         * @enum {string}
+         */
+        WorkbenchRowStatus: "idea" | "draft" | "pending_approval" | "rejected" | "scheduled" | "sent" | "failed" | "cancelled";
+        /** @description The error the single route would answer for this item (null when it succeeded). */
+        WorkbenchItemError: {
+            /** @example 400 */
+            status: number;
+            /** @example VALIDATION_FAILED */
+            code: string;
+            message: string;
+            details: {
+                [key: string]: unknown;
+            } | null;
+        } | null;
+        WorkbenchPage: {
+            /** Format: uuid */
+            id: string;
+            name: string;
+            description: string | null;
+            archived: boolean;
+            /** Format: date-time */
+            archivedAt: string | null;
+            /** @description Fractional ordering key among the workspace's pages (compare as bytes) */
+            position: string;
+            sectionCount: number;
+            rowCount: number;
+            /** @description On create and get, the page's sections in order. */
+            sections?: components["schemas"]["WorkbenchSection"][];
+            /** @description On get, a page of the page's rows in sheet order (section, then row); `meta` pages them. */
+            rows?: components["schemas"]["WorkbenchRow"][];
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        WorkbenchSection: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            pageId: string;
+            name: string;
+            color: string | null;
+            collapsed: boolean;
+            /** @description Fractional ordering key in the page (compare as bytes) */
+            position: string;
+            rowCount: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        WorkbenchRow: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            pageId: string;
+            /** Format: uuid */
+            sectionId: string;
+            /** @description Fractional ordering key in the section (compare as bytes) */
+            position: string;
+            /** @description The row's name; also its root's organizational title */
+            title: string | null;
+            notes: string | null;
+            /** @description A date and time (RFC 3339 with an offset), a date only (YYYY-MM-DD, a plan without a time), or null. */
+            scheduledAt: string | (null);
+            /**
+             * Format: uuid
+             * @description The content root holding the row's content (once it has some)
+             */
+            contentRootId: string | null;
+            /** @description The root's caption */
+            caption: string | null;
+            /** @description The root's media, in order */
+            mediaIds: string[];
+            /** @description Integration ids of the root's live editions */
+            channels: string[];
+            editions: {
+                /**
+                 * Format: uuid
+                 * @description The edition's content id (/v1 content routes)
+                 */
+                id: string;
+                /** Format: uuid */
+                integrationId: string;
+                status: components["schemas"]["ContentStatus"];
+                /** Format: date-time */
+                scheduledAt: string | null;
+            }[];
+            tagIds: string[];
+            /** Format: uuid */
+            pillarId: string | null;
+            /** Format: uuid */
+            formatId: string | null;
+            /** Format: uuid */
+            campaignId: string | null;
+            status: components["schemas"]["WorkbenchRowStatus"];
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /**
+         * @description A row; with a caption, channels, media or planning metadata it gets a draft content root
+         *     (as `POST /v1/.../content` with intent draft makes one). Placed at the end of the section,
+         *     or after/before a row of it.
+         */
+        CreateWorkbenchRowDto: {
+            /** Format: uuid */
+            sectionId: string;
+            /**
+             * Format: uuid
+             * @description Place after this row of the section
+             */
+            afterId?: string;
+            /**
+             * Format: uuid
+             * @description Place before this row of the section
+             */
+            beforeId?: string;
+            title?: string | null;
+            notes?: string | null;
+            /** @description A date and time (RFC 3339 with an offset), a date only (YYYY-MM-DD, a plan without a time), or null. */
+            scheduledAt?: string | (null);
+            /** @description The root's caption (api.update_content_root) */
+            caption?: string | null;
+            /** @description Integration ids; one edition per channel. Editions of channels left out are deleted (drafts and scheduled only); new ones start as drafts. */
+            channels?: string[];
+            mediaIds?: string[] | null;
+            tagIds?: string[] | null;
+            /** Format: uuid */
+            pillarId?: string | null;
+            /** Format: uuid */
+            formatId?: string | null;
+            /** Format: uuid */
+            campaignId?: string | null;
+        };
+        /** @description Only the fields sent change. `scheduledAt` also moves the editions (drafts' intended time; scheduled editions are rescheduled when it is a date and time). */
+        UpdateWorkbenchRowDto: {
+            title?: string | null;
+            notes?: string | null;
+            /** @description A date and time (RFC 3339 with an offset), a date only (YYYY-MM-DD, a plan without a time), or null. */
+            scheduledAt?: string | (null);
+            /** @description The root's caption (api.update_content_root) */
+            caption?: string | null;
+            /** @description Integration ids; one edition per channel. Editions of channels left out are deleted (drafts and scheduled only); new ones start as drafts. */
+            channels?: string[];
+            mediaIds?: string[] | null;
+            tagIds?: string[] | null;
+            /** Format: uuid */
+            pillarId?: string | null;
+            /** Format: uuid */
+            formatId?: string | null;
+            /** Format: uuid */
+            campaignId?: string | null;
+        };
+        BulkUpdateWorkbenchRowItem: {
+            /** Format: uuid */
+            id: string;
+            title?: string | null;
+            notes?: string | null;
+            /** @description A date and time (RFC 3339 with an offset), a date only (YYYY-MM-DD, a plan without a time), or null. */
+            scheduledAt?: string | (null);
+            /** @description The root's caption (api.update_content_root) */
+            caption?: string | null;
+            /** @description Integration ids; one edition per channel. Editions of channels left out are deleted (drafts and scheduled only); new ones start as drafts. */
+            channels?: string[];
+            mediaIds?: string[] | null;
+            tagIds?: string[] | null;
+            /** Format: uuid */
+            pillarId?: string | null;
+            /** Format: uuid */
+            formatId?: string | null;
+            /** Format: uuid */
+            campaignId?: string | null;
+        };
+        BulkCreateWorkbenchRowsDto: {
+            rows: components["schemas"]["CreateWorkbenchRowDto"][];
+        };
+        BulkUpdateWorkbenchRowsDto: {
+            rows: components["schemas"]["BulkUpdateWorkbenchRowItem"][];
+        };
+        WorkbenchRowIdsDto: {
+            rowIds: string[];
+        };
+        /** @description Where the item goes among its siblings, after one or before one (not both); neither puts it at the end. */
+        WorkbenchPlacementDto: {
+            /** Format: uuid */
+            afterId?: string;
+            /** Format: uuid */
+            beforeId?: string;
+        };
+        /** @description Into another section (of any page) or within its own; after or before a row there (not both), or at the end. */
+        MoveWorkbenchRowDto: {
+            /**
+             * Format: uuid
+             * @description The target section (default its own)
+             */
+            sectionId?: string;
+            /** Format: uuid */
+            afterId?: string;
+            /** Format: uuid */
+            beforeId?: string;
+        };
+        MoveWorkbenchSectionToPageDto: {
+            /** Format: uuid */
+            pageId: string;
+            /**
+             * Format: uuid
+             * @description A section of the target page
+             */
+            afterId?: string;
+            /**
+             * Format: uuid
+             * @description A section of the target page
+             */
+            beforeId?: string;
+        };
+        CreateWorkbenchPageDto: {
+            name: string;
+            description?: string | null;
+            /** @description The page's sections in order (default one section named Unsorted). */
+            sections?: {
+                name: string;
+                color?: string | null;
+                collapsed?: boolean;
+            }[];
+            /**
+             * Format: uuid
+             * @description Place after this page
+             */
+            afterId?: string;
+            /**
+             * Format: uuid
+             * @description Place before this page
+             */
+            beforeId?: string;
+        };
+        UpdateWorkbenchPageDto: {
+            name?: string;
+            description?: string | null;
+        };
+        DuplicateWorkbenchPageDto: {
+            name?: string;
+        };
+        CreateWorkbenchSectionDto: {
+            name: string;
+            color?: string | null;
+            collapsed?: boolean;
+            /**
+             * Format: uuid
+             * @description Place after this section of the page
+             */
+            afterId?: string;
+            /**
+             * Format: uuid
+             * @description Place before this section of the page
+             */
+            beforeId?: string;
+        };
+        UpdateWorkbenchSectionDto: {
+            name?: string;
+            color?: string | null;
+            collapsed?: boolean;
+        };
+        /** @description Content made through /v1, by root or by any of its editions; at least one id in all. */
+        PullContentIntoWorkbenchDto: {
+            /** Format: uuid */
+            sectionId: string;
+            rootIds?: string[];
+            contentIds?: string[];
+        };
+        WorkbenchCsvImportDto: {
+            /**
+             * @description The file's text (RFC 4180: quoted fields, embedded line breaks, a UTF-8 BOM). The first
+             *     record is the header; columns map by header, case, spaces, `_` and `-` ignored:
+             *     `section` (made at the page's end when new; default the page's first section), `title`,
+             *     `caption`, `channels`, `scheduled_at` (`YYYY-MM-DD`; `YYYY-MM-DD HH:MM[:SS]` in the
+             *     workspace's time zone; or with `Z` or an offset), `tags`, `pillar`, `format`, `campaign`
+             *     (names or ids; several separated by `;`, `|` or `,`), `media_ids`, `notes`. `id` and
+             *     `status` (export columns) and unknown headers are ignored (listed in `ignoredColumns`).
+             *     At most 10,000 lines.
+             */
+            csv: string;
+            /** @description Import the valid lines even when others have errors (default false - nothing is imported) */
+            allowPartial?: boolean;
+        };
+        WorkbenchBulkRowResults: {
+            succeeded: number;
+            failed: number;
+            /** @description One per item, in request order. */
+            results: {
+                index: number;
+                /**
+                 * Format: uuid
+                 * @description On bulk update - the row id sent
+                 */
+                id?: string;
+                /**
+                 * Format: uuid
+                 * @description On pull - the root id sent
+                 */
+                rootId?: string;
+                /**
+                 * Format: uuid
+                 * @description On pull - the content id sent
+                 */
+                contentId?: string;
+                ok: boolean;
+                row: components["schemas"]["WorkbenchRow"] | (never | null);
+                error: components["schemas"]["WorkbenchItemError"];
+            }[];
+        };
+        WorkbenchBulkDeleteResults: {
+            succeeded: number;
+            failed: number;
+            results: {
+                index: number;
+                /** Format: uuid */
+                id: string;
+                ok: boolean;
+                error: components["schemas"]["WorkbenchItemError"];
+            }[];
+        };
+        WorkbenchScheduleResult: {
+            dryRun: boolean;
+            rows: number;
+            /** @description Rows scheduled (dry run - rows that would be) */
+            rowsOk: number;
+            rowsFailed: number;
+            channelsOk: number;
+            channelsFailed: number;
+            /**
+             * @description One per row and channel, rows in request order. `outcome`: `scheduled`; `valid` (dry run);
+             *     `failed` with the error the content route would answer; `not_scheduled` (this channel
+             *     passed but another channel of the row failed: a row is scheduled whole or not at all). A
+             *     row refused as a whole (not found, no content, no date and time, no channel) has one
+             *     result with null `contentId` and `integrationId`.
+             */
+            results: {
+                /** Format: uuid */
+                rowId: string;
+                /** Format: uuid */
+                contentId: string | null;
+                /** Format: uuid */
+                integrationId: string | null;
+                /** @enum {string} */
+                outcome: "scheduled" | "valid" | "failed" | "not_scheduled";
+                error: components["schemas"]["WorkbenchItemError"];
+            }[];
+        };
+        WorkbenchImportReport: {
+            dryRun: boolean;
+            allowPartial: boolean;
+            /** @description Data lines read (the header excluded; blank lines skipped) */
+            lines: number;
+            valid: number;
+            invalid: number;
+            imported: number;
+            /** @description Lines flagged with a possible_duplicate warning */
+            possibleDuplicates: number;
+            /** @description Sections the import makes (made on commit) */
+            newSections: string[];
+            ignoredColumns: string[];
+            results: {
+                /** @description The line of the file the record starts on (the header is line 1) */
+                line: number;
+                ok: boolean;
+                /**
+                 * Format: uuid
+                 * @description The row made (null on a dry run or when the line failed)
+                 */
+                rowId: string | null;
+                errors: {
+                    field: string | null;
+                    code: string;
+                    message: string;
+                }[];
+                warnings: {
+                    /** @enum {string} */
+                    code: "possible_duplicate";
+                    /** @description The earlier line of the file it resembles */
+                    line: number | null;
+                    /**
+                     * Format: uuid
+                     * @description The existing edition it resembles
+                     */
+                    contentId: string | null;
+                    message: string;
+                }[];
+            }[];
+        };
+        WorkbenchCsvExport: {
+            /** Format: uuid */
+            pageId: string;
+            /** @example march.csv */
+            filename: string;
+            /** @enum {string} */
+            contentType: "text/csv; charset=utf-8";
+            rowCount: number;
+            /** @description RFC 4180 text with a UTF-8 BOM and CRLF line ends; columns id, section, title, caption, channels, scheduled_at (the workspace's time zone, with its offset), tags, pillar, format, campaign, media_ids, notes, status */
+            csv: string;
+        };
+        WorkbenchPageDeletion: {
+            /** Format: uuid */
+            id: string;
+            sectionsDeleted: number;
+            rowsDeleted: number;
+        };
+        WorkbenchSectionDeletion: {
+            /** Format: uuid */
+            id: string;
+            rowsMoved: number;
+            rowsDeleted: number;
+            /** Format: uuid */
+            targetSectionId: string | null;
+        };
+        WorkbenchRowDeletion: {
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: uuid
+             * @description Its content (which stays)
+             */
+            contentRootId: string | null;
+        };
+        WorkbenchRebalance: {
+            /** Format: uuid */
+            pageId: string;
+            sections: number;
+            rows: number;
+            maxKeyLength: number;
         };
     };
     responses: {
@@ -14960,6 +16008,1434 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listWorkbenchPages_v2: {
+        parameters: {
+            query?: {
+                /** @description active (default), archived or all */
+                state?: "active" | "archived" | "all";
+                /** @description At most this many (default 100) */
+                limit?: number;
+                /** @description Skip this many (default 0) */
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchPage"][];
+                        meta: components["schemas"]["ContentPageMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createWorkbenchPage_v2: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "March 2030",
+                 *       "description": "Spring launch month",
+                 *       "sections": [
+                 *         {
+                 *           "name": "Week 1",
+                 *           "color": "#3366ff"
+                 *         },
+                 *         {
+                 *           "name": "Week 2"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateWorkbenchPageDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchPage"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getWorkbenchPage_v2: {
+        parameters: {
+            query?: {
+                /** @description At most this many (default 500) */
+                limit?: number;
+                /** @description Skip this many (default 0) */
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench page UUID */
+                pageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchPage"];
+                        meta: components["schemas"]["ContentPageMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteWorkbenchPage_v2: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench page UUID */
+                pageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchPageDeletion"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateWorkbenchPage_v2: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench page UUID */
+                pageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "March 2030 (final)"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateWorkbenchPageDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchPage"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    archiveWorkbenchPage_v2: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench page UUID */
+                pageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchPage"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    unarchiveWorkbenchPage_v2: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench page UUID */
+                pageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchPage"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    duplicateWorkbenchPage_v2: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench page UUID */
+                pageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "April 2030"
+                 *     }
+                 */
+                "application/json": components["schemas"]["DuplicateWorkbenchPageDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchPage"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    moveWorkbenchPage_v2: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench page UUID */
+                pageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "afterId": "9b8c7d6e-5f4a-4b3c-9d2e-1f0a9b8c7d6e"
+                 *     }
+                 */
+                "application/json": components["schemas"]["WorkbenchPlacementDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchPage"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    rebalanceWorkbenchPage_v2: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench page UUID */
+                pageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchRebalance"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    exportWorkbenchPage_v2: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench page UUID */
+                pageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchCsvExport"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    validateWorkbenchCsvImport_v2: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench page UUID */
+                pageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "csv": "section,title,caption,channels,scheduled_at\r\nWeek 1,Teaser,\"Something new, soon\",X main,2030-03-02 09:30\r\n"
+                 *     }
+                 */
+                "application/json": components["schemas"]["WorkbenchCsvImportDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchImportReport"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    importWorkbenchCsv_v2: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench page UUID */
+                pageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "csv": "section,title,caption,channels,scheduled_at\r\nWeek 1,Teaser,\"Something new, soon\",X main,2030-03-02 09:30\r\n",
+                 *       "allowPartial": false
+                 *     }
+                 */
+                "application/json": components["schemas"]["WorkbenchCsvImportDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchImportReport"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listWorkbenchSections_v2: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench page UUID */
+                pageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchSection"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createWorkbenchSection_v2: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench page UUID */
+                pageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "name": "Week 3",
+                 *       "color": "#22aa66"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateWorkbenchSectionDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchSection"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteWorkbenchSection_v2: {
+        parameters: {
+            query?: {
+                /** @description What becomes of the section's rows (required) */
+                rows?: "move" | "delete";
+                /** @description With rows=move, the section they go to (any page of the workspace) */
+                targetSectionId?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench section UUID */
+                sectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchSectionDeletion"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateWorkbenchSection_v2: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench section UUID */
+                sectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "collapsed": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateWorkbenchSectionDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchSection"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    moveWorkbenchSection_v2: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench section UUID */
+                sectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "beforeId": "9b8c7d6e-5f4a-4b3c-9d2e-1f0a9b8c7d6e"
+                 *     }
+                 */
+                "application/json": components["schemas"]["WorkbenchPlacementDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchSection"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    moveWorkbenchSectionToPage_v2: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench section UUID */
+                sectionId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "pageId": "9b8c7d6e-5f4a-4b3c-9d2e-1f0a9b8c7d6e"
+                 *     }
+                 */
+                "application/json": components["schemas"]["MoveWorkbenchSectionToPageDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchSection"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listWorkbenchRows_v2: {
+        parameters: {
+            query?: {
+                pageId?: string;
+                sectionId?: string;
+                status?: components["schemas"]["WorkbenchRowStatus"];
+                /** @description An integration id the row has an edition on */
+                channel?: string;
+                tagId?: string;
+                from?: string;
+                to?: string;
+                /** @description At most this many (default 100) */
+                limit?: number;
+                /** @description Skip this many (default 0) */
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchRow"][];
+                        meta: components["schemas"]["ContentPageMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createWorkbenchRow_v2: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "sectionId": "3f1c2a9e-8d4b-4c61-9e0f-2b7d5a1c9e01",
+                 *       "title": "Spring launch teaser",
+                 *       "caption": "Something new is coming on Monday.",
+                 *       "channels": [
+                 *         "7a2b3c4d-5e6f-4a1b-8c9d-0e1f2a3b4c5d"
+                 *       ],
+                 *       "scheduledAt": "2030-03-02T09:30:00+01:00"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateWorkbenchRowDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchRow"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    bulkCreateWorkbenchRows_v2: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "rows": [
+                 *         {
+                 *           "sectionId": "3f1c2a9e-8d4b-4c61-9e0f-2b7d5a1c9e01",
+                 *           "title": "Spring launch teaser",
+                 *           "caption": "Something new is coming on Monday.",
+                 *           "channels": [
+                 *             "7a2b3c4d-5e6f-4a1b-8c9d-0e1f2a3b4c5d"
+                 *           ],
+                 *           "scheduledAt": "2030-03-02T09:30:00+01:00"
+                 *         },
+                 *         {
+                 *           "sectionId": "3f1c2a9e-8d4b-4c61-9e0f-2b7d5a1c9e01",
+                 *           "title": "Behind the scenes",
+                 *           "scheduledAt": "2030-03-04"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["BulkCreateWorkbenchRowsDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchBulkRowResults"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    bulkUpdateWorkbenchRows_v2: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "rows": [
+                 *         {
+                 *           "id": "9b8c7d6e-5f4a-4b3c-9d2e-1f0a9b8c7d6e",
+                 *           "scheduledAt": "2030-03-05T12:00:00Z"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["BulkUpdateWorkbenchRowsDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchBulkRowResults"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    bulkDeleteWorkbenchRows_v2: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "rowIds": [
+                 *         "9b8c7d6e-5f4a-4b3c-9d2e-1f0a9b8c7d6e"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["WorkbenchRowIdsDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchBulkDeleteResults"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    pullContentIntoWorkbench_v2: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "sectionId": "3f1c2a9e-8d4b-4c61-9e0f-2b7d5a1c9e01",
+                 *       "contentIds": [
+                 *         "9b8c7d6e-5f4a-4b3c-9d2e-1f0a9b8c7d6e"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["PullContentIntoWorkbenchDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchBulkRowResults"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getWorkbenchRow_v2: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench row UUID */
+                rowId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchRow"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteWorkbenchRow_v2: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench row UUID */
+                rowId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchRowDeletion"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateWorkbenchRow_v2: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench row UUID */
+                rowId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "caption": "Something new is coming on Tuesday.",
+                 *       "channels": [
+                 *         "7a2b3c4d-5e6f-4a1b-8c9d-0e1f2a3b4c5d"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateWorkbenchRowDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchRow"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    moveWorkbenchRow_v2: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench row UUID */
+                rowId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "sectionId": "3f1c2a9e-8d4b-4c61-9e0f-2b7d5a1c9e01",
+                 *       "afterId": "9b8c7d6e-5f4a-4b3c-9d2e-1f0a9b8c7d6e"
+                 *     }
+                 */
+                "application/json": components["schemas"]["MoveWorkbenchRowDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchRow"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    duplicateWorkbenchRow_v2: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Workbench row UUID */
+                rowId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchRow"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    validateWorkbenchSchedule_v2: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "rowIds": [
+                 *         "9b8c7d6e-5f4a-4b3c-9d2e-1f0a9b8c7d6e"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["WorkbenchRowIdsDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchScheduleResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    scheduleWorkbenchRows_v2: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "rowIds": [
+                 *         "9b8c7d6e-5f4a-4b3c-9d2e-1f0a9b8c7d6e"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["WorkbenchRowIdsDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WorkbenchScheduleResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
         };

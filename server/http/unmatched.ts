@@ -1,4 +1,4 @@
-// Calls to /v1 that match no operation (unknown path or method, an
+// Calls to /v1 or /v2 that match no operation (unknown path or method, an
 // undecodable path) still write their audit row when the bearer authenticates
 // (route null; api.record_unmatched_call). Unauthenticated noise writes
 // nothing, so it cannot grow the audit table.

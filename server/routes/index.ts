@@ -16,6 +16,7 @@ import { workspaceRoutes } from './workspaces.ts';
 import { gridRoutes } from './grid.ts';
 // Reviews and approval workflows
 import { approvalWorkflowRoutes, notificationRoutes, reviewLinkRoutes, reviewRoutes } from './reviews.ts';
+import { workbenchRoutes } from './workbench.ts';
 
 /**
  * One handler for every operationId of server/generated/api.d.ts, typed by it:
@@ -42,6 +43,7 @@ const table = {
   ...reviewRoutes,
   ...notificationRoutes,
   ...reviewLinkRoutes,
+  ...workbenchRoutes,
 } satisfies RouteTable;
 
 /**

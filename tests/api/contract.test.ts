@@ -15,6 +15,9 @@ describe('openapi.yaml', () => {
   it.each(ops.map((o) => [`${o.method} ${o.path}`, o] as const))('%s follows the conventions', (_name, op) => {
     const spec = raw(op);
     if (op.path.startsWith('/v1/')) expect(op.operationId).toMatch(/_v1$/);
+    // The Workbench lives under /v2 (openapi.yaml, Versioning): its operation ids end in _v2.
+    if (op.path.startsWith('/v2/')) expect(op.operationId).toMatch(/_v2$/);
+    expect(op.path).toMatch(/^\/v[12]\//);
     expect(['read', 'write', 'expensive']).toContain(spec['x-throttle']);
     if (op.method === 'GET') expect(spec['x-throttle']).toBe('read');
     expect(spec.summary, 'summary').toBeTruthy();

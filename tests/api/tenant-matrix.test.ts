@@ -1,5 +1,5 @@
 // The tenant matrix, generated from openapi.yaml: every operation under
-// /v1/workspaces/{workspaceId}, called for real by every persona on
+// /v1/workspaces/{workspaceId} and /v2/workspaces/{workspaceId}, called for real by every persona on
 // organization A's workspace with A's resource ids in the path, and by
 // organization B's owner on B's own workspace with A's ids. A new area joins
 // the matrix by being in the contract.
@@ -83,6 +83,12 @@ describe('tenant matrix', () => {
     await upload(api, t, WA, png(4, 4), { filename: `${MARK}.png` });
     await made('/media/upload', { filename: `${MARK}.png`, contentType: 'image/png', size: 100 });
 
+    // The Workbench (/v2): a page, a section and a row with content.
+    const wb = `/v2/workspaces/${WA}/workbench`;
+    const wbPage = await api.post(`${wb}/pages`, { name: `${MARK} page` }, { token: t });
+    const wbSection = wbPage.body.data.sections[0].id as string;
+    await api.post(`${wb}/rows`, { sectionId: wbSection, title: `${MARK} row`, caption: `${MARK} row caption`, channels: [integrationId] }, { token: t });
+
     const first = async (table: string) => (await server.owner.query(`select id from app.${table} where workspace_id = $1 limit 1`, [WA])).rows[0]?.id ?? null;
     const ids: Record<string, string | null> = {
       tags: await first('tags'),
@@ -103,6 +109,9 @@ describe('tenant matrix', () => {
       'api-keys': manager.id,
       members: A.userId,
       versions: '1',
+      pages: wbPage.body.data.id,
+      sections: wbSection,
+      rows: await first('workbench_rows'),
     };
     for (const [k, v] of Object.entries(ids)) expect(v, `a resource of A for ${k}`).toBeTruthy();
     const idsOfA = new Set(Object.values(ids).filter((v): v is string => Boolean(v) && v!.length > 8));
@@ -167,7 +176,7 @@ describe('tenant matrix', () => {
       return { role: role!, sessionOnly: schemes.length > 0 && schemes.every((x: string) => x === 'session') };
     };
     const writers = new Map<Operation, [string, string]>();
-    const ops = openapi.operations.filter((op) => op.path.startsWith('/v1/workspaces/{workspaceId}'));
+    const ops = openapi.operations.filter((op) => /^\/v[12]\/workspaces\/\{workspaceId\}/.test(op.path));
     const deniedOnA: [string, string][] = [
       ['key of another workspace', otherWs.key],
       ['key of another organization', otherOrg.key],
