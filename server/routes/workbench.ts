@@ -6,7 +6,7 @@ import type { ItemsPage, ResponseData, ResponseMeta } from '../http/types.ts';
 import { csvFilename, parseCsv, writeCsv, type ParsedCsv } from '../workbench/csv.ts';
 
 // The Workbench (/v2): each handler calls one SQL function (api.*_workbench_*
-// in db/migrations/current/13b-workbench-api.sql and 13c-workbench-bulk.sql),
+// in db/migrations/committed/000012-workbench-v2.sql, splits 13b-workbench-api.sql and 13c-workbench-bulk.sql),
 // which enforces roles, ordering, the content rules (through the content
 // functions) and the dry runs. CSV text is parsed and written here
 // (server/workbench/csv.ts), outside the transaction.
