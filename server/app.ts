@@ -10,6 +10,7 @@ import { loadOpenApi, type OpenApi } from './http/openapi.ts';
 import { pipeline, requestIdOf } from './http/pipeline.ts';
 import { recordUnmatchedCall } from './http/unmatched.ts';
 import { routes } from './routes/index.ts';
+import { createHooksRouter } from './routes/hooks.ts';
 import { createStorageRouter } from './storage/router.ts';
 
 const require = createRequire(import.meta.url);
@@ -103,6 +104,9 @@ export function createApp(deps: AppDeps, options: AppOptions = {}) {
 
   // Signed upload, view and download URLs of the disk storage driver.
   app.use(createStorageRouter(deps));
+
+  // Inbound platform webhooks: no bearer, raw body (1 MB) for the signature (server/routes/hooks.ts).
+  app.use(createHooksRouter(deps));
 
   // The nesting depth is checked on the raw bytes before they are parsed (server/http/guard.ts).
   const json = express.json({

@@ -2370,6 +2370,304 @@ export interface paths {
         patch: operations["updateFormat_v1"];
         trace?: never;
     };
+    "/v1/workspaces/{workspaceId}/inbox/threads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List inbox threads (viewer role)
+         * @description Comment threads and direct-message conversations of the workspace's integrations, newest
+         *     message first (then by id). Filters combine (AND); `unread` is the caller's own read state;
+         *     `search` matches participants' names and ids and message text, ignoring case.
+         *     Cursor-paginated: send `meta.nextCursor` back as `cursor` with the same filters; an altered
+         *     cursor, or one issued for other filters, answers 400 `INVALID_CURSOR`.
+         */
+        get: operations["listInboxThreads_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/inbox/unread-counts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The caller's unread counts (viewer role)
+         * @description Unread inbound messages and threads among open threads, in total and by platform, kind and integration. Read state is per member (or API key).
+         */
+        get: operations["getInboxUnreadCounts_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/inbox/threads/{threadId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+            };
+            cookie?: never;
+        };
+        /** Get an inbox thread (viewer role) */
+        get: operations["getInboxThread_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Archive, reopen or assign a thread (editor role)
+         * @description `assigneeId` must be a member of the workspace (400 `ASSIGNEE_NOT_MEMBER`), or null.
+         */
+        patch: operations["updateInboxThread_v1"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/inbox/threads/{threadId}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a thread's messages (viewer role)
+         * @description Oldest first (then by id); inbound messages, replies and notes. Cursor-paginated as the thread list.
+         */
+        get: operations["listInboxMessages_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/inbox/threads/{threadId}/replies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reply in a thread through the integration (editor role)
+         * @description Records the reply (`delivery.state` `pending`) and answers 202; a job sends it through the
+         *     integration's connector and records `sent` or `failed` with the reason (retry it with
+         *     `.../messages/{messageId}/retry`). A reply the platform forbids answers 400
+         *     `REPLY_NOT_ALLOWED` with `details.reason`: `reply_window` (Messenger and Instagram direct
+         *     messages: 24 hours after the person's last message), `integration_inactive`,
+         *     `parent_not_on_platform`, `parent_deleted`.
+         */
+        post: operations["replyInboxThread_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/inbox/threads/{threadId}/notes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add an internal note to a thread (editor role)
+         * @description Notes are seen by the workspace only and never sent to the platform.
+         */
+        post: operations["addInboxNote_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/inbox/threads/{threadId}/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mark a thread read for the caller (viewer role)
+         * @description Every inbound message that arrived so far counts as read for the caller only.
+         */
+        post: operations["markInboxThreadRead_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/inbox/threads/{threadId}/unread": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mark a thread unread for the caller (viewer role)
+         * @description The newest inbound message counts as unread again for the caller only.
+         */
+        post: operations["markInboxThreadUnread_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/inbox/threads/{threadId}/messages/{messageId}/moderation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+                /** @description Message UUID (of this thread) */
+                messageId: components["parameters"]["InboxMessageId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Hide, unhide or delete an inbound message on the platform (editor role)
+         * @description Where the platform allows it (Facebook and Instagram comments: hide, unhide, delete; X
+         *     replies: hide, unhide; direct messages: nothing), the message answers with
+         *     `moderationPending` (202) and a job carries the action out through the connector, then sets
+         *     `moderation` or `moderationError`. Otherwise 400 `MODERATION_NOT_ALLOWED` with the reason.
+         *     Hiding a hidden message (or unhiding a visible one) answers 202 and changes nothing; a
+         *     second action while one is pending answers 409 `MODERATION_IN_PROGRESS`.
+         */
+        post: operations["moderateInboxMessage_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/inbox/threads/{threadId}/messages/{messageId}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+                /** @description Message UUID (of this thread) */
+                messageId: components["parameters"]["InboxMessageId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a failed reply again (editor role)
+         * @description Only a reply whose delivery failed (409 `NOT_RETRYABLE` otherwise); its delivery is pending again.
+         */
+        post: operations["retryInboxMessage_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/integrations/{id}/inbox-hooks/{source}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration UUID */
+                id: string;
+                /** @description Who signs the deliveries: the integration's platform (facebook, instagram, x) or sandbox (sandbox integrations) */
+                source: "facebook" | "instagram" | "x" | "sandbox";
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set the secret of an integration's inbound webhook (manager role)
+         * @description The platform signs its deliveries to `POST /v1/hooks/{source}/{integrationId}` (no bearer;
+         *     the signature is the credential) with this secret: Meta's app secret
+         *     (`X-Hub-Signature-256`), X's consumer secret (`x-twitter-webhooks-signature`, and the CRC
+         *     answer), or a Standard Webhooks secret for the sandbox (`webhook-signature`). It is stored
+         *     encrypted and never shown again; the verify token of Meta's subscription handshake is
+         *     stored as its SHA-256. A source that is not the integration's platform (or sandbox for a
+         *     non-sandbox integration) answers 400 `HOOK_SOURCE_MISMATCH`.
+         */
+        put: operations["setInboxHookSecret_v1"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -4152,6 +4450,176 @@ export interface components {
             /** @enum {boolean} */
             deleted: true;
         };
+        /**
+         * @description One post's comment thread or one direct-message conversation of an integration, folded from
+         *     the platform's webhook events. `unreadCount` is the caller's own: read state is per member.
+         */
+        InboxThread: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            integrationId: string;
+            /** @example facebook */
+            platform: string;
+            /**
+             * @description comment: the comments on one post; message: one direct-message conversation
+             * @enum {string}
+             */
+            kind: "comment" | "message";
+            /** @description The post id (comment threads) or the other party's id (messages) on the platform */
+            platformThreadId: string;
+            /** @description The post of a comment thread; `contentId` is the content edition when Pressroom published it */
+            post: {
+                platformPostId: string;
+                /** Format: uuid */
+                contentId: string | null;
+            } | null;
+            /** @description The people who wrote in the thread (at most 50) */
+            participants: components["schemas"]["InboxPerson"][];
+            messageCount: number;
+            /** Format: date-time */
+            lastMessageAt: string | null;
+            /** Format: date-time */
+            lastInboundAt: string | null;
+            /** @description Inbound messages that arrived after the caller last read the thread */
+            unreadCount: number;
+            /**
+             * @description An archived thread opens again when a new inbound message arrives
+             * @enum {string}
+             */
+            status: "open" | "archived";
+            /** Format: uuid */
+            assigneeId: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** @description A person on the platform */
+        InboxPerson: {
+            id: string;
+            name?: string | null;
+        };
+        /**
+         * @description A message of a thread: `inbound` (from the platform), `outbound` (a reply sent through the
+         *     integration's connector; `delivery` says whether it went out) or `note` (internal, never sent).
+         */
+        InboxMessage: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            threadId: string;
+            /** @enum {string} */
+            direction: "inbound" | "outbound" | "note";
+            /** @description The message's id on the platform (null for notes and unsent replies) */
+            platformMessageId: string | null;
+            /** @description The platform id of the comment this one answers */
+            platformParentId: string | null;
+            /**
+             * Format: uuid
+             * @description The message a reply answers
+             */
+            inReplyToId: string | null;
+            /** @description Inbound: the platform person {id, name}; replies and notes: {kind: member or api_key, id, name} */
+            author: {
+                id?: string | null;
+                name?: string | null;
+                /** @enum {string} */
+                kind?: "member" | "api_key";
+            };
+            text: string | null;
+            attachments: {
+                type: string;
+                url: string | null;
+            }[];
+            /** @description Count per reaction, e.g. {"like": 3} */
+            reactions: {
+                [key: string]: number;
+            };
+            /** @enum {string} */
+            moderation: "visible" | "hidden" | "deleted";
+            /**
+             * @description A moderation on its way to the platform
+             * @enum {string|null}
+             */
+            moderationPending: "hide" | "unhide" | "delete" | null;
+            /** @description Why the last moderation failed */
+            moderationError: string | null;
+            /** @description Replies only */
+            delivery: {
+                /** @enum {string} */
+                state: "pending" | "sent" | "failed";
+                /** @description The reason of a failed delivery */
+                error: string | null;
+                attempts: number;
+            } | null;
+            /**
+             * Format: date-time
+             * @description When it was written (the platform's time for inbound messages)
+             */
+            occurredAt: string;
+            /** Format: date-time */
+            editedAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        /** @description The caller's unread inbound messages among open threads */
+        InboxUnreadCounts: {
+            messages: number;
+            /** @description Threads with at least one unread message */
+            threads: number;
+            byPlatform: {
+                [key: string]: number;
+            };
+            byKind: {
+                [key: string]: number;
+            };
+            /** @description Unread messages by integration id */
+            byIntegration: {
+                [key: string]: number;
+            };
+        };
+        UpdateInboxThreadDto: {
+            /** @enum {string} */
+            status?: "open" | "archived";
+            /**
+             * Format: uuid
+             * @description A member of the workspace, or null to unassign
+             */
+            assigneeId?: string | null;
+        };
+        InboxReplyDto: {
+            text: string;
+            /**
+             * Format: uuid
+             * @description The message of the thread to answer (a comment thread's reply goes under it)
+             */
+            inReplyToId?: string;
+        };
+        InboxNoteDto: {
+            text: string;
+        };
+        InboxModerationDto: {
+            /** @enum {string} */
+            action: "hide" | "unhide" | "delete";
+        };
+        InboxHookSecretDto: {
+            /** @description facebook, instagram: the Meta app secret; x: the consumer secret; sandbox: a Standard Webhooks secret (whsec_ + base64 of 24 to 64 bytes) */
+            secret: string;
+            /** @description facebook and instagram only (required there) - the verify token of the subscription handshake */
+            verifyToken?: string;
+        };
+        InboxHookSecret: {
+            /** Format: uuid */
+            integrationId: string;
+            /** @enum {string} */
+            source: "facebook" | "instagram" | "x" | "sandbox";
+            /** @description Where the platform sends deliveries (GET for its subscription check, POST for events), e.g. /v1/hooks/facebook/{integrationId} */
+            path: string;
+            verifyTokenSet: boolean;
+            /** Format: date-time */
+            updatedAt: string;
+        };
     };
     responses: {
         /** @description Malformed JSON (`MALFORMED_JSON`), JSON nested deeper than 64 levels (`NESTING_TOO_DEEP`), an undecodable path (`MALFORMED_URL`), unknown properties or query parameters, a NUL character, or a value of the wrong type or out of bounds (`VALIDATION_FAILED` lists one entry per field in `details.fields`). */
@@ -4360,6 +4828,12 @@ export interface components {
         MediaPageCursor: string;
         /** @description `meta.nextCursor` of the previous page (opaque, signed); omit for the first page */
         MediaFolderCursor: string;
+        /** @description Inbox thread UUID */
+        InboxThreadId: string;
+        /** @description Message UUID (of this thread) */
+        InboxMessageId: string;
+        /** @description `meta.nextCursor` of the previous page (opaque, signed); omit for the first page */
+        InboxCursor: string;
     };
     requestBodies: never;
     headers: {
@@ -9573,6 +10047,515 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listInboxThreads_v1: {
+        parameters: {
+            query?: {
+                integrationId?: string;
+                platform?: string;
+                kind?: "comment" | "message";
+                status?: "open" | "archived";
+                /** @description true: threads with unread messages for the caller; false: without */
+                unread?: boolean;
+                assigneeId?: string;
+                /** @description true: threads nobody is assigned to */
+                unassigned?: boolean;
+                search?: string;
+                limit?: number;
+                /** @description `meta.nextCursor` of the previous page (opaque, signed); omit for the first page */
+                cursor?: components["parameters"]["InboxCursor"];
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["InboxThread"][];
+                        meta: components["schemas"]["MediaCursorMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getInboxUnreadCounts_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["InboxUnreadCounts"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getInboxThread_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["InboxThread"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateInboxThread_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "status": "archived",
+                 *       "assigneeId": "3f1c2a9e-8b7d-4c6e-9f10-2a3b4c5d6e7f"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateInboxThreadDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["InboxThread"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listInboxMessages_v1: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description `meta.nextCursor` of the previous page (opaque, signed); omit for the first page */
+                cursor?: components["parameters"]["InboxCursor"];
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["InboxMessage"][];
+                        meta: components["schemas"]["MediaCursorMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    replyInboxThread_v1: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "text": "Thanks for the kind words - see you at the launch!",
+                 *       "inReplyToId": "7d9e2c41-5b3a-4f8e-a1c2-d3e4f5a6b7c8"
+                 *     }
+                 */
+                "application/json": components["schemas"]["InboxReplyDto"];
+            };
+        };
+        responses: {
+            /** @description Accepted; the reply is on its way */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["InboxMessage"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    addInboxNote_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "text": "Customer asked about shipping to Canada - Sam follows up."
+                 *     }
+                 */
+                "application/json": components["schemas"]["InboxNoteDto"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["InboxMessage"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    markInboxThreadRead_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["InboxThread"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    markInboxThreadUnread_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["InboxThread"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    moderateInboxMessage_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+                /** @description Message UUID (of this thread) */
+                messageId: components["parameters"]["InboxMessageId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "action": "hide"
+                 *     }
+                 */
+                "application/json": components["schemas"]["InboxModerationDto"];
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["InboxMessage"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    retryInboxMessage_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+                /** @description Message UUID (of this thread) */
+                messageId: components["parameters"]["InboxMessageId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["InboxMessage"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    setInboxHookSecret_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration UUID */
+                id: string;
+                /** @description Who signs the deliveries: the integration's platform (facebook, instagram, x) or sandbox (sandbox integrations) */
+                source: "facebook" | "instagram" | "x" | "sandbox";
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "secret": "8f2b6c1d9e0a4b7c3d5e6f7a8b9c0d1e",
+                 *       "verifyToken": "pressroom-meta-verify-2026"
+                 *     }
+                 */
+                "application/json": components["schemas"]["InboxHookSecretDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["InboxHookSecret"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];

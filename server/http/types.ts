@@ -30,6 +30,9 @@ export const QUERY_DEFAULTS = {
   listMedia_v1: ['state', 'sortBy', 'order', 'limit'],
   listMediaUsageHistory_v1: ['limit'],
   listSandboxPosts_v1: ['limit', 'offset'],
+  // Inbox
+  listInboxThreads_v1: ['limit'],
+  listInboxMessages_v1: ['limit'],
 } as const satisfies { [K in OperationId]?: readonly (keyof QueryOf<K>)[] };
 
 type QueryOf<K extends OperationId> = OrEmpty<operations[K]['parameters']['query']>;

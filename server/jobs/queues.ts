@@ -11,7 +11,15 @@ export const QUEUES = {
   recurringMaterialize: 'content.recurring-materialize',
   mediaPurge: 'media.purge-bin',
   uploadSessionExpiry: 'media.expire-upload-sessions',
+  // Inbox (server/jobs/inbox.ts): folding inbound events, replies and moderation.
+  inboxFold: 'inbox.fold',
+  inboxAction: 'inbox.action',
 } as const;
+
+/** Queues that need options of their own: one queued fold per integration at a time (singleton key). */
+const QUEUE_OPTIONS: Partial<Record<string, { policy: 'stately' }>> = {
+  [QUEUES.inboxFold]: { policy: 'stately' },
+};
 
 /**
  * Installs (or migrates) pg-boss's schema and our queues, and lets the
@@ -25,7 +33,7 @@ export async function installQueues(ownerUrl: string): Promise<void> {
   await boss.start();
   try {
     for (const name of Object.values(QUEUES)) {
-      if (!(await boss.getQueue(name))) await boss.createQueue(name);
+      if (!(await boss.getQueue(name))) await boss.createQueue(name, QUEUE_OPTIONS[name]);
     }
   } finally {
     await boss.stop({ graceful: false, close: true });

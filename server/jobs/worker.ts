@@ -3,6 +3,7 @@ import type { DatabasePool } from 'slonik';
 import { sql } from '../db/pool.ts';
 import { asWorker } from '../db/worker.ts';
 import type { AppDeps } from '../deps.ts';
+import { registerInboxJobs } from './inbox.ts';
 import { registerMediaJobs } from './media.ts';
 import { registerPublishJobs } from './publish.ts';
 import { PGBOSS_SCHEMA, QUEUES } from './queues.ts';
@@ -39,6 +40,7 @@ export async function startWorker(deps: AppDeps, opts: { ownerUrl: string }) {
   await registerRecurringJobs(boss, pool, log);
   await registerMediaJobs(boss, deps);
   await registerPublishJobs(boss, deps);
+  await registerInboxJobs(boss, deps);
   // Upkeep that must not wait for the first cron tick.
   await maintenance.ensureAuditPartitions(pool);
   return {

@@ -5,6 +5,7 @@ import { authRoutes } from './auth.ts';
 import { campaignsRoutes } from './campaigns.ts';
 import { contentRoutes } from './content.ts';
 import { contentRootsRoutes } from './contentRoots.ts';
+import { inboxRoutes } from './inbox.ts';
 import { integrationsRoutes } from './integrations.ts';
 import { mediaRoutes } from './media.ts';
 import { publishingRoutes } from './publishing.ts';
@@ -29,6 +30,7 @@ const table = {
   ...mediaRoutes,
   ...publishingRoutes,
   ...articlesRoutes,
+  ...inboxRoutes,
 } satisfies RouteTable;
 
 /**

@@ -1,0 +1,115 @@
+// Inbox jobs, run as pressroom_worker:
+//
+//   inbox.fold    data {integrationId}: app.inbox_fold folds the integration's
+//                 new events into threads and messages, batch after batch.
+//                 api.inbox_receive queues it (policy stately, singleton key
+//                 the integration: one queued per integration, so a burst of
+//                 deliveries makes one fold, not one per delivery).
+//   inbox.action  data {messageId, action: reply | moderate}: a reply or a
+//                 moderation through the integration's connector.
+//                 app.inbox_action_claim hands out the work only while this
+//                 job is the message's job and the action still pending;
+//                 app.inbox_action_record stores the outcome. A reply that
+//                 fails is left failed with the reason (the user retries it:
+//                 POST .../retry); pg-boss's own retry covers a worker that
+//                 died before recording, and re-sends with the same token.
+import type { Job, PgBoss } from 'pg-boss';
+import { sql } from '../db/pool.ts';
+import { asWorker } from '../db/worker.ts';
+import type { AppDeps } from '../deps.ts';
+import { ConnectorError, integrationRef, type InboxActionResult, type IntegrationRef } from '../platforms/types.ts';
+import { QUEUES } from './queues.ts';
+
+export interface InboxFoldJobData {
+  integrationId: string;
+}
+
+export interface InboxActionJobData {
+  messageId: string;
+  workspaceId: string;
+  action: 'reply' | 'moderate';
+}
+
+type Deps = Pick<AppDeps, 'pool' | 'log' | 'connectors'>;
+
+/** Folds everything new of one integration; returns how many events. */
+export async function foldInbox(deps: Pick<AppDeps, 'pool'>, integrationId: string): Promise<number> {
+  let total = 0;
+  for (;;) {
+    const r = await asWorker<{ folded: number; more: boolean }>(deps.pool, sql.fragment`app.inbox_fold(${integrationId}::uuid)`);
+    total += r.folded;
+    if (!r.more) return total;
+  }
+}
+
+interface ActionClaim {
+  action: 'send' | 'skip';
+  kind: 'reply' | 'moderate';
+  integration: Omit<IntegrationRef, 'settings' | 'connector'> & { connector: 'sandbox' | 'webhook'; settings: Record<string, unknown> | null; active: boolean };
+  thread: { kind: 'comment' | 'message'; platformThreadId: string };
+  message: { id: string; text: string | null; platformMessageId: string | null; inReplyTo: string | null; moderation: 'hide' | 'unhide' | 'delete' | null; attempt: number };
+}
+
+/** Carries out one reply or moderation; returns what happened (for logs and tests). */
+export async function runInboxAction(deps: Deps, job: { id: string; data: InboxActionJobData }): Promise<Record<string, unknown>> {
+  const { pool, log } = deps;
+  const { messageId, action } = job.data;
+  const claim = await asWorker<ActionClaim>(pool, sql.fragment`app.inbox_action_claim(${messageId}::uuid, ${job.id}::uuid, ${action})`);
+  if (claim.action !== 'send') return { skipped: true };
+  const m = claim.message;
+  let result: InboxActionResult;
+  if (!claim.integration.active) {
+    result = { state: 'failed', permanent: true, error: 'The integration was disconnected or deleted.' };
+  } else {
+    const integration = integrationRef(claim.integration);
+    const connector = deps.connectors.get(claim.integration.connector);
+    try {
+      if (action === 'reply') {
+        result = await connector.reply(integration, {
+          messageId: m.id,
+          threadKind: claim.thread.kind,
+          platformThreadId: claim.thread.platformThreadId,
+          inReplyTo: m.inReplyTo,
+          text: m.text ?? '',
+          attempt: m.attempt,
+          idempotencyToken: `inbox-reply:${m.id}:${m.attempt}`,
+        });
+      } else {
+        result = await connector.moderate(integration, {
+          messageId: m.id,
+          threadKind: claim.thread.kind,
+          platformThreadId: claim.thread.platformThreadId,
+          platformMessageId: m.platformMessageId ?? '',
+          action: m.moderation ?? 'hide',
+          idempotencyToken: `inbox-moderate:${m.id}:${m.moderation}:${job.id}`,
+        });
+      }
+    } catch (err) {
+      result =
+        err instanceof ConnectorError
+          ? { state: 'failed', permanent: true, error: err.message }
+          : { state: 'failed', permanent: false, error: `The connector failed: ${err instanceof Error ? err.message : String(err)}` };
+    }
+  }
+  const ok = result.state === 'done';
+  const recorded = await asWorker(
+    pool,
+    sql.fragment`app.inbox_action_record(${messageId}::uuid, ${job.id}::uuid, ${action}, ${ok},
+      ${ok ? null : (result as { error: string }).error}, ${ok ? (result as { platformMessageId: string | null }).platformMessageId : null})`,
+  );
+  log.info('inbox action', { job: QUEUES.inboxAction, messageId, action, ok, ...recorded });
+  return { ok, ...recorded };
+}
+
+export async function registerInboxJobs(boss: PgBoss, deps: Deps, opts: { pollingIntervalSeconds?: number } = {}) {
+  const polling = opts.pollingIntervalSeconds ?? 0.5;
+  await boss.work<InboxFoldJobData>(QUEUES.inboxFold, { localConcurrency: 2, pollingIntervalSeconds: polling }, async (jobs: Job<InboxFoldJobData>[]) => {
+    for (const job of jobs) {
+      const folded = await foldInbox(deps, job.data.integrationId);
+      deps.log.debug('inbox folded', { job: QUEUES.inboxFold, integrationId: job.data.integrationId, folded });
+    }
+  });
+  await boss.work<InboxActionJobData>(QUEUES.inboxAction, { localConcurrency: 2, pollingIntervalSeconds: polling }, async (jobs: Job<InboxActionJobData>[]) =>
+    Promise.all(jobs.map((job) => runInboxAction(deps, job))),
+  );
+}
