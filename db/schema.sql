@@ -1140,7 +1140,7 @@ create table app.inbox_messages (
   occurred_at timestamp with time zone default now() not null,
   edited_at timestamp with time zone,
   created_by uuid,
-  created_at timestamp with time zone default now() not null,
+  created_at timestamp with time zone default clock_timestamp() not null,
   updated_at timestamp with time zone default now() not null,
   constraint inbox_messages_attachments_check CHECK ((jsonb_typeof(attachments) = 'array'::text)),
   constraint inbox_messages_author_check CHECK ((jsonb_typeof(author) = 'object'::text)),
@@ -4671,11 +4671,11 @@ CREATE OR REPLACE FUNCTION app.inbox_unread_count(p_thread uuid)
  SET search_path TO 'pg_catalog'
 AS $function$
   select count(*)::int from app.inbox_messages m
-  where m.thread_id = p_thread and m.direction = 'inbound' and m.has_original
+  where m.thread_id = p_thread and m.direction = 'inbound' and m.has_original and m.moderation <> 'deleted'
     and m.created_at > coalesce((select r.read_at from app.inbox_reads r
                                  where r.thread_id = p_thread and r.principal_id = app.current_principal_id()), '-infinity')
 $function$;
-comment on function app.inbox_unread_count(uuid) is 'How many inbound messages of the thread arrived after the current principal last read it (app.inbox_reads).';
+comment on function app.inbox_unread_count(uuid) is 'How many inbound messages of the thread (deleted ones aside) arrived after the current principal last read it (app.inbox_reads).';
 grant execute on function app.inbox_unread_count(uuid) to pressroom_api;
 grant execute on function app.inbox_unread_count(uuid) to pressroom_definer;
 grant execute on function app.inbox_unread_count(uuid) to pressroom_worker;
@@ -10469,6 +10469,7 @@ begin
       and (not coalesce((p_filters ->> 'unassigned')::boolean, false) or t.assignee_id is null)
       and (p_filters ->> 'unread' is null or ((p_filters ->> 'unread')::boolean = (app.inbox_unread_count(t.id) > 0)))
       and (v_search is null
+           or t.thread_key = v_search
            or t.participants::text ilike '%' || replace(replace(v_search, '%', '\%'), '_', '\_') || '%'
            or exists (select 1 from app.inbox_messages m where m.thread_id = t.id and m.body ilike '%' || replace(replace(v_search, '%', '\%'), '_', '\_') || '%'))
       and (v_after_at is null or (t.last_message_at, t.id) < (v_after_at, v_after_id))
@@ -10483,7 +10484,7 @@ begin
 end
 $function$;
 alter function api.list_inbox_threads(jsonb,jsonb,integer) owner to pressroom_api;
-comment on function api.list_inbox_threads(jsonb,jsonb,integer) is 'Serves GET /v1/workspaces/{workspaceId}/inbox/threads (listInboxThreads_v1). A keyset page of threads, newest message first, filtered by integration, platform, kind, status, assignee (or unassigned), unread for the caller, and search in participants and messages; the server signs the last key as the cursor. Requires the viewer role.';
+comment on function api.list_inbox_threads(jsonb,jsonb,integer) is 'Serves GET /v1/workspaces/{workspaceId}/inbox/threads (listInboxThreads_v1). A keyset page of threads, newest message first, filtered by integration, platform, kind, status, assignee (or unassigned), unread for the caller, and search (the platform thread id, participants, message text); the server signs the last key as the cursor. Requires the viewer role.';
 grant execute on function api.list_inbox_threads(jsonb,jsonb,integer) to pressroom_request;
 revoke all on function api.list_inbox_threads(jsonb,jsonb,integer) from public;
 
@@ -11823,7 +11824,7 @@ begin
   end if;
   if p_source not in ('facebook', 'instagram', 'x', 'sandbox') then
     perform app.raise(400, 'VALIDATION_FAILED', 'source must be facebook, instagram, x or sandbox.',
-      jsonb_build_object('fields', jsonb_build_array(jsonb_build_object('field', 'body.source', 'code', 'enum', 'message', 'must be facebook, instagram, x or sandbox'))));
+      jsonb_build_object('fields', jsonb_build_array(jsonb_build_object('field', 'path.source', 'code', 'enum', 'message', 'must be facebook, instagram, x or sandbox'))));
   end if;
   if (p_source = 'sandbox' and v_integ.connector <> 'sandbox') or (p_source <> 'sandbox' and v_integ.platform <> p_source) then
     perform app.raise(400, 'HOOK_SOURCE_MISMATCH',

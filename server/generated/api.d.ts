@@ -2384,7 +2384,7 @@ export interface paths {
          * List inbox threads (viewer role)
          * @description Comment threads and direct-message conversations of the workspace's integrations, newest
          *     message first (then by id). Filters combine (AND); `unread` is the caller's own read state;
-         *     `search` matches participants' names and ids and message text, ignoring case.
+         *     `search` matches the platform thread id exactly, or participants' names and ids and message text ignoring case.
          *     Cursor-paginated: send `meta.nextCursor` back as `cursor` with the same filters; an altered
          *     cursor, or one issued for other filters, answers 400 `INVALID_CURSOR`.
          */
@@ -2644,8 +2644,8 @@ export interface paths {
                 workspaceId: components["parameters"]["workspaceId"];
                 /** @description Integration UUID */
                 id: string;
-                /** @description Who signs the deliveries: the integration's platform (facebook, instagram, x) or sandbox (sandbox integrations) */
-                source: "facebook" | "instagram" | "x" | "sandbox";
+                /** @description Who signs the deliveries: the integration's platform (facebook, instagram, x) or sandbox (sandbox integrations); another value answers 400 VALIDATION_FAILED */
+                source: string;
             };
             cookie?: never;
         };
@@ -10521,8 +10521,8 @@ export interface operations {
                 workspaceId: components["parameters"]["workspaceId"];
                 /** @description Integration UUID */
                 id: string;
-                /** @description Who signs the deliveries: the integration's platform (facebook, instagram, x) or sandbox (sandbox integrations) */
-                source: "facebook" | "instagram" | "x" | "sandbox";
+                /** @description Who signs the deliveries: the integration's platform (facebook, instagram, x) or sandbox (sandbox integrations); another value answers 400 VALIDATION_FAILED */
+                source: string;
             };
             cookie?: never;
         };

@@ -205,7 +205,9 @@ create table app.inbox_messages (
   occurred_at timestamptz not null default now(),
   edited_at timestamptz,
   created_by uuid,
-  created_at timestamptz not null default now(),
+  -- The clock, not the transaction's start: messages folded together still
+  -- arrive one after the other for read state (app.inbox_unread_count).
+  created_at timestamptz not null default clock_timestamp(),
   updated_at timestamptz not null default now(),
   constraint inbox_messages_key unique (integration_id, message_key),
   constraint inbox_messages_delivery check ((direction = 'outbound') = (delivery_state is not null)),
@@ -281,11 +283,11 @@ grant execute on function app.inbox_enqueue(text, jsonb, text) to pressroom_api,
 create function app.inbox_unread_count(p_thread uuid) returns int
 language sql stable set search_path = pg_catalog as $$
   select count(*)::int from app.inbox_messages m
-  where m.thread_id = p_thread and m.direction = 'inbound' and m.has_original
+  where m.thread_id = p_thread and m.direction = 'inbound' and m.has_original and m.moderation <> 'deleted'
     and m.created_at > coalesce((select r.read_at from app.inbox_reads r
                                  where r.thread_id = p_thread and r.principal_id = app.current_principal_id()), '-infinity')
 $$;
-comment on function app.inbox_unread_count(uuid) is 'How many inbound messages of the thread arrived after the current principal last read it (app.inbox_reads).';
+comment on function app.inbox_unread_count(uuid) is 'How many inbound messages of the thread (deleted ones aside) arrived after the current principal last read it (app.inbox_reads).';
 grant execute on function app.inbox_unread_count(uuid) to pressroom_api, pressroom_definer, pressroom_worker;
 
 create function app.inbox_thread_json(t app.inbox_threads) returns jsonb
@@ -550,7 +552,7 @@ begin
   end if;
   if p_source not in ('facebook', 'instagram', 'x', 'sandbox') then
     perform app.raise(400, 'VALIDATION_FAILED', 'source must be facebook, instagram, x or sandbox.',
-      jsonb_build_object('fields', jsonb_build_array(jsonb_build_object('field', 'body.source', 'code', 'enum', 'message', 'must be facebook, instagram, x or sandbox'))));
+      jsonb_build_object('fields', jsonb_build_array(jsonb_build_object('field', 'path.source', 'code', 'enum', 'message', 'must be facebook, instagram, x or sandbox'))));
   end if;
   if (p_source = 'sandbox' and v_integ.connector <> 'sandbox') or (p_source <> 'sandbox' and v_integ.platform <> p_source) then
     perform app.raise(400, 'HOOK_SOURCE_MISMATCH',
@@ -627,6 +629,7 @@ begin
       and (not coalesce((p_filters ->> 'unassigned')::boolean, false) or t.assignee_id is null)
       and (p_filters ->> 'unread' is null or ((p_filters ->> 'unread')::boolean = (app.inbox_unread_count(t.id) > 0)))
       and (v_search is null
+           or t.thread_key = v_search
            or t.participants::text ilike '%' || replace(replace(v_search, '%', '\%'), '_', '\_') || '%'
            or exists (select 1 from app.inbox_messages m where m.thread_id = t.id and m.body ilike '%' || replace(replace(v_search, '%', '\%'), '_', '\_') || '%'))
       and (v_after_at is null or (t.last_message_at, t.id) < (v_after_at, v_after_id))
@@ -640,7 +643,7 @@ begin
                  then jsonb_build_array(v_rows[v_limit].last_message_at, v_rows[v_limit].id) end);
 end
 $$;
-comment on function api.list_inbox_threads(jsonb, jsonb, int) is 'Serves GET /v1/workspaces/{workspaceId}/inbox/threads (listInboxThreads_v1). A keyset page of threads, newest message first, filtered by integration, platform, kind, status, assignee (or unassigned), unread for the caller, and search in participants and messages; the server signs the last key as the cursor. Requires the viewer role.';
+comment on function api.list_inbox_threads(jsonb, jsonb, int) is 'Serves GET /v1/workspaces/{workspaceId}/inbox/threads (listInboxThreads_v1). A keyset page of threads, newest message first, filtered by integration, platform, kind, status, assignee (or unassigned), unread for the caller, and search (the platform thread id, participants, message text); the server signs the last key as the cursor. Requires the viewer role.';
 
 create function api.get_inbox_thread(p_id uuid) returns jsonb
 language plpgsql stable as $$
