@@ -8,6 +8,7 @@ import { BenchAbort } from './lib/load.ts';
 import { Cleanup } from './lib/cleanup.ts';
 import { content } from './scenarios/content.ts';
 import { foundation } from './scenarios/foundation.ts';
+import { inbox } from './scenarios/inbox.ts';
 import { media } from './scenarios/media.ts';
 import { publishing } from './scenarios/publishing.ts';
 import { readKnobs } from './lib/knobs.ts';
@@ -16,7 +17,7 @@ import type { Scenario } from './lib/scenario.ts';
 import { openCluster } from './lib/stack.ts';
 
 /** The registry: add a scenario here (bench/scenarios/<name>.ts exporting a Scenario). */
-const scenarios: Scenario[] = [foundation, content, media, publishing];
+const scenarios: Scenario[] = [foundation, content, media, publishing, inbox];
 
 function usage(): string {
   return [
