@@ -1137,6 +1137,7 @@ create table app.inbox_messages (
   delivery_error text,
   action_job_id uuid,
   attempts integer default 0 not null,
+  attempt_job_id uuid,
   occurred_at timestamp with time zone default now() not null,
   edited_at timestamp with time zone,
   created_by uuid,
@@ -4316,7 +4317,10 @@ begin
   end if;
   select * into t from app.inbox_threads where id = v.thread_id;
   select * into i from app.integrations where id = v.integration_id;
-  update app.inbox_messages set attempts = attempts + case when p_action = 'reply' then 1 else 0 end, updated_at = now()
+  update app.inbox_messages
+  set attempts = attempts + case when p_action = 'reply' and attempt_job_id is distinct from p_job then 1 else 0 end,
+      attempt_job_id = case when p_action = 'reply' then p_job else attempt_job_id end,
+      updated_at = now()
   where id = p_message returning * into v;
   if p_action = 'reply' then
     select message_key into v_parent from app.inbox_messages where id = v.in_reply_to_id;
@@ -4330,7 +4334,7 @@ begin
       'inReplyTo', v_parent, 'moderation', v.moderation_pending, 'attempt', v.attempts));
 end
 $function$;
-comment on function app.inbox_action_claim(uuid,uuid,text) is 'Job inbox.action: the reply or moderation of a message to carry out, with its integration (and webhook secret), when this job is still the message''s job and the action is still pending; otherwise skip. Counts a reply''s attempts.';
+comment on function app.inbox_action_claim(uuid,uuid,text) is 'Job inbox.action: the reply or moderation of a message to carry out, with its integration (and webhook secret), when this job is still the message''s job and the action is still pending; otherwise skip. Counts a reply''s attempts once per job, so a job handed out again after its worker died re-sends the same attempt (same idempotency token).';
 grant execute on function app.inbox_action_claim(uuid,uuid,text) to pressroom_worker;
 revoke all on function app.inbox_action_claim(uuid,uuid,text) from public;
 

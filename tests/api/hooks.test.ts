@@ -214,6 +214,81 @@ describe('signatures, raw storage and de-duplication', () => {
   });
 });
 
+describe('what each source brings', () => {
+  const state = async (integrationId: string) =>
+    (
+      await server.owner.query(
+        `select t.kind, t.thread_key, m.message_key, m.parent_key, m.author, m.body, m.reactions, m.moderation, m.has_original
+         from app.inbox_messages m join app.inbox_threads t on t.id = m.thread_id where m.integration_id = $1 order by m.message_key`,
+        [integrationId],
+      )
+    ).rows;
+
+  it('X: replies and mentions by others, likes of replies, direct messages, deletions; the account\'s own posts and likes of its posts are skipped', async () => {
+    const integration = await hookIntegration(api, owner, 'x', 'x', 'x kinds');
+    const self = '2244994945';
+    const tweet = (id: string, user: string, inReplyTo: string | null, text: string, ms: number) => ({
+      id_str: id, text, timestamp_ms: String(ms), in_reply_to_status_id_str: inReplyTo, user: { id_str: user, screen_name: `s${user}`, name: `N${user}` },
+    });
+    const r = await deliver(server, 'x', integration, xDelivery({
+      for_user_id: self,
+      tweet_create_events: [tweet('t1', '11', 'p1', '@acme first', 1_790_000_000_000), tweet('t2', '12', null, '@acme a mention', 1_790_000_001_000), tweet('t3', self, 'p1', 'our own answer', 1_790_000_002_000)],
+      favorite_events: [
+        { id: 'f1', timestamp_ms: 1_790_000_003_000, favorited_status: { id_str: 't1', in_reply_to_status_id_str: 'p1', user: { id_str: '11' } }, user: { id_str: '13' } },
+        { id: 'f2', timestamp_ms: 1_790_000_004_000, favorited_status: { id_str: 'p1', user: { id_str: self } }, user: { id_str: '13' } },
+      ],
+      direct_message_events: [
+        { type: 'message_create', id: 'dm1', created_timestamp: '1790000005000', message_create: { sender_id: '14', target: { recipient_id: self }, message_data: { text: 'hello' } } },
+        { type: 'message_create', id: 'dm2', created_timestamp: '1790000006000', message_create: { sender_id: self, target: { recipient_id: '14' }, message_data: { text: 'our reply' } } },
+      ],
+      users: { '14': { id: '14', name: 'Dee', screen_name: 'dee' } },
+    }));
+    expect(r.body.data).toMatchObject({ events: 4, newEvents: 4, skipped: 3 });
+    expect((await deliver(server, 'x', integration, xDelivery({ for_user_id: self, tweet_delete_events: [{ status: { id: 't2', user_id: '12' }, timestamp_ms: '1790000007000' }] }))).status).toBe(200);
+    await foldInbox(server.deps, integration);
+    expect((await state(integration)).map((m) => [m.kind, m.thread_key, m.message_key, m.parent_key, m.body, m.reactions, m.moderation])).toEqual([
+      ['message', '14', 'dm1', null, 'hello', {}, 'visible'],
+      ['comment', 'p1', 't1', 'p1', '@acme first', { like: 1 }, 'visible'],
+      ['comment', 't2', 't2', null, '@acme a mention', {}, 'deleted'],
+    ]);
+  });
+
+  it('Instagram: comments and replies to comments, direct messages; Facebook: Messenger deletions and reactions to the post itself', async () => {
+    const integration = await hookIntegration(api, owner, 'instagram', 'instagram', 'ig kinds');
+    const r = await deliver(server, 'instagram', integration, metaDelivery({
+      object: 'instagram',
+      entry: [{
+        id: '1784', time: 1_790_000_000,
+        changes: [
+          { field: 'comments', value: { id: 'ic1', text: 'wow', from: { id: 'iu1', username: 'ada' }, media: { id: 'm1' } } },
+          { field: 'comments', value: { id: 'ic2', text: 'thanks', from: { id: 'iu2', username: 'bo' }, media: { id: 'm1' }, parent_id: 'ic1' } },
+          { field: 'mentions', value: { media_id: 'm9' } },
+        ],
+        messaging: [{ sender: { id: 'iu3' }, recipient: { id: '1784' }, timestamp: 1_790_000_001_000, message: { mid: 'im1', text: 'hi', attachments: [{ type: 'image', payload: { url: 'https://cdn.example/i.jpg' } }] } }],
+      }],
+    }));
+    expect(r.body.data).toMatchObject({ events: 3, newEvents: 3, skipped: 1 });
+    await foldInbox(server.deps, integration);
+    expect((await state(integration)).map((m) => [m.kind, m.thread_key, m.message_key, m.parent_key, m.author.name, m.body])).toEqual([
+      ['comment', 'm1', 'ic1', null, 'ada', 'wow'],
+      ['comment', 'm1', 'ic2', 'ic1', 'bo', 'thanks'],
+      ['message', 'iu3', 'im1', null, null, 'hi'],
+    ]);
+    const attachments = await server.owner.query(`select attachments from app.inbox_messages where integration_id = $1 and message_key = 'im1'`, [integration]);
+    expect(attachments.rows[0].attachments).toEqual([{ type: 'image', url: 'https://cdn.example/i.jpg' }]);
+
+    const page = await hookIntegration(api, owner, 'facebook', 'facebook', 'fb kinds');
+    await deliver(server, 'facebook', page, metaDelivery({ object: 'page', entry: [{ id: '1', time: 1_790_000_000, messaging: [{ sender: { id: 'ps1' }, recipient: { id: '1' }, timestamp: 1_790_000_000_000, message: { mid: 'fm1', text: 'oops' } }] }] }));
+    const del = await deliver(server, 'facebook', page, metaDelivery({ object: 'page', entry: [{ id: '1', time: 1_790_000_010, messaging: [
+      { sender: { id: 'ps1' }, recipient: { id: '1' }, timestamp: 1_790_000_010_000, message: { mid: 'fm1', is_deleted: true } },
+      { sender: { id: '1' }, recipient: { id: 'ps1' }, timestamp: 1_790_000_011_000, message: { mid: 'fm2', text: 'echo of our answer', is_echo: true } },
+    ], changes: [{ field: 'feed', value: { item: 'reaction', verb: 'add', reaction_type: 'like', post_id: '1_5', from: { id: 'u9' } } }] }] }));
+    expect(del.body.data).toMatchObject({ events: 1, newEvents: 1, skipped: 2 });
+    await foldInbox(server.deps, page);
+    expect((await state(page)).map((m) => [m.message_key, m.moderation])).toEqual([['fm1', 'deleted']]);
+  });
+});
+
 describe('folding', () => {
   it('the fold job (real pg-boss) turns deliveries into a thread', async () => {
     const boss = new PgBoss({ connectionString: server.db.ownerUrl, schema: PGBOSS_SCHEMA, max: 2, superviseIntervalSeconds: 5 });

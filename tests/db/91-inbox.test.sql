@@ -4,7 +4,7 @@
 -- edit before the original); read state is per member; roles, tenant scope
 -- and secrets.
 begin;
-select plan(29);
+select plan(31);
 -- @include personas.sql
 -- @include content.sql
 
@@ -120,6 +120,21 @@ select pg_temp.act_as('A.editor', 'A1');
 select is(api.reply_inbox_thread(pg_temp.thread('ig:A1.x', 'post-1'), 'thanks', null) #>> '{delivery,state}', 'pending', 'an editor replies: pending, with its job');
 select pg_temp.act_as_owner();
 select is((select count(*)::int from pgboss.job where name = 'inbox.action'), 1, 'the reply''s job commits with it');
+-- The job's claim, twice (pg-boss handing the job out again after a worker died): the same attempt.
+create function pg_temp.claim_reply() returns jsonb
+language plpgsql as $$
+declare v jsonb; m app.inbox_messages;
+begin
+  perform pg_temp.act_as_owner();
+  select * into m from app.inbox_messages where direction = 'outbound';
+  set local role pressroom_worker;
+  v := app.inbox_action_claim(m.id, m.action_job_id, 'reply');
+  reset role;
+  return v;
+end
+$$;
+select is(pg_temp.claim_reply() #>> '{message,attempt}', '1', 'the job claims the reply: attempt 1');
+select is(pg_temp.claim_reply() #>> '{message,attempt}', '1', 'the same job claiming again re-sends attempt 1 (same token)');
 select pg_temp.act_as('A.editor', 'A1');
 select is(pg_temp.write_outcome(format($$update app.inbox_messages set delivery_state = 'sent', body = 'changed' where thread_id = %L$$, pg_temp.thread('ig:A1.x', 'post-1'))),
   '42501', 'the text of a message is engine-only');
