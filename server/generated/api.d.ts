@@ -2668,6 +2668,64 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/hooks/{source}/{integrationId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Who signs the deliveries. Another value answers 404 `NOT_FOUND` (a platform is not told which sources exist). */
+                source: "facebook" | "instagram" | "x" | "sandbox";
+                /** @description The integration the deliveries belong to. Not a UUID, unknown, or without a secret set for `source` answers 404 `NOT_FOUND`. */
+                integrationId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Answer a platform's subscription check (no role; the secret set for the hook is the credential)
+         * @description Called by the platform when the webhook is registered, never by integrators.
+         *
+         *     - `facebook`, `instagram` (Meta's verification request): `hub.mode=subscribe`,
+         *       `hub.verify_token` (compared with the SHA-256 of the verify token set by
+         *       `setInboxHookSecret_v1`) and `hub.challenge`, answered as plain text. Another token is
+         *       403 `VERIFY_TOKEN_MISMATCH`.
+         *     - `x` (Account Activity challenge-response check): `crc_token`, answered
+         *       `{"response_token": "sha256=<base64 HMAC-SHA256 of crc_token keyed with the consumer secret>"}`.
+         *     - `sandbox` has no check: 405 `METHOD_NOT_ALLOWED`.
+         *
+         *     The answers are the platform's formats, not the envelope. Not throttled (a platform that is
+         *     refused stops delivering). Every call for a known integration writes an audit row, actor
+         *     kind `platform_webhook`.
+         */
+        get: operations["checkInboxHook_v1"];
+        put?: never;
+        /**
+         * Receive a platform's signed delivery (no role; the signature is the credential)
+         * @description Called by the platform, never by integrators. The body is the platform's own JSON, read raw
+         *     (at most 1 MB) because the signature is over its exact bytes; nothing is parsed or stored
+         *     before the signature holds:
+         *
+         *     - `facebook`, `instagram`: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the body keyed
+         *       with the app secret>`; `object` `page` / `instagram` with `entry[].changes[]` (comments,
+         *       reactions) and `entry[].messaging[]` (direct messages).
+         *     - `x`: `x-twitter-webhooks-signature: sha256=<base64 HMAC-SHA256 of the body keyed with the
+         *       consumer secret>`; Account Activity events (`tweet_create_events`,
+         *       `favorite_events`, `direct_message_events`, deletions).
+         *     - `sandbox`: Standard Webhooks (`webhook-id`, `webhook-timestamp` within 5 minutes,
+         *       `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`).
+         *
+         *     The delivery is stored raw with its events, de-duplicated on the platform's event id by a
+         *     unique constraint (a redelivery is a 200 whose `newEvents` is 0), and folded into threads by
+         *     job `inbox.fold`, so the answer comes in milliseconds. Raw deliveries are deleted after
+         *     `inbox_delivery_retention_days` once folded (docs/inbox.md). Not throttled. Every call for
+         *     a known integration writes an audit row, actor kind `platform_webhook`.
+         */
+        post: operations["receiveInboxHook_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -4620,6 +4678,25 @@ export interface components {
             /** Format: date-time */
             updatedAt: string;
         };
+        /** @description What an accepted delivery became. */
+        InboxHookDelivery: {
+            /**
+             * Format: uuid
+             * @description The stored raw delivery; null for a redelivery (every event known already: nothing is kept).
+             */
+            deliveryId: string | null;
+            /** @description Events the delivery carries. */
+            events: number;
+            /** @description Of those, events not seen before (0 for a redelivery). */
+            newEvents: number;
+            /** @description Entries the inbox does not keep. */
+            skipped: number;
+        };
+        /** @description X's challenge-response answer (X's format, not the envelope). */
+        InboxHookCrcAnswer: {
+            /** @description sha256=<base64 HMAC-SHA256 of crc_token keyed with the consumer secret> */
+            response_token: string;
+        };
     };
     responses: {
         /** @description Malformed JSON (`MALFORMED_JSON`), JSON nested deeper than 64 levels (`NESTING_TOO_DEEP`), an undecodable path (`MALFORMED_URL`), unknown properties or query parameters, a NUL character, or a value of the wrong type or out of bounds (`VALIDATION_FAILED` lists one entry per field in `details.fields`). */
@@ -4805,6 +4882,44 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description Unknown source or integration, or no secret is set for this source (`NOT_FOUND`). */
+        InboxHookNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "NOT_FOUND",
+                 *         "message": "No inbound hook here: unknown source or integration, or no secret is set for this source (PUT .../integrations/{id}/inbox-hooks/{source}).",
+                 *         "requestId": "6a1f0c0e-3f0e-4c55-9c6b-1b0d2b4f9a10",
+                 *         "details": null
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description The hook's secret cannot be decrypted by this server (its `SIGNED_URL_SECRET` changed); set it again (`HOOK_SECRET_UNREADABLE`). */
+        InboxHookSecretUnreadable: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "HOOK_SECRET_UNREADABLE",
+                 *         "message": "The secret of this hook cannot be read by this server; set it again.",
+                 *         "requestId": "6a1f0c0e-3f0e-4c55-9c6b-1b0d2b4f9a10",
+                 *         "details": null
+                 *       }
+                 *     }
+                 */
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
@@ -10560,6 +10675,296 @@ export interface operations {
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    checkInboxHook_v1: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Meta's check only; must be `subscribe`.
+                 * @example subscribe
+                 */
+                "hub.mode"?: "subscribe";
+                /**
+                 * @description Meta's check only; the verify token set for the hook.
+                 * @example pressroom-meta-verify-2026
+                 */
+                "hub.verify_token"?: string;
+                /**
+                 * @description Meta's check only; echoed as the plain-text answer.
+                 * @example 1158201444
+                 */
+                "hub.challenge"?: string;
+                /**
+                 * @description X's check only; the token to sign.
+                 * @example 9b4507b3-9f8b-4d0c-a7f0-5d6a5c8f7a21
+                 */
+                crc_token?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Who signs the deliveries. Another value answers 404 `NOT_FOUND` (a platform is not told which sources exist). */
+                source: "facebook" | "instagram" | "x" | "sandbox";
+                /** @description The integration the deliveries belong to. Not a UUID, unknown, or without a secret set for `source` answers 404 `NOT_FOUND`. */
+                integrationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The check is answered. Meta gets the challenge as plain text, X a JSON `response_token`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example 1158201444 */
+                    "text/plain": string;
+                    /**
+                     * @example {
+                     *       "response_token": "sha256=x9Rp0Vh6bX3m0f3h6dM8Zk3bqO3bY2rW1yS4m0Q7e8U="
+                     *     }
+                     */
+                    "application/json": components["schemas"]["InboxHookCrcAnswer"];
+                };
+            };
+            /** @description The check lacks its parameters (`VALIDATION_FAILED`): `hub.mode=subscribe`, `hub.verify_token` and `hub.challenge` for Meta, `crc_token` for X, the challenge at most 1024 characters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "VALIDATION_FAILED",
+                     *         "message": "The challenge-response check sends crc_token (at most 1024 characters).",
+                     *         "requestId": "6a1f0c0e-3f0e-4c55-9c6b-1b0d2b4f9a10",
+                     *         "details": {
+                     *           "fields": [
+                     *             {
+                     *               "field": "query.crc_token",
+                     *               "code": "required",
+                     *               "message": "is required"
+                     *             }
+                     *           ]
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `hub.verify_token` is not the verify token set for this hook (`VERIFY_TOKEN_MISMATCH`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "VERIFY_TOKEN_MISMATCH",
+                     *         "message": "hub.verify_token is not the token set for this hook.",
+                     *         "requestId": "6a1f0c0e-3f0e-4c55-9c6b-1b0d2b4f9a10",
+                     *         "details": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            404: components["responses"]["InboxHookNotFound"];
+            /** @description The sandbox source has no subscription check (`METHOD_NOT_ALLOWED`, `Allow` POST). */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "METHOD_NOT_ALLOWED",
+                     *         "message": "The sandbox source has no subscription check; POST deliveries.",
+                     *         "requestId": "6a1f0c0e-3f0e-4c55-9c6b-1b0d2b4f9a10",
+                     *         "details": {
+                     *           "allow": [
+                     *             "POST"
+                     *           ]
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["InboxHookSecretUnreadable"];
+        };
+    };
+    receiveInboxHook_v1: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Meta's signature (`facebook`, `instagram`).
+                 * @example sha256=3f1a9c6f4b1e8d2a7c5b0e9f6d3a2c1b8e7f6a5d4c3b2a1908f7e6d5c4b3a291
+                 */
+                "X-Hub-Signature-256"?: string;
+                /**
+                 * @description X's signature (`x`).
+                 * @example sha256=x9Rp0Vh6bX3m0f3h6dM8Zk3bqO3bY2rW1yS4m0Q7e8U=
+                 */
+                "x-twitter-webhooks-signature"?: string;
+                /**
+                 * @description Standard Webhooks message id (`sandbox`).
+                 * @example msg_2fVbq8Yb3bXo3qz
+                 */
+                "webhook-id"?: string;
+                /**
+                 * @description Standard Webhooks Unix timestamp in seconds (`sandbox`); more than 300 seconds away from now is 401 `SIGNATURE_STALE`.
+                 * @example 1795000000
+                 */
+                "webhook-timestamp"?: string;
+                /**
+                 * @description Standard Webhooks signatures, space-separated `v1,<base64>` (`sandbox`).
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature"?: string;
+            };
+            path: {
+                /** @description Who signs the deliveries. Another value answers 404 `NOT_FOUND` (a platform is not told which sources exist). */
+                source: "facebook" | "instagram" | "x" | "sandbox";
+                /** @description The integration the deliveries belong to. Not a UUID, unknown, or without a secret set for `source` answers 404 `NOT_FOUND`. */
+                integrationId: string;
+            };
+            cookie?: never;
+        };
+        /** @description The platform's delivery, exactly as sent (any content type; parsed as JSON only after the signature holds). At most 1 MB. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "object": "page",
+                 *       "entry": [
+                 *         {
+                 *           "id": "104982710000001",
+                 *           "time": 1795000000,
+                 *           "changes": [
+                 *             {
+                 *               "field": "feed",
+                 *               "value": {
+                 *                 "item": "comment",
+                 *                 "verb": "add",
+                 *                 "comment_id": "104982710000001_5553_7771",
+                 *                 "post_id": "104982710000001_5553",
+                 *                 "parent_id": "104982710000001_5553",
+                 *                 "message": "Love this!",
+                 *                 "created_time": 1795000000,
+                 *                 "from": {
+                 *                   "id": "6100000000001",
+                 *                   "name": "Ada Lovelace"
+                 *                 }
+                 *               }
+                 *             }
+                 *           ]
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Stored (or recognised as a redelivery). `newEvents` counts the events not seen before; `skipped` the entries the inbox does not keep (e.g. echoes of our own messages). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "deliveryId": "0b8e9a52-4f7c-4e0a-9c4e-2f6f1f0d7a11",
+                     *         "events": 1,
+                     *         "newEvents": 1,
+                     *         "skipped": 0
+                     *       },
+                     *       "meta": null
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["InboxHookDelivery"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            /** @description The signed body is not a delivery of this source (`INVALID_DELIVERY`), or could not be read. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "INVALID_DELIVERY",
+                     *         "message": "The body is not JSON.",
+                     *         "requestId": "6a1f0c0e-3f0e-4c55-9c6b-1b0d2b4f9a10",
+                     *         "details": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The delivery is not signed (`SIGNATURE_MISSING`), the signature does not match the body and the secret (`SIGNATURE_INVALID`), or a sandbox delivery is signed more than 5 minutes away from now (`SIGNATURE_STALE`). Nothing is stored. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "SIGNATURE_INVALID",
+                     *         "message": "The signature does not match the body and the secret of this hook.",
+                     *         "requestId": "6a1f0c0e-3f0e-4c55-9c6b-1b0d2b4f9a10",
+                     *         "details": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            404: components["responses"]["InboxHookNotFound"];
+            /** @description The body is over 1 MB (`PAYLOAD_TOO_LARGE`, `details.limit` 1048576). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "PAYLOAD_TOO_LARGE",
+                     *         "message": "A delivery is at most 1048576 bytes.",
+                     *         "requestId": "6a1f0c0e-3f0e-4c55-9c6b-1b0d2b4f9a10",
+                     *         "details": {
+                     *           "limit": 1048576
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["InboxHookSecretUnreadable"];
         };
     };
 }

@@ -25,6 +25,8 @@ import { checkSignature, HOOK_SOURCES, xCrcResponse, type HookSource } from '../
 
 export const HOOK_BODY_LIMIT_BYTES = 1024 * 1024;
 export const HOOK_ROUTE = '/v1/hooks/{source}/{integrationId}';
+/** The longest hub.challenge and crc_token answered (the contract's maxLength). */
+export const HOOK_CHALLENGE_MAX_LENGTH = 1024;
 /** Inbox routes that need the server secret (cursors, hook secrets). */
 const INBOX_ROUTE = /^\/v1\/workspaces\/[^/]+\/(inbox\/|integrations\/[^/]+\/inbox-hooks\/)/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -53,6 +55,20 @@ function headerMap(req: Request): Record<string, string | undefined> {
 function queryOf(req: Request): URLSearchParams {
   const i = req.originalUrl.indexOf('?');
   return new URLSearchParams(i >= 0 ? req.originalUrl.slice(i + 1) : '');
+}
+
+/**
+ * The routes a router built by createHooksRouter serves, as `METHOD /express/path`
+ * (read from its stack), so that server/app.ts and tests/api/contract.test.ts
+ * can hold them against the contract's `x-raw-body` operations.
+ */
+export function servedRoutes(router: express.Router): string[] {
+  const out: string[] = [];
+  for (const layer of (router as unknown as { stack: { route?: { path: string; methods: Record<string, boolean> } }[] }).stack) {
+    if (!layer.route) continue;
+    for (const [m, on] of Object.entries(layer.route.methods)) if (on && m !== '_all') out.push(`${m.toUpperCase()} ${layer.route.path}`);
+  }
+  return out;
 }
 
 export function createHooksRouter(deps: AppDeps) {
@@ -89,7 +105,7 @@ export function createHooksRouter(deps: AppDeps) {
         const q = queryOf(req);
         if (source === 'x') {
           const crc = q.get('crc_token');
-          if (!crc || crc.length > 1024) throw new ApiError(400, 'VALIDATION_FAILED', 'The challenge-response check sends crc_token.', { fields: [{ field: 'query.crc_token', code: 'required', message: 'is required' }] });
+          if (!crc || crc.length > HOOK_CHALLENGE_MAX_LENGTH) throw new ApiError(400, 'VALIDATION_FAILED', `The challenge-response check sends crc_token (at most ${HOOK_CHALLENGE_MAX_LENGTH} characters).`, { fields: [{ field: 'query.crc_token', code: 'required', message: 'is required' }] });
           answer = { json: xCrcResponse(secret, crc) };
           status = 200;
           return;
@@ -97,8 +113,8 @@ export function createHooksRouter(deps: AppDeps) {
         const mode = q.get('hub.mode');
         const token = q.get('hub.verify_token');
         const challenge = q.get('hub.challenge');
-        if (mode !== 'subscribe' || !token || !challenge || challenge.length > 1024) {
-          throw new ApiError(400, 'VALIDATION_FAILED', 'The subscription check sends hub.mode=subscribe, hub.verify_token and hub.challenge.', {
+        if (mode !== 'subscribe' || !token || !challenge || challenge.length > HOOK_CHALLENGE_MAX_LENGTH) {
+          throw new ApiError(400, 'VALIDATION_FAILED', `The subscription check sends hub.mode=subscribe, hub.verify_token and hub.challenge (at most ${HOOK_CHALLENGE_MAX_LENGTH} characters).`, {
             fields: [{ field: 'query.hub.mode', code: 'required', message: 'hub.mode=subscribe, hub.verify_token and hub.challenge are required' }],
           });
         }

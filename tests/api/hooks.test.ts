@@ -11,6 +11,7 @@ import { PGBOSS_SCHEMA } from '../../server/jobs/queues.ts';
 import { client, signup } from '../support/http.ts';
 import {
   deliver,
+  hookCheck,
   hookIntegration,
   META_VERIFY_TOKEN,
   metaDelivery,
@@ -43,7 +44,7 @@ afterAll(async () => server?.close());
 
 const count = async (table: string, integrationId: string) =>
   Number((await server.owner.query(`select count(*) from app.${table} where integration_id = $1`, [integrationId])).rows[0].count);
-const get = (path: string) => fetch(`${server.baseUrl}${path}`);
+const get = (path: string) => hookCheck(server, path);
 
 const fbComment = (id: string, text: string, t = 1_790_000_000) => ({
   object: 'page',

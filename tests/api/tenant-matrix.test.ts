@@ -167,6 +167,8 @@ describe('tenant matrix', () => {
       return { role: role!, sessionOnly: schemes.length > 0 && schemes.every((x: string) => x === 'session') };
     };
     const writers = new Map<Operation, [string, string]>();
+    // The x-raw-body operations (the inbound hooks) are not in openapi.operations: they take no
+    // bearer and reach one integration by its id and its secret (tests/api/hooks.test.ts).
     const ops = openapi.operations.filter((op) => op.path.startsWith('/v1/workspaces/{workspaceId}'));
     const deniedOnA: [string, string][] = [
       ['key of another workspace', otherWs.key],

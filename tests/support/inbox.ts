@@ -5,7 +5,7 @@
 import { createHmac } from 'node:crypto';
 import { expect } from 'vitest';
 import type { client, signup } from './http.ts';
-import type { TestServer } from './server.ts';
+import { openapi, type TestServer } from './server.ts';
 
 export const META_APP_SECRET = 'meta-app-secret-0123456789abcdef';
 export const META_VERIFY_TOKEN = 'meta-verify-token-2026';
@@ -52,10 +52,39 @@ export function sandboxDelivery(id: string, payload: unknown, opts: { secret?: s
   return { body, headers: { 'content-type': 'application/json', 'webhook-id': id, 'webhook-timestamp': String(ts), 'webhook-signature': `v1,${sig}` } };
 }
 
+/**
+ * Holds an answer of the hook routes against their `x-raw-body` operation in
+ * openapi.yaml: the status is documented, a JSON body matches its schema, a
+ * text answer is documented as text/plain.
+ */
+export function checkHookAnswer(method: 'GET' | 'POST', status: number, contentType: string | null, text: string) {
+  const op = openapi.rawOperations.find((o) => o.method === method && o.path === '/v1/hooks/{source}/{integrationId}');
+  expect(op, `openapi.yaml has ${method} /v1/hooks/{source}/{integrationId}`).toBeTruthy();
+  const documented = openapi.doc.paths[op!.path][method.toLowerCase()].responses[String(status)];
+  expect(documented, `${method} /v1/hooks/... documents status ${status}`).toBeTruthy();
+  if ((contentType ?? '').startsWith('text/plain')) {
+    expect(documented.content?.['text/plain'], `${method} /v1/hooks/... documents text/plain for ${status}`).toBeTruthy();
+    return;
+  }
+  const validate = op!.responseValidator(status);
+  expect(validate, `${method} /v1/hooks/... documents a JSON body for ${status}`).not.toBeNull();
+  const body = JSON.parse(text);
+  if (!validate!(body)) throw new Error(`${method} /v1/hooks/... -> ${status}: body does not match openapi.yaml: ${JSON.stringify(validate!.errors)}\n${text}`);
+}
+
 export async function deliver(server: TestServer, source: string, integrationId: string, d: Delivery) {
   const res = await fetch(`${server.baseUrl}/v1/hooks/${source}/${integrationId}`, { method: 'POST', headers: d.headers, body: d.body });
   const text = await res.text();
+  checkHookAnswer('POST', res.status, res.headers.get('content-type'), text);
   return { status: res.status, body: text ? JSON.parse(text) : undefined, headers: res.headers };
+}
+
+/** A platform's GET (subscription check) of a hook route, its answer held against openapi.yaml. */
+export async function hookCheck(server: TestServer, path: string) {
+  const res = await fetch(`${server.baseUrl}${path}`);
+  const text = await res.text();
+  checkHookAnswer('GET', res.status, res.headers.get('content-type'), text);
+  return new Response(text, { status: res.status, headers: res.headers });
 }
 
 // A recorded Facebook Page stream: one post's comments (add, edit, reply,
