@@ -982,6 +982,7 @@ create table app.inbox_deliveries (
 );
 comment on table app.inbox_deliveries is 'Every inbound webhook delivery whose signature was valid, as received (raw body and the signature headers), with how many events it held and how many were new. Written only by api.inbox_receive (pressroom_definer); requests read nothing of it but through the inbox functions. Tenant policies (select only for pressroom_api).';
 CREATE INDEX inbox_deliveries_integration_idx ON app.inbox_deliveries USING btree (integration_id, received_at);
+CREATE INDEX inbox_deliveries_received_idx ON app.inbox_deliveries USING btree (received_at);
 CREATE INDEX inbox_deliveries_workspace_id_idx ON app.inbox_deliveries USING btree (workspace_id);
 alter table app.inbox_deliveries enable row level security;
 alter table app.inbox_deliveries force row level security;
@@ -1005,7 +1006,7 @@ create table app.inbox_events (
   organization_id uuid not null,
   workspace_id uuid not null,
   integration_id uuid not null,
-  delivery_id uuid not null,
+  delivery_id uuid,
   event_id text not null,
   type text not null,
   thread_kind text not null,
@@ -1023,7 +1024,7 @@ create table app.inbox_events (
   constraint inbox_events_attachments_check CHECK ((jsonb_typeof(attachments) = 'array'::text)),
   constraint inbox_events_author_check CHECK (((author IS NULL) OR (jsonb_typeof(author) = 'object'::text))),
   constraint inbox_events_body_check CHECK ((length(body) <= 65536)),
-  constraint inbox_events_delivery_id_fkey FOREIGN KEY (delivery_id) REFERENCES app.inbox_deliveries(id) ON DELETE CASCADE,
+  constraint inbox_events_delivery_id_fkey FOREIGN KEY (delivery_id) REFERENCES app.inbox_deliveries(id) ON DELETE SET NULL,
   constraint inbox_events_event_id_check CHECK (((length(event_id) >= 1) AND (length(event_id) <= 300))),
   constraint inbox_events_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
   constraint inbox_events_message_key_check CHECK (((length(message_key) >= 1) AND (length(message_key) <= 300))),
@@ -4574,6 +4575,34 @@ grant execute on function app.inbox_message_json(app.inbox_messages) to pressroo
 grant execute on function app.inbox_message_json(app.inbox_messages) to pressroom_definer;
 grant execute on function app.inbox_message_json(app.inbox_messages) to pressroom_worker;
 revoke all on function app.inbox_message_json(app.inbox_messages) from public;
+
+CREATE OR REPLACE FUNCTION app.inbox_purge_deliveries(p_limit integer DEFAULT 500)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v_days int := app.setting_int('inbox_delivery_retention_days');
+  v_purged int;
+  v_limit int := least(greatest(coalesce(p_limit, 500), 1), 10000);
+begin
+  with old as (
+    select d.id from app.inbox_deliveries d
+    where d.received_at < now() - make_interval(days => v_days)
+      and not exists (select 1 from app.inbox_events e where e.delivery_id = d.id and e.folded_at is null)
+    order by d.received_at
+    limit v_limit
+    for update of d skip locked),
+  del as (delete from app.inbox_deliveries d using old where d.id = old.id returning 1)
+  select count(*) into v_purged from del;
+  return jsonb_build_object('purged', v_purged, 'more', v_purged >= v_limit, 'retentionDays', v_days);
+end
+$function$;
+alter function app.inbox_purge_deliveries(integer) owner to pressroom_definer;
+comment on function app.inbox_purge_deliveries(integer) is 'Job inbox.purge-deliveries: deletes at most p_limit raw inbound deliveries older than setting inbox_delivery_retention_days whose events are all folded (oldest first, skipping rows another run holds); their events stay, with delivery_id null, so de-duplication on the platform event id is unchanged. Answers {purged, more, retentionDays}.';
+grant execute on function app.inbox_purge_deliveries(integer) to pressroom_worker;
+revoke all on function app.inbox_purge_deliveries(integer) from public;
 
 CREATE OR REPLACE FUNCTION app.inbox_refresh_threads(p_threads uuid[])
  RETURNS void

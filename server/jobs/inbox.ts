@@ -13,6 +13,11 @@
 //                 fails is left failed with the reason (the user retries it:
 //                 POST .../retry); pg-boss's own retry covers a worker that
 //                 died before recording, and re-sends with the same token.
+//   inbox.purge-deliveries  hourly: app.inbox_purge_deliveries deletes raw
+//                 deliveries older than setting inbox_delivery_retention_days
+//                 (default 30) whose events are all folded, batch after batch.
+//                 The events stay (de-duplication and folding read them), so
+//                 a late redelivery still changes nothing.
 import type { Job, PgBoss } from 'pg-boss';
 import { sql } from '../db/pool.ts';
 import { asWorker } from '../db/worker.ts';
@@ -101,8 +106,30 @@ export async function runInboxAction(deps: Deps, job: { id: string; data: InboxA
   return { ok, ...recorded };
 }
 
+const PURGE_BATCH = 500;
+const PURGE_MAX_BATCHES = 200;
+
+/** Deletes the raw deliveries past their retention; returns how many. */
+export async function purgeInboxDeliveries(deps: Pick<AppDeps, 'pool'>): Promise<{ purged: number; retentionDays: number }> {
+  let purged = 0;
+  let retentionDays = 0;
+  for (let i = 0; i < PURGE_MAX_BATCHES; i++) {
+    const r = await asWorker<{ purged: number; more: boolean; retentionDays: number }>(deps.pool, sql.fragment`app.inbox_purge_deliveries(${PURGE_BATCH})`);
+    purged += r.purged;
+    retentionDays = r.retentionDays;
+    if (!r.more) break;
+  }
+  return { purged, retentionDays };
+}
+
 export async function registerInboxJobs(boss: PgBoss, deps: Deps, opts: { pollingIntervalSeconds?: number } = {}) {
   const polling = opts.pollingIntervalSeconds ?? 0.5;
+  await boss.schedule(QUEUES.inboxPurgeDeliveries, '41 * * * *');
+  await boss.work(QUEUES.inboxPurgeDeliveries, { pollingIntervalSeconds: polling }, async () => {
+    const r = await purgeInboxDeliveries(deps);
+    if (r.purged) deps.log.info('inbox deliveries purged', { job: QUEUES.inboxPurgeDeliveries, ...r });
+    return r;
+  });
   await boss.work<InboxFoldJobData>(QUEUES.inboxFold, { localConcurrency: 2, pollingIntervalSeconds: polling }, async (jobs: Job<InboxFoldJobData>[]) => {
     for (const job of jobs) {
       const folded = await foldInbox(deps, job.data.integrationId);

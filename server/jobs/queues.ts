@@ -14,6 +14,7 @@ export const QUEUES = {
   // Inbox (server/jobs/inbox.ts): folding inbound events, replies and moderation.
   inboxFold: 'inbox.fold',
   inboxAction: 'inbox.action',
+  inboxPurgeDeliveries: 'inbox.purge-deliveries',
 } as const;
 
 /** Queues that need options of their own: one queued fold per integration at a time (singleton key). */

@@ -7,7 +7,7 @@ import { PgBoss } from 'pg-boss';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkSignature } from '../../server/inbox/signatures.ts';
 import { foldInbox, registerInboxJobs } from '../../server/jobs/inbox.ts';
-import { PGBOSS_SCHEMA } from '../../server/jobs/queues.ts';
+import { PGBOSS_SCHEMA, QUEUES } from '../../server/jobs/queues.ts';
 import { client, signup } from '../support/http.ts';
 import {
   deliver,
@@ -309,6 +309,37 @@ describe('folding', () => {
     } finally {
       await boss.stop({ graceful: false, close: true, timeout: 2000 }).catch(() => {});
     }
+  });
+
+  it('job inbox.purge-deliveries (real pg-boss) deletes folded raw deliveries past the retention; a later redelivery still changes nothing', async () => {
+    const integration = await hookIntegration(api, owner, 'facebook', 'facebook', 'retention');
+    const first = metaDelivery(fbComment('1_9_301', 'kept as an event'));
+    expect((await deliver(server, 'facebook', integration, first)).body.data.newEvents).toBe(1);
+    expect((await deliver(server, 'facebook', integration, metaDelivery(fbComment('1_9_302', 'another')))).status).toBe(200);
+    await foldInbox(server.deps, integration);
+    // A third, not folded yet: it stays however old.
+    expect((await deliver(server, 'facebook', integration, metaDelivery(fbComment('1_9_303', 'unfolded')))).status).toBe(200);
+    await server.owner.query(`update app.inbox_deliveries set received_at = now() - interval '31 days' where integration_id = $1`, [integration]);
+    const boss = new PgBoss({ connectionString: server.db.ownerUrl, schema: PGBOSS_SCHEMA, max: 2, superviseIntervalSeconds: 5 });
+    boss.on('error', () => {});
+    await boss.start();
+    try {
+      await registerInboxJobs(boss, server.deps, { pollingIntervalSeconds: 0.5 });
+      await boss.send(QUEUES.inboxPurgeDeliveries, {});
+      for (let i = 0; i < 100 && (await count('inbox_deliveries', integration)) > 1; i++) await new Promise((r) => setTimeout(r, 200));
+    } finally {
+      await boss.stop({ graceful: false, close: true, timeout: 2000 }).catch(() => {});
+    }
+    // The fold worker may have taken the third delivery's events meanwhile; what must hold:
+    // the two folded deliveries are gone, their events stay.
+    const left = await server.owner.query(`select d.id from app.inbox_deliveries d where d.integration_id = $1`, [integration]);
+    const unfolded = Number((await server.owner.query(`select count(*) from app.inbox_events where integration_id = $1 and folded_at is null`, [integration])).rows[0].count);
+    expect(left.rows.length).toBe(unfolded ? 1 : 0);
+    expect(await count('inbox_events', integration)).toBe(3);
+    const again = await deliver(server, 'facebook', integration, first);
+    expect(again.status).toBe(200);
+    expect(again.body.data).toMatchObject({ deliveryId: null, events: 1, newEvents: 0 });
+    expect(await count('inbox_events', integration)).toBe(3);
   });
 
   it('a recorded stream replayed in shuffled orders converges to the in-order state', async () => {

@@ -4,7 +4,7 @@
 -- edit before the original); read state is per member; roles, tenant scope
 -- and secrets.
 begin;
-select plan(31);
+select plan(39);
 -- @include personas.sql
 -- @include content.sql
 
@@ -31,6 +31,17 @@ begin
   perform pg_temp.act_as_owner();
   set local role pressroom_worker;
   v := app.inbox_fold(pg_temp.id(p_integration));
+  reset role;
+  return v;
+end
+$$;
+create function pg_temp.purge() returns jsonb
+language plpgsql as $$
+declare v jsonb;
+begin
+  perform pg_temp.act_as_owner();
+  set local role pressroom_worker;
+  v := app.inbox_purge_deliveries(500);
   reset role;
   return v;
 end
@@ -150,6 +161,33 @@ select ok(not has_column_privilege('pressroom_api', 'app.inbox_hook_secrets', 's
 select pg_temp.act_as('B.owner', 'B1');
 select is(pg_temp.sqlerr(format($$select api.get_inbox_thread(%L)$$, pg_temp.thread('ig:A1.x', 'post-1'))),
   'PT404 NOT_FOUND', 'another organization sees no thread of A');
+
+------------------------------------------------------------------------------
+-- Retention of raw deliveries: only folded ones past inbox_delivery_retention_days
+-- go; their events (and so de-duplication) stay.
+------------------------------------------------------------------------------
+select is(pg_temp.purge(), '{"more": false, "purged": 0, "retentionDays": 30}', 'nothing is purged before the retention period');
+select pg_temp.receive('ig:A1.x', jsonb_build_array(
+  pg_temp.ev('e3', 'message.created', 'post-1', 'c3', '2026-11-01T10:02:00Z', '{"author":{"id":"u3","name":"Cy"},"text":"third"}')));
+select pg_temp.act_as_owner();
+update app.inbox_deliveries set received_at = now() - interval '31 days' where integration_id = pg_temp.id('ig:A1.x');
+select is(pg_temp.purge() ->> 'purged', '1', 'an old delivery whose events are folded is purged; an old one not yet folded is not');
+select pg_temp.act_as_owner();
+select is((select count(*)::int from app.inbox_events where integration_id = pg_temp.id('ig:A1.x') and event_id in ('e1', 'e2') and delivery_id is null), 2,
+  'the purged delivery''s events stay, without their delivery');
+select is((select count(*)::int from app.inbox_deliveries where integration_id = pg_temp.id('ig:A1.insta')), 3, 'recent deliveries stay');
+select is(pg_temp.receive('ig:A1.x', jsonb_build_array(
+    pg_temp.ev('e1', 'message.created', 'post-1', 'c1', '2026-11-01T10:00:00Z', '{"author":{"id":"u1","name":"Ada"},"text":"first"}'))) - 'organizationId' - 'workspaceId',
+  '{"events": 1, "newEvents": 0, "deliveryId": null}', 'a redelivery after the purge is still recognised and keeps nothing');
+select pg_temp.fold('ig:A1.x');
+select is(pg_temp.purge() ->> 'purged', '1', 'once folded, the other old delivery goes too');
+select pg_temp.act_as_owner();
+update app.settings set value = '400' where key = 'inbox_delivery_retention_days';
+update app.inbox_deliveries set received_at = now() - interval '399 days' where integration_id = pg_temp.id('ig:A1.insta');
+select is(pg_temp.purge() ->> 'purged', '0', 'the retention period is the setting''s');
+select ok(not has_function_privilege('pressroom_api', 'app.inbox_purge_deliveries(int)', 'execute')
+          and not has_function_privilege('pressroom_app', 'app.inbox_purge_deliveries(int)', 'execute'),
+  'only the worker purges');
 
 select * from finish();
 rollback;

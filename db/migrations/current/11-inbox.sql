@@ -31,7 +31,8 @@ alter table audit.api_calls add constraint api_calls_actor_kind_check
 insert into app.settings (key, value, kind, minimum, description) values
   ('inbox_fold_batch', '1000', 'integer', 1, 'How many inbound events one run of the inbox fold job takes (app.inbox_fold); the job runs again while more wait.'),
   ('inbox_reply_max_length', '8000', 'integer', 1, 'Longest reply or note text of the inbox, in characters.'),
-  ('inbox_page_max', '100', 'integer', 1, 'Largest page of the inbox thread and message lists.')
+  ('inbox_page_max', '100', 'integer', 1, 'Largest page of the inbox thread and message lists.'),
+  ('inbox_delivery_retention_days', '30', 'integer', 1, 'Days a raw inbound delivery (body and signature headers) is kept once all its events are folded; job inbox.purge-deliveries deletes it then (app.inbox_purge_deliveries). Its events, and so de-duplication, stay.')
 on conflict (key) do nothing;
 
 ------------------------------------------------------------------------------
@@ -110,6 +111,7 @@ create table app.inbox_deliveries (
 );
 comment on table app.inbox_deliveries is 'Every inbound webhook delivery whose signature was valid, as received (raw body and the signature headers), with how many events it held and how many were new. Written only by api.inbox_receive (pressroom_definer); requests read nothing of it but through the inbox functions. Tenant policies (select only for pressroom_api).';
 create index inbox_deliveries_integration_idx on app.inbox_deliveries (integration_id, received_at);
+create index inbox_deliveries_received_idx on app.inbox_deliveries (received_at);
 create index inbox_deliveries_workspace_id_idx on app.inbox_deliveries (workspace_id);
 select app.apply_tenant_policies('app.inbox_deliveries', array['select']);
 grant select on app.inbox_deliveries to pressroom_api;
@@ -119,7 +121,9 @@ create table app.inbox_events (
   organization_id uuid not null references app.organizations (id) on delete cascade,
   workspace_id uuid not null references app.workspaces (id) on delete cascade,
   integration_id uuid not null references app.integrations (id) on delete cascade,
-  delivery_id uuid not null references app.inbox_deliveries (id) on delete cascade,
+  -- null once the raw delivery is deleted (inbox_delivery_retention_days): the
+  -- event itself stays, it is the de-duplication key and what folding reads.
+  delivery_id uuid references app.inbox_deliveries (id) on delete set null,
   event_id text not null check (length(event_id) between 1 and 300),
   type text not null check (type in ('message.created', 'message.edited', 'message.deleted', 'message.hidden',
                                      'message.unhidden', 'reaction.added', 'reaction.removed')),
@@ -1015,5 +1019,36 @@ end
 $$;
 comment on function app.inbox_action_record(uuid, uuid, text, boolean, text, text) is 'Job inbox.action: records the connector''s outcome: a reply sent (with the platform''s message id) or failed with the reason; a moderation done or refused (moderation_error). Ignored when the message has another job by now.';
 grant execute on function app.inbox_action_record(uuid, uuid, text, boolean, text, text) to pressroom_worker;
+
+------------------------------------------------------------------------------
+-- Retention of raw deliveries (job inbox.purge-deliveries, server/jobs/inbox.ts).
+-- Only the raw body and headers go: the events (platform event id, the
+-- unique key of de-duplication, and what app.inbox_fold recomputes messages
+-- from) stay as long as the integration, so a redelivery after the raw
+-- delivery is gone still changes nothing, however late it comes.
+------------------------------------------------------------------------------
+create function app.inbox_purge_deliveries(p_limit int default 500) returns jsonb
+language plpgsql security definer set search_path = pg_catalog, public, pg_temp as $$
+declare
+  v_days int := app.setting_int('inbox_delivery_retention_days');
+  v_purged int;
+  v_limit int := least(greatest(coalesce(p_limit, 500), 1), 10000);
+begin
+  with old as (
+    select d.id from app.inbox_deliveries d
+    where d.received_at < now() - make_interval(days => v_days)
+      and not exists (select 1 from app.inbox_events e where e.delivery_id = d.id and e.folded_at is null)
+    order by d.received_at
+    limit v_limit
+    for update of d skip locked),
+  del as (delete from app.inbox_deliveries d using old where d.id = old.id returning 1)
+  select count(*) into v_purged from del;
+  return jsonb_build_object('purged', v_purged, 'more', v_purged >= v_limit, 'retentionDays', v_days);
+end
+$$;
+alter function app.inbox_purge_deliveries(int) owner to pressroom_definer;
+comment on function app.inbox_purge_deliveries(int) is 'Job inbox.purge-deliveries: deletes at most p_limit raw inbound deliveries older than setting inbox_delivery_retention_days whose events are all folded (oldest first, skipping rows another run holds); their events stay, with delivery_id null, so de-duplication on the platform event id is unchanged. Answers {purged, more, retentionDays}.';
+revoke all on function app.inbox_purge_deliveries(int) from public;
+grant execute on function app.inbox_purge_deliveries(int) to pressroom_worker;
 
 select app.harden_api_functions();
