@@ -1226,6 +1226,54 @@ grant select on table app.inbox_platform_rules to pressroom_api;
 grant select on table app.inbox_platform_rules to pressroom_definer;
 grant select on table app.inbox_platform_rules to pressroom_worker;
 
+create table app.inbox_platform_tokens (
+  integration_id uuid not null,
+  organization_id uuid not null,
+  workspace_id uuid not null,
+  token_ciphertext bytea not null,
+  created_by uuid,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  constraint inbox_platform_tokens_created_by_fkey FOREIGN KEY (created_by) REFERENCES app.users(id) ON DELETE SET NULL,
+  constraint inbox_platform_tokens_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
+  constraint inbox_platform_tokens_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint inbox_platform_tokens_pkey PRIMARY KEY (integration_id),
+  constraint inbox_platform_tokens_token_ciphertext_check CHECK (((length(token_ciphertext) >= 29) AND (length(token_ciphertext) <= 8192))),
+  constraint inbox_platform_tokens_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.inbox_platform_tokens is 'The access token an integration of facebook, instagram or x uses for the inbox''s replies and moderation through the platform''s API (a Page or Instagram access token for the Graph API, an OAuth 2.0 user token for X API v2), encrypted by the server with AES-256-GCM (server/inbox/secrets.ts) since it must send it. Requests write it through api.set_inbox_platform_token and never read the ciphertext; job inbox.action reads it through app.inbox_action_claim. Tenant policies.';
+CREATE INDEX inbox_platform_tokens_workspace_id_idx ON app.inbox_platform_tokens USING btree (workspace_id);
+alter table app.inbox_platform_tokens enable row level security;
+alter table app.inbox_platform_tokens force row level security;
+create policy inbox_platform_tokens_api_delete on app.inbox_platform_tokens as permissive for delete to pressroom_api
+  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy inbox_platform_tokens_api_insert on app.inbox_platform_tokens as permissive for insert to pressroom_api
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy inbox_platform_tokens_api_scope on app.inbox_platform_tokens as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy inbox_platform_tokens_api_select on app.inbox_platform_tokens as permissive for select to pressroom_api
+  using (true);
+create policy inbox_platform_tokens_api_update on app.inbox_platform_tokens as permissive for update to pressroom_api
+  using (true)
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy inbox_platform_tokens_definer on app.inbox_platform_tokens as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy inbox_platform_tokens_worker on app.inbox_platform_tokens as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant delete on table app.inbox_platform_tokens to pressroom_api;
+grant delete, insert, select, update on table app.inbox_platform_tokens to pressroom_definer;
+grant delete, insert, select, update on table app.inbox_platform_tokens to pressroom_worker;
+grant insert, select, update (integration_id) on table app.inbox_platform_tokens to pressroom_api;
+grant insert, select (organization_id) on table app.inbox_platform_tokens to pressroom_api;
+grant insert, select (workspace_id) on table app.inbox_platform_tokens to pressroom_api;
+grant insert, update (token_ciphertext) on table app.inbox_platform_tokens to pressroom_api;
+grant insert (created_by) on table app.inbox_platform_tokens to pressroom_api;
+grant insert, select (created_at) on table app.inbox_platform_tokens to pressroom_api;
+grant insert, select, update (updated_at) on table app.inbox_platform_tokens to pressroom_api;
+
 create table app.inbox_reads (
   thread_id uuid not null,
   principal_id uuid not null,
@@ -4329,13 +4377,14 @@ begin
   return jsonb_build_object('action', 'send', 'kind', p_action,
     'integration', jsonb_build_object('id', i.id, 'connector', i.connector, 'platform', i.platform, 'name', i.name,
       'username', i.username, 'settings', i.settings, 'webhookUrl', i.webhook_url, 'webhookSecret', i.webhook_secret,
-      'active', i.deleted_at is null and i.status = 'active'),
+      'active', i.deleted_at is null and i.status = 'active',
+      'platformTokenCiphertext', (select encode(pt.token_ciphertext, 'base64') from app.inbox_platform_tokens pt where pt.integration_id = i.id)),
     'thread', jsonb_build_object('kind', t.kind, 'platformThreadId', t.thread_key),
     'message', jsonb_build_object('id', v.id, 'text', v.body, 'platformMessageId', v.message_key,
       'inReplyTo', v_parent, 'moderation', v.moderation_pending, 'attempt', v.attempts));
 end
 $function$;
-comment on function app.inbox_action_claim(uuid,uuid,text) is 'Job inbox.action: the reply or moderation of a message to carry out, with its integration (and webhook secret), when this job is still the message''s job and the action is still pending; otherwise skip. Counts a reply''s attempts once per job, so a job handed out again after its worker died re-sends the same attempt (same idempotency token).';
+comment on function app.inbox_action_claim(uuid,uuid,text) is 'Job inbox.action: the reply or moderation of a message to carry out, with its integration (and webhook secret, and the ciphertext of its platform token when it has one), when this job is still the message''s job and the action is still pending; otherwise skip. Counts a reply''s attempts once per job, so a job handed out again after its worker died re-sends the same attempt (same idempotency token).';
 grant execute on function app.inbox_action_claim(uuid,uuid,text) to pressroom_worker;
 revoke all on function app.inbox_action_claim(uuid,uuid,text) from public;
 
@@ -9289,6 +9338,28 @@ grant execute on function api.delete_hashtag_group(uuid) to pressroom_definer;
 grant execute on function api.delete_hashtag_group(uuid) to pressroom_request;
 revoke all on function api.delete_hashtag_group(uuid) from public;
 
+CREATE OR REPLACE FUNCTION api.delete_inbox_platform_token(p_integration uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+begin
+  perform app.require_role('manager');
+  if not exists (select 1 from app.integrations i where i.id = p_integration and i.deleted_at is null) then
+    perform app.raise(404, 'INTEGRATION_NOT_FOUND', 'No integration with this id in this workspace.', jsonb_build_object('id', p_integration));
+  end if;
+  delete from app.inbox_platform_tokens where integration_id = p_integration;
+  if not found then
+    perform app.raise(404, 'NOT_FOUND', 'This integration has no platform token.', jsonb_build_object('id', p_integration));
+  end if;
+end
+$function$;
+alter function api.delete_inbox_platform_token(uuid) owner to pressroom_api;
+comment on function api.delete_inbox_platform_token(uuid) is 'Serves DELETE /v1/workspaces/{workspaceId}/integrations/{id}/inbox-platform-token (deleteInboxPlatformToken_v1): the integration''s inbox goes back to its connector. Requires the manager role; 404 INTEGRATION_NOT_FOUND or NOT_FOUND (no token).';
+grant execute on function api.delete_inbox_platform_token(uuid) to pressroom_request;
+revoke all on function api.delete_inbox_platform_token(uuid) from public;
+
 CREATE OR REPLACE FUNCTION api.delete_integration(p_id uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -11896,6 +11967,43 @@ alter function api.set_inbox_hook_secret(uuid,text,text,bytea,bytea) owner to pr
 comment on function api.set_inbox_hook_secret(uuid,text,text,bytea,bytea) is 'Serves PUT /v1/workspaces/{workspaceId}/integrations/{id}/inbox-hooks/{source} (setInboxHookSecret_v1). Sets the secret an integration''s inbound deliveries from a source are signed with (the server passes it to check its shape, and stores only the ciphertext it made) and, for facebook and instagram, the SHA-256 of the verify token. Requires the manager role; 404 INTEGRATION_NOT_FOUND, 400 HOOK_SOURCE_MISMATCH and VALIDATION_FAILED.';
 grant execute on function api.set_inbox_hook_secret(uuid,text,text,bytea,bytea) to pressroom_request;
 revoke all on function api.set_inbox_hook_secret(uuid,text,text,bytea,bytea) from public;
+
+CREATE OR REPLACE FUNCTION api.set_inbox_platform_token(p_integration uuid, p_token_length integer, p_token_ciphertext bytea)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v_integ record;
+begin
+  perform app.require_role('manager');
+  select i.id, i.organization_id, i.workspace_id, i.platform into v_integ from app.integrations i where i.id = p_integration and i.deleted_at is null;
+  if v_integ.id is null then
+    perform app.raise(404, 'INTEGRATION_NOT_FOUND', 'No integration with this id in this workspace.', jsonb_build_object('id', p_integration));
+  end if;
+  if v_integ.platform not in ('facebook', 'instagram', 'x') then
+    perform app.raise(400, 'PLATFORM_TOKEN_UNSUPPORTED',
+      format('The inbox talks to the platform''s API for facebook, instagram and x only; this integration is %s.', v_integ.platform),
+      jsonb_build_object('platform', v_integ.platform, 'supported', jsonb_build_array('facebook', 'instagram', 'x')));
+  end if;
+  if p_token_length is null or p_token_length not between 16 and 4096 then
+    perform app.raise(400, 'VALIDATION_FAILED', 'accessToken must have 16 to 4096 characters.',
+      jsonb_build_object('fields', jsonb_build_array(jsonb_build_object('field', 'body.accessToken', 'code', 'length', 'message', 'must have 16 to 4096 characters'))));
+  end if;
+  -- Update, else insert (no upsert: requests may not read the ciphertext column that ON CONFLICT would).
+  update app.inbox_platform_tokens set token_ciphertext = p_token_ciphertext, updated_at = now() where integration_id = p_integration;
+  if not found then
+    insert into app.inbox_platform_tokens (integration_id, organization_id, workspace_id, token_ciphertext, created_by)
+    values (p_integration, v_integ.organization_id, v_integ.workspace_id, p_token_ciphertext, app.current_user_id());
+  end if;
+  return jsonb_build_object('integrationId', p_integration, 'platform', v_integ.platform, 'updatedAt', now());
+end
+$function$;
+alter function api.set_inbox_platform_token(uuid,integer,bytea) owner to pressroom_api;
+comment on function api.set_inbox_platform_token(uuid,integer,bytea) is 'Serves PUT /v1/workspaces/{workspaceId}/integrations/{id}/inbox-platform-token (setInboxPlatformToken_v1). Stores the ciphertext of the access token the server made (it passes the token''s length to check it); from then on the integration''s inbox replies and moderation go to the platform''s API. Requires the manager role; 404 INTEGRATION_NOT_FOUND, 400 PLATFORM_TOKEN_UNSUPPORTED (not facebook, instagram or x) and VALIDATION_FAILED.';
+grant execute on function api.set_inbox_platform_token(uuid,integer,bytea) to pressroom_request;
+revoke all on function api.set_inbox_platform_token(uuid,integer,bytea) from public;
 
 CREATE OR REPLACE FUNCTION api.signup(p_email text, p_password_hash text, p_organization_name text, p_workspace_name text, p_session_token_hash bytea)
  RETURNS jsonb

@@ -63,6 +63,10 @@ export const ConfigSchema = z.object({
   S3_ACCESS_KEY_ID: z.string().optional(),
   S3_SECRET_ACCESS_KEY: z.string().optional(),
   S3_FORCE_PATH_STYLE: bool.default(true),
+  // Inbox: the platforms' APIs the inbox replies and moderates through
+  // (server/platforms/inbox-platforms.ts); tests point them at local fakes.
+  META_GRAPH_BASE_URL: z.string().url().default('https://graph.facebook.com/v21.0'),
+  X_API_BASE_URL: z.string().url().default('https://api.x.com'),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

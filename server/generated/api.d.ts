@@ -2668,6 +2668,41 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workspaces/{workspaceId}/integrations/{id}/inbox-platform-token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set the platform access token of an integration's inbox (manager role)
+         * @description With a platform token, the inbox's replies and moderation of a `facebook`, `instagram` or `x`
+         *     integration go to the platform's own API instead of the integration's connector: the Graph
+         *     API (`META_GRAPH_BASE_URL`) with a Page or Instagram access token, X API v2
+         *     (`X_API_BASE_URL`) with an OAuth 2.0 user token (scopes `tweet.write`,
+         *     `tweet.moderate.write`, `dm.write`). Publishing is not affected. The token is stored
+         *     encrypted and never shown again; setting it again replaces it. Another platform answers
+         *     400 `PLATFORM_TOKEN_UNSUPPORTED`. See docs/inbox.md.
+         */
+        put: operations["setInboxPlatformToken_v1"];
+        post?: never;
+        /**
+         * Remove the platform access token of an integration's inbox (manager role)
+         * @description The integration's replies and moderation go through its connector again. 404 `NOT_FOUND` when it has no token.
+         */
+        delete: operations["deleteInboxPlatformToken_v1"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/hooks/{source}/{integrationId}": {
         parameters: {
             query?: never;
@@ -4696,6 +4731,18 @@ export interface components {
         InboxHookCrcAnswer: {
             /** @description sha256=<base64 HMAC-SHA256 of crc_token keyed with the consumer secret> */
             response_token: string;
+        };
+        InboxPlatformTokenDto: {
+            /** @description facebook: a Page access token; instagram: an Instagram (or Page) access token; x: an OAuth 2.0 user access token */
+            accessToken: string;
+        };
+        InboxPlatformToken: {
+            /** Format: uuid */
+            integrationId: string;
+            /** @enum {string} */
+            platform: "facebook" | "instagram" | "x";
+            /** Format: date-time */
+            updatedAt: string;
         };
     };
     responses: {
@@ -10673,6 +10720,92 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    setInboxPlatformToken_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "accessToken": "EAAGm0PX4ZCpsBAKexampletoken0123456789"
+                 *     }
+                 */
+                "application/json": components["schemas"]["InboxPlatformTokenDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "integrationId": "3f0c2b9e-8a51-4c1e-9f0d-2b7a6c5d4e31",
+                     *         "platform": "facebook",
+                     *         "updatedAt": "2026-11-24T20:30:00Z"
+                     *       },
+                     *       "meta": null
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["InboxPlatformToken"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteInboxPlatformToken_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
         };

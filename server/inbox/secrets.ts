@@ -15,6 +15,12 @@ function aad(integrationId: string, source: string): Buffer {
   return Buffer.from(`${AAD_PREFIX}${integrationId}:${source}`, 'utf8');
 }
 
+/**
+ * The "source" a platform access token (app.inbox_platform_tokens) is bound to:
+ * it is encrypted like a hook secret, and cannot pass for one.
+ */
+export const PLATFORM_TOKEN_BINDING = 'platform-token';
+
 export async function encryptHookSecret(secrets: Secrets, integrationId: string, source: string, secret: string): Promise<Buffer> {
   const key = await secrets.key('inbox-secret');
   const iv = randomBytes(12);

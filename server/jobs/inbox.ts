@@ -6,7 +6,9 @@
 //                 the integration: one queued per integration, so a burst of
 //                 deliveries makes one fold, not one per delivery).
 //   inbox.action  data {messageId, action: reply | moderate}: a reply or a
-//                 moderation through the integration's connector.
+//                 moderation through the integration's connector, or through
+//                 the platform's API when it has a platform token
+//                 (server/platforms/inbox-platforms.ts).
 //                 app.inbox_action_claim hands out the work only while this
 //                 job is the message's job and the action still pending;
 //                 app.inbox_action_record stores the outcome. A reply that
@@ -22,7 +24,9 @@ import type { Job, PgBoss } from 'pg-boss';
 import { sql } from '../db/pool.ts';
 import { asWorker } from '../db/worker.ts';
 import type { AppDeps } from '../deps.ts';
-import { ConnectorError, integrationRef, type InboxActionResult, type IntegrationRef } from '../platforms/types.ts';
+import { decryptHookSecret, PLATFORM_TOKEN_BINDING } from '../inbox/secrets.ts';
+import { createPlatformInboxClient, INBOX_PLATFORMS, type InboxPlatform } from '../platforms/inbox-platforms.ts';
+import { ConnectorError, integrationRef, type Connector, type InboxActionResult, type IntegrationRef } from '../platforms/types.ts';
 import { QUEUES } from './queues.ts';
 
 export interface InboxFoldJobData {
@@ -35,7 +39,7 @@ export interface InboxActionJobData {
   action: 'reply' | 'moderate';
 }
 
-type Deps = Pick<AppDeps, 'pool' | 'log' | 'connectors'>;
+type Deps = Pick<AppDeps, 'pool' | 'log' | 'connectors' | 'config' | 'storage'>;
 
 /** Folds everything new of one integration; returns how many events. */
 export async function foldInbox(deps: Pick<AppDeps, 'pool'>, integrationId: string): Promise<number> {
@@ -50,9 +54,31 @@ export async function foldInbox(deps: Pick<AppDeps, 'pool'>, integrationId: stri
 interface ActionClaim {
   action: 'send' | 'skip';
   kind: 'reply' | 'moderate';
-  integration: Omit<IntegrationRef, 'settings' | 'connector'> & { connector: 'sandbox' | 'webhook'; settings: Record<string, unknown> | null; active: boolean };
+  integration: Omit<IntegrationRef, 'settings' | 'connector'> & {
+    connector: 'sandbox' | 'webhook';
+    settings: Record<string, unknown> | null;
+    active: boolean;
+    /** base64 AES-GCM ciphertext of the platform access token (app.inbox_platform_tokens), when one is set. */
+    platformTokenCiphertext: string | null;
+  };
   thread: { kind: 'comment' | 'message'; platformThreadId: string };
   message: { id: string; text: string | null; platformMessageId: string | null; inReplyTo: string | null; moderation: 'hide' | 'unhide' | 'delete' | null; attempt: number };
+}
+
+type Channel = Pick<Connector, 'reply' | 'moderate'>;
+
+/**
+ * Where an integration's replies and moderation go: the platform's API when it
+ * has a platform token (facebook, instagram, x), else its connector.
+ */
+async function inboxChannel(deps: Deps, integ: ActionClaim['integration']): Promise<Channel> {
+  if (!integ.platformTokenCiphertext || !(INBOX_PLATFORMS as readonly string[]).includes(integ.platform)) return deps.connectors.get(integ.connector);
+  const platform = integ.platform as InboxPlatform;
+  const token = await decryptHookSecret(deps.storage.secrets, integ.id, PLATFORM_TOKEN_BINDING, Buffer.from(integ.platformTokenCiphertext, 'base64'));
+  const unreadable: InboxActionResult = { state: 'failed', permanent: true, error: 'The platform token of this integration cannot be read by this server (was SIGNED_URL_SECRET changed?); set it again.' };
+  if (token === null) return { reply: async () => unreadable, moderate: async () => unreadable };
+  const client = createPlatformInboxClient({ metaBaseUrl: deps.config.META_GRAPH_BASE_URL, xBaseUrl: deps.config.X_API_BASE_URL, timeoutMs: deps.config.PUBLISH_TIMEOUT_MS });
+  return { reply: (_i, r) => client.reply(platform, token, r), moderate: (_i, m) => client.moderate(platform, token, m) };
 }
 
 /** Carries out one reply or moderation; returns what happened (for logs and tests). */
@@ -67,7 +93,7 @@ export async function runInboxAction(deps: Deps, job: { id: string; data: InboxA
     result = { state: 'failed', permanent: true, error: 'The integration was disconnected or deleted.' };
   } else {
     const integration = integrationRef(claim.integration);
-    const connector = deps.connectors.get(claim.integration.connector);
+    const connector = await inboxChannel(deps, claim.integration);
     try {
       if (action === 'reply') {
         result = await connector.reply(integration, {

@@ -27,8 +27,8 @@ export const HOOK_BODY_LIMIT_BYTES = 1024 * 1024;
 export const HOOK_ROUTE = '/v1/hooks/{source}/{integrationId}';
 /** The longest hub.challenge and crc_token answered (the contract's maxLength). */
 export const HOOK_CHALLENGE_MAX_LENGTH = 1024;
-/** Inbox routes that need the server secret (cursors, hook secrets). */
-const INBOX_ROUTE = /^\/v1\/workspaces\/[^/]+\/(inbox\/|integrations\/[^/]+\/inbox-hooks\/)/;
+/** Inbox routes that need the server secret (cursors, hook secrets, platform tokens). */
+const INBOX_ROUTE = /^\/v1\/workspaces\/[^/]+\/(inbox\/|integrations\/[^/]+\/inbox-(hooks\/|platform-token$))/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Headers kept with a raw delivery: the signature's and what says what the body is. */
 const KEPT_HEADERS = ['content-type', 'user-agent', 'x-hub-signature-256', 'x-hub-signature', 'x-twitter-webhooks-signature', 'webhook-id', 'webhook-timestamp', 'webhook-signature'];

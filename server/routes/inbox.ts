@@ -5,7 +5,7 @@
 import { sql } from '../db/pool.ts';
 import type { HandlerContext, RouteTable } from '../http/pipeline.ts';
 import type { Schema } from '../http/types.ts';
-import { encryptHookSecret, verifyTokenHash } from '../inbox/secrets.ts';
+import { encryptHookSecret, PLATFORM_TOKEN_BINDING, verifyTokenHash } from '../inbox/secrets.ts';
 import { decodeCursor, encodeCursor, type CursorScope } from '../storage/cursor.ts';
 
 type Page<T> = { items: T[]; hasMore: boolean; last: unknown[] | null };
@@ -89,6 +89,20 @@ export const inboxRoutes = {
         data: await call(sql.fragment`api.set_inbox_hook_secret(${params.id}, ${params.source}, ${body.secret},
           ${sql.binary(ciphertext)}, ${tokenHash ? sql.binary(tokenHash) : null})`),
       };
+    },
+  },
+  setInboxPlatformToken_v1: {
+    // Encrypted here like a hook secret (bound to the integration); SQL checks
+    // the role, the platform and the length, and keeps only the ciphertext.
+    handle: async ({ call, params, body, storage }) => {
+      const ciphertext = await encryptHookSecret(storage.secrets, params.id, PLATFORM_TOKEN_BINDING, body.accessToken);
+      return { data: await call(sql.fragment`api.set_inbox_platform_token(${params.id}, ${body.accessToken.length}, ${sql.binary(ciphertext)})`) };
+    },
+  },
+  deleteInboxPlatformToken_v1: {
+    handle: async ({ call, params }) => {
+      await call(sql.fragment`api.delete_inbox_platform_token(${params.id})`);
+      return { status: 204, data: null };
     },
   },
 } satisfies Partial<RouteTable>;

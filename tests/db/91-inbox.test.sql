@@ -4,7 +4,7 @@
 -- edit before the original); read state is per member; roles, tenant scope
 -- and secrets.
 begin;
-select plan(39);
+select plan(44);
 -- @include personas.sql
 -- @include content.sql
 
@@ -188,6 +188,23 @@ select is(pg_temp.purge() ->> 'purged', '0', 'the retention period is the settin
 select ok(not has_function_privilege('pressroom_api', 'app.inbox_purge_deliveries(int)', 'execute')
           and not has_function_privilege('pressroom_app', 'app.inbox_purge_deliveries(int)', 'execute'),
   'only the worker purges');
+
+------------------------------------------------------------------------------
+-- Platform tokens: managers set them for facebook, instagram and x only;
+-- requests never read the ciphertext; the job's claim carries it.
+------------------------------------------------------------------------------
+select pg_temp.act_as('A.editor', 'A1');
+select is(pg_temp.sqlerr(format($$select api.set_inbox_platform_token(%L, 32, '\x00'::bytea)$$, pg_temp.id('ig:A1.x'))),
+  'PT403 ROLE_REQUIRED', 'editors do not set platform tokens');
+select pg_temp.act_as('A.manager', 'A1');
+select is(pg_temp.sqlerr(format($$select api.set_inbox_platform_token(%L, 8, decode(repeat('ab', 40), 'hex'))$$, pg_temp.id('ig:A1.x'))),
+  'PT400 VALIDATION_FAILED', 'a token of fewer than 16 characters is refused');
+select is(api.set_inbox_platform_token(pg_temp.id('ig:A1.x'), 32, decode(repeat('ab', 40), 'hex')) ->> 'platform', 'x', 'a manager sets the token of an x integration');
+select ok(not has_column_privilege('pressroom_api', 'app.inbox_platform_tokens', 'token_ciphertext', 'select'),
+  'requests never read a platform token''s ciphertext');
+select pg_temp.act_as('B.owner', 'B1');
+select is(pg_temp.sqlerr(format($$select api.set_inbox_platform_token(%L, 32, decode(repeat('ab', 40), 'hex'))$$, pg_temp.id('ig:A1.x'))),
+  'PT404 INTEGRATION_NOT_FOUND', 'another organization cannot set A''s token');
 
 select * from finish();
 rollback;

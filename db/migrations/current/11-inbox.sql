@@ -597,6 +597,73 @@ $$;
 comment on function api.set_inbox_hook_secret(uuid, text, text, bytea, bytea) is 'Serves PUT /v1/workspaces/{workspaceId}/integrations/{id}/inbox-hooks/{source} (setInboxHookSecret_v1). Sets the secret an integration''s inbound deliveries from a source are signed with (the server passes it to check its shape, and stores only the ciphertext it made) and, for facebook and instagram, the SHA-256 of the verify token. Requires the manager role; 404 INTEGRATION_NOT_FOUND, 400 HOOK_SOURCE_MISMATCH and VALIDATION_FAILED.';
 
 ------------------------------------------------------------------------------
+-- Platform access tokens of the inbox: with one, an integration's replies and
+-- moderation go to the platform's own API (server/platforms/inbox-meta.ts,
+-- inbox-x.ts) instead of its connector. Encrypted like the hook secrets.
+------------------------------------------------------------------------------
+create table app.inbox_platform_tokens (
+  integration_id uuid primary key references app.integrations (id) on delete cascade,
+  organization_id uuid not null references app.organizations (id) on delete cascade,
+  workspace_id uuid not null references app.workspaces (id) on delete cascade,
+  token_ciphertext bytea not null check (length(token_ciphertext) between 29 and 8192),
+  created_by uuid references app.users (id) on delete set null,
+  created_at timestamptz not null default now(),
+  updated_at timestamptz not null default now()
+);
+comment on table app.inbox_platform_tokens is 'The access token an integration of facebook, instagram or x uses for the inbox''s replies and moderation through the platform''s API (a Page or Instagram access token for the Graph API, an OAuth 2.0 user token for X API v2), encrypted by the server with AES-256-GCM (server/inbox/secrets.ts) since it must send it. Requests write it through api.set_inbox_platform_token and never read the ciphertext; job inbox.action reads it through app.inbox_action_claim. Tenant policies.';
+create index inbox_platform_tokens_workspace_id_idx on app.inbox_platform_tokens (workspace_id);
+select app.apply_tenant_policies('app.inbox_platform_tokens', array['select', 'insert', 'update', 'delete']);
+grant select (integration_id, organization_id, workspace_id, created_at, updated_at) on app.inbox_platform_tokens to pressroom_api;
+grant delete on app.inbox_platform_tokens to pressroom_api;
+select app.grant_api_columns('app.inbox_platform_tokens', array['insert', 'update']);
+grant select on app.inbox_platform_tokens to pressroom_worker;
+
+create function api.set_inbox_platform_token(p_integration uuid, p_token_length int, p_token_ciphertext bytea) returns jsonb
+language plpgsql as $$
+declare
+  v_integ record;
+begin
+  perform app.require_role('manager');
+  select i.id, i.organization_id, i.workspace_id, i.platform into v_integ from app.integrations i where i.id = p_integration and i.deleted_at is null;
+  if v_integ.id is null then
+    perform app.raise(404, 'INTEGRATION_NOT_FOUND', 'No integration with this id in this workspace.', jsonb_build_object('id', p_integration));
+  end if;
+  if v_integ.platform not in ('facebook', 'instagram', 'x') then
+    perform app.raise(400, 'PLATFORM_TOKEN_UNSUPPORTED',
+      format('The inbox talks to the platform''s API for facebook, instagram and x only; this integration is %s.', v_integ.platform),
+      jsonb_build_object('platform', v_integ.platform, 'supported', jsonb_build_array('facebook', 'instagram', 'x')));
+  end if;
+  if p_token_length is null or p_token_length not between 16 and 4096 then
+    perform app.raise(400, 'VALIDATION_FAILED', 'accessToken must have 16 to 4096 characters.',
+      jsonb_build_object('fields', jsonb_build_array(jsonb_build_object('field', 'body.accessToken', 'code', 'length', 'message', 'must have 16 to 4096 characters'))));
+  end if;
+  -- Update, else insert (no upsert: requests may not read the ciphertext column that ON CONFLICT would).
+  update app.inbox_platform_tokens set token_ciphertext = p_token_ciphertext, updated_at = now() where integration_id = p_integration;
+  if not found then
+    insert into app.inbox_platform_tokens (integration_id, organization_id, workspace_id, token_ciphertext, created_by)
+    values (p_integration, v_integ.organization_id, v_integ.workspace_id, p_token_ciphertext, app.current_user_id());
+  end if;
+  return jsonb_build_object('integrationId', p_integration, 'platform', v_integ.platform, 'updatedAt', now());
+end
+$$;
+comment on function api.set_inbox_platform_token(uuid, int, bytea) is 'Serves PUT /v1/workspaces/{workspaceId}/integrations/{id}/inbox-platform-token (setInboxPlatformToken_v1). Stores the ciphertext of the access token the server made (it passes the token''s length to check it); from then on the integration''s inbox replies and moderation go to the platform''s API. Requires the manager role; 404 INTEGRATION_NOT_FOUND, 400 PLATFORM_TOKEN_UNSUPPORTED (not facebook, instagram or x) and VALIDATION_FAILED.';
+
+create function api.delete_inbox_platform_token(p_integration uuid) returns void
+language plpgsql as $$
+begin
+  perform app.require_role('manager');
+  if not exists (select 1 from app.integrations i where i.id = p_integration and i.deleted_at is null) then
+    perform app.raise(404, 'INTEGRATION_NOT_FOUND', 'No integration with this id in this workspace.', jsonb_build_object('id', p_integration));
+  end if;
+  delete from app.inbox_platform_tokens where integration_id = p_integration;
+  if not found then
+    perform app.raise(404, 'NOT_FOUND', 'This integration has no platform token.', jsonb_build_object('id', p_integration));
+  end if;
+end
+$$;
+comment on function api.delete_inbox_platform_token(uuid) is 'Serves DELETE /v1/workspaces/{workspaceId}/integrations/{id}/inbox-platform-token (deleteInboxPlatformToken_v1): the integration''s inbox goes back to its connector. Requires the manager role; 404 INTEGRATION_NOT_FOUND or NOT_FOUND (no token).';
+
+------------------------------------------------------------------------------
 -- Threads.
 ------------------------------------------------------------------------------
 create function app.inbox_thread(p_id uuid) returns app.inbox_threads
@@ -975,13 +1042,14 @@ begin
   return jsonb_build_object('action', 'send', 'kind', p_action,
     'integration', jsonb_build_object('id', i.id, 'connector', i.connector, 'platform', i.platform, 'name', i.name,
       'username', i.username, 'settings', i.settings, 'webhookUrl', i.webhook_url, 'webhookSecret', i.webhook_secret,
-      'active', i.deleted_at is null and i.status = 'active'),
+      'active', i.deleted_at is null and i.status = 'active',
+      'platformTokenCiphertext', (select encode(pt.token_ciphertext, 'base64') from app.inbox_platform_tokens pt where pt.integration_id = i.id)),
     'thread', jsonb_build_object('kind', t.kind, 'platformThreadId', t.thread_key),
     'message', jsonb_build_object('id', v.id, 'text', v.body, 'platformMessageId', v.message_key,
       'inReplyTo', v_parent, 'moderation', v.moderation_pending, 'attempt', v.attempts));
 end
 $$;
-comment on function app.inbox_action_claim(uuid, uuid, text) is 'Job inbox.action: the reply or moderation of a message to carry out, with its integration (and webhook secret), when this job is still the message''s job and the action is still pending; otherwise skip. Counts a reply''s attempts once per job, so a job handed out again after its worker died re-sends the same attempt (same idempotency token).';
+comment on function app.inbox_action_claim(uuid, uuid, text) is 'Job inbox.action: the reply or moderation of a message to carry out, with its integration (and webhook secret, and the ciphertext of its platform token when it has one), when this job is still the message''s job and the action is still pending; otherwise skip. Counts a reply''s attempts once per job, so a job handed out again after its worker died re-sends the same attempt (same idempotency token).';
 grant execute on function app.inbox_action_claim(uuid, uuid, text) to pressroom_worker;
 
 create function app.inbox_action_record(p_message uuid, p_job uuid, p_action text, p_ok boolean, p_error text, p_platform_id text)
