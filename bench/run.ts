@@ -10,6 +10,7 @@ import { analytics } from './scenarios/analytics.ts';
 import { content } from './scenarios/content.ts';
 import { foundation } from './scenarios/foundation.ts';
 import { lists } from './scenarios/lists.ts';
+import { inbox } from './scenarios/inbox.ts';
 import { media } from './scenarios/media.ts';
 import { publishing } from './scenarios/publishing.ts';
 // Grid planner
@@ -22,7 +23,7 @@ import type { Scenario } from './lib/scenario.ts';
 import { openCluster } from './lib/stack.ts';
 
 /** The registry: add a scenario here (bench/scenarios/<name>.ts exporting a Scenario). */
-const scenarios: Scenario[] = [foundation, content, media, publishing, lists, analytics, grid, reviews, workbench];
+const scenarios: Scenario[] = [foundation, content, media, publishing, lists, analytics, grid, reviews, workbench, inbox];
 
 function usage(): string {
   return [

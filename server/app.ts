@@ -11,6 +11,7 @@ import { pipeline, requestIdOf } from './http/pipeline.ts';
 import { httpMetrics, instrumentPool, metricsRoute } from './metrics.ts';
 import { recordUnmatchedCall } from './http/unmatched.ts';
 import { routes } from './routes/index.ts';
+import { createHooksRouter, servedRoutes } from './routes/hooks.ts';
 import { createStorageRouter } from './storage/router.ts';
 
 const require = createRequire(import.meta.url);
@@ -110,6 +111,19 @@ export function createApp(deps: AppDeps, options: AppOptions = {}) {
 
   // Signed upload, view and download URLs of the disk storage driver.
   app.use(createStorageRouter(deps));
+
+  // Inbound platform webhooks: no bearer, raw body (1 MB) for the signature (server/routes/hooks.ts).
+  // It serves exactly the contract's `x-raw-body` operations (GET and POST of the hook path).
+  const hooks = createHooksRouter(deps);
+  const served = servedRoutes(hooks).sort();
+  const rawOps = openapi.rawOperations.map((op) => `${op.method} ${op.expressPath}`).sort();
+  if (served.join('\n') !== rawOps.join('\n')) {
+    throw new Error(`The hooks router serves [${served.join(', ')}] but openapi.yaml marks x-raw-body [${rawOps.join(', ')}]`);
+  }
+  for (const op of openapi.rawOperations) {
+    if (routes[op.operationId]) throw new Error(`Operation ${op.operationId} is x-raw-body (served by server/routes/hooks.ts) but has a pipeline handler`);
+  }
+  app.use(hooks);
 
   // The nesting depth is checked on the raw bytes before they are parsed (server/http/guard.ts).
   const json = express.json({

@@ -75,6 +75,10 @@ export const ConfigSchema = z.object({
   // import, bulk create/update), which do up to 1,000 rows or 10,000 lines
   // in one statement; every other statement keeps the pool's 30 s.
   WORKBENCH_BULK_TIMEOUT_MS: int(300_000, 1000),
+  // Inbox: the platforms' APIs the inbox replies and moderates through
+  // (server/platforms/inbox-platforms.ts); tests point them at local fakes.
+  META_GRAPH_BASE_URL: z.string().url().default('https://graph.facebook.com/v21.0'),
+  X_API_BASE_URL: z.string().url().default('https://api.x.com'),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

@@ -4411,6 +4411,397 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workspaces/{workspaceId}/inbox/threads": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List inbox threads (viewer role)
+         * @description Comment threads and direct-message conversations of the workspace's integrations, newest
+         *     message first (then by id). Filters combine (AND); `unread` is the caller's own read state;
+         *     `search` matches the platform thread id exactly, or participants' names and ids and message text ignoring case.
+         *     Cursor-paginated: send `meta.nextCursor` back as `cursor` with the same filters; an altered
+         *     cursor, or one issued for other filters, answers 400 `INVALID_CURSOR`.
+         */
+        get: operations["listInboxThreads_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/inbox/unread-counts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The caller's unread counts (viewer role)
+         * @description Unread inbound messages and threads among open threads, in total and by platform, kind and integration. Read state is per member (or API key).
+         */
+        get: operations["getInboxUnreadCounts_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/inbox/threads/{threadId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+            };
+            cookie?: never;
+        };
+        /** Get an inbox thread (viewer role) */
+        get: operations["getInboxThread_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Archive, reopen or assign a thread (editor role)
+         * @description `assigneeId` must be a member of the workspace (400 `ASSIGNEE_NOT_MEMBER`), or null.
+         */
+        patch: operations["updateInboxThread_v1"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/inbox/threads/{threadId}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a thread's messages (viewer role)
+         * @description Oldest first (then by id); inbound messages, replies and notes. Cursor-paginated as the thread list.
+         */
+        get: operations["listInboxMessages_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/inbox/threads/{threadId}/replies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reply in a thread through the integration (editor role)
+         * @description Records the reply (`delivery.state` `pending`) and answers 202; a job sends it through the
+         *     integration's connector and records `sent` or `failed` with the reason (retry it with
+         *     `.../messages/{messageId}/retry`). A reply the platform forbids answers 400
+         *     `REPLY_NOT_ALLOWED` with `details.reason`: `reply_window` (Messenger and Instagram direct
+         *     messages: 24 hours after the person's last message), `integration_inactive`,
+         *     `parent_not_on_platform`, `parent_deleted`.
+         */
+        post: operations["replyInboxThread_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/inbox/threads/{threadId}/notes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Add an internal note to a thread (editor role)
+         * @description Notes are seen by the workspace only and never sent to the platform.
+         */
+        post: operations["addInboxNote_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/inbox/threads/{threadId}/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mark a thread read for the caller (viewer role)
+         * @description Every inbound message that arrived so far counts as read for the caller only.
+         */
+        post: operations["markInboxThreadRead_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/inbox/threads/{threadId}/unread": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mark a thread unread for the caller (viewer role)
+         * @description The newest inbound message counts as unread again for the caller only.
+         */
+        post: operations["markInboxThreadUnread_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/inbox/threads/{threadId}/messages/{messageId}/moderation": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+                /** @description Message UUID (of this thread) */
+                messageId: components["parameters"]["InboxMessageId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Hide, unhide or delete an inbound message on the platform (editor role)
+         * @description Where the platform allows it (Facebook and Instagram comments: hide, unhide, delete; X
+         *     replies: hide, unhide; direct messages: nothing), the message answers with
+         *     `moderationPending` (202) and a job carries the action out through the connector, then sets
+         *     `moderation` or `moderationError`. Otherwise 400 `MODERATION_NOT_ALLOWED` with the reason.
+         *     Hiding a hidden message (or unhiding a visible one) answers 202 and changes nothing; a
+         *     second action while one is pending answers 409 `MODERATION_IN_PROGRESS`.
+         */
+        post: operations["moderateInboxMessage_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/inbox/threads/{threadId}/messages/{messageId}/retry": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+                /** @description Message UUID (of this thread) */
+                messageId: components["parameters"]["InboxMessageId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a failed reply again (editor role)
+         * @description Only a reply whose delivery failed (409 `NOT_RETRYABLE` otherwise); its delivery is pending again.
+         */
+        post: operations["retryInboxMessage_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/integrations/{id}/inbox-hooks/{source}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration UUID */
+                id: string;
+                /** @description Who signs the deliveries: the integration's platform (facebook, instagram, x) or sandbox (sandbox integrations); another value answers 400 VALIDATION_FAILED */
+                source: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set the secret of an integration's inbound webhook (manager role)
+         * @description The platform signs its deliveries to `POST /v1/hooks/{source}/{integrationId}` (no bearer;
+         *     the signature is the credential) with this secret: Meta's app secret
+         *     (`X-Hub-Signature-256`), X's consumer secret (`x-twitter-webhooks-signature`, and the CRC
+         *     answer), or a Standard Webhooks secret for the sandbox (`webhook-signature`). It is stored
+         *     encrypted and never shown again; the verify token of Meta's subscription handshake is
+         *     stored as its SHA-256. A source that is not the integration's platform (or sandbox for a
+         *     non-sandbox integration) answers 400 `HOOK_SOURCE_MISMATCH`.
+         */
+        put: operations["setInboxHookSecret_v1"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/integrations/{id}/inbox-platform-token": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Set the platform access token of an integration's inbox (manager role)
+         * @description With a platform token, the inbox's replies and moderation of a `facebook`, `instagram` or `x`
+         *     integration go to the platform's own API instead of the integration's connector: the Graph
+         *     API (`META_GRAPH_BASE_URL`) with a Page or Instagram access token, X API v2
+         *     (`X_API_BASE_URL`) with an OAuth 2.0 user token (scopes `tweet.write`,
+         *     `tweet.moderate.write`, `dm.write`). Publishing is not affected. The token is stored
+         *     encrypted and never shown again; setting it again replaces it. Another platform answers
+         *     400 `PLATFORM_TOKEN_UNSUPPORTED`. See docs/inbox.md.
+         */
+        put: operations["setInboxPlatformToken_v1"];
+        post?: never;
+        /**
+         * Remove the platform access token of an integration's inbox (manager role)
+         * @description The integration's replies and moderation go through its connector again. 404 `NOT_FOUND` when it has no token.
+         */
+        delete: operations["deleteInboxPlatformToken_v1"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/hooks/{source}/{integrationId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Who signs the deliveries. Another value answers 404 `NOT_FOUND` (a platform is not told which sources exist). */
+                source: "facebook" | "instagram" | "x" | "sandbox";
+                /** @description The integration the deliveries belong to. Not a UUID, unknown, or without a secret set for `source` answers 404 `NOT_FOUND`. */
+                integrationId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Answer a platform's subscription check (no role; the secret set for the hook is the credential)
+         * @description Called by the platform when the webhook is registered, never by integrators.
+         *
+         *     - `facebook`, `instagram` (Meta's verification request): `hub.mode=subscribe`,
+         *       `hub.verify_token` (compared with the SHA-256 of the verify token set by
+         *       `setInboxHookSecret_v1`) and `hub.challenge`, answered as plain text. Another token is
+         *       403 `VERIFY_TOKEN_MISMATCH`.
+         *     - `x` (Account Activity challenge-response check): `crc_token`, answered
+         *       `{"response_token": "sha256=<base64 HMAC-SHA256 of crc_token keyed with the consumer secret>"}`.
+         *     - `sandbox` has no check: 405 `METHOD_NOT_ALLOWED`.
+         *
+         *     The answers are the platform's formats, not the envelope. Not throttled (a platform that is
+         *     refused stops delivering). Every call for a known integration writes an audit row, actor
+         *     kind `platform_webhook`.
+         */
+        get: operations["checkInboxHook_v1"];
+        put?: never;
+        /**
+         * Receive a platform's signed delivery (no role; the signature is the credential)
+         * @description Called by the platform, never by integrators. The body is the platform's own JSON, read raw
+         *     (at most 1 MB) because the signature is over its exact bytes; nothing is parsed or stored
+         *     before the signature holds:
+         *
+         *     - `facebook`, `instagram`: `X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the body keyed
+         *       with the app secret>`; `object` `page` / `instagram` with `entry[].changes[]` (comments,
+         *       reactions) and `entry[].messaging[]` (direct messages).
+         *     - `x`: `x-twitter-webhooks-signature: sha256=<base64 HMAC-SHA256 of the body keyed with the
+         *       consumer secret>`; Account Activity events (`tweet_create_events`,
+         *       `favorite_events`, `direct_message_events`, deletions).
+         *     - `sandbox`: Standard Webhooks (`webhook-id`, `webhook-timestamp` within 5 minutes,
+         *       `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`).
+         *
+         *     The delivery is stored raw with its events, de-duplicated on the platform's event id by a
+         *     unique constraint (a redelivery is a 200 whose `newEvents` is 0), and folded into threads by
+         *     job `inbox.fold`, so the answer comes in milliseconds. Raw deliveries are deleted after
+         *     `inbox_delivery_retention_days` once folded (docs/inbox.md). Not throttled. Every call for
+         *     a known integration writes an audit row, actor kind `platform_webhook`.
+         */
+        post: operations["receiveInboxHook_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -7739,6 +8130,207 @@ export interface components {
             rows: number;
             maxKeyLength: number;
         };
+        /**
+         * @description One post's comment thread or one direct-message conversation of an integration, folded from
+         *     the platform's webhook events. `unreadCount` is the caller's own: read state is per member.
+         */
+        InboxThread: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            integrationId: string;
+            /** @example facebook */
+            platform: string;
+            /**
+             * @description comment: the comments on one post; message: one direct-message conversation
+             * @enum {string}
+             */
+            kind: "comment" | "message";
+            /** @description The post id (comment threads) or the other party's id (messages) on the platform */
+            platformThreadId: string;
+            /** @description The post of a comment thread; `contentId` is the content edition when Pressroom published it */
+            post: {
+                platformPostId: string;
+                /** Format: uuid */
+                contentId: string | null;
+            } | null;
+            /** @description The people who wrote in the thread (at most 50) */
+            participants: components["schemas"]["InboxPerson"][];
+            messageCount: number;
+            /** Format: date-time */
+            lastMessageAt: string | null;
+            /** Format: date-time */
+            lastInboundAt: string | null;
+            /** @description Inbound messages that arrived after the caller last read the thread */
+            unreadCount: number;
+            /**
+             * @description An archived thread opens again when a new inbound message arrives
+             * @enum {string}
+             */
+            status: "open" | "archived";
+            /** Format: uuid */
+            assigneeId: string | null;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** @description A person on the platform */
+        InboxPerson: {
+            id: string;
+            name?: string | null;
+        };
+        /**
+         * @description A message of a thread: `inbound` (from the platform), `outbound` (a reply sent through the
+         *     integration's connector; `delivery` says whether it went out) or `note` (internal, never sent).
+         */
+        InboxMessage: {
+            /** Format: uuid */
+            id: string;
+            /** Format: uuid */
+            threadId: string;
+            /** @enum {string} */
+            direction: "inbound" | "outbound" | "note";
+            /** @description The message's id on the platform (null for notes and unsent replies) */
+            platformMessageId: string | null;
+            /** @description The platform id of the comment this one answers */
+            platformParentId: string | null;
+            /**
+             * Format: uuid
+             * @description The message a reply answers
+             */
+            inReplyToId: string | null;
+            /** @description Inbound: the platform person {id, name}; replies and notes: {kind: member or api_key, id, name} */
+            author: {
+                id?: string | null;
+                name?: string | null;
+                /** @enum {string} */
+                kind?: "member" | "api_key";
+            };
+            text: string | null;
+            attachments: {
+                type: string;
+                url: string | null;
+            }[];
+            /** @description Count per reaction, e.g. {"like": 3} */
+            reactions: {
+                [key: string]: number;
+            };
+            /** @enum {string} */
+            moderation: "visible" | "hidden" | "deleted";
+            /**
+             * @description A moderation on its way to the platform
+             * @enum {string|null}
+             */
+            moderationPending: "hide" | "unhide" | "delete" | null;
+            /** @description Why the last moderation failed */
+            moderationError: string | null;
+            /** @description Replies only */
+            delivery: {
+                /** @enum {string} */
+                state: "pending" | "sent" | "failed";
+                /** @description The reason of a failed delivery */
+                error: string | null;
+                attempts: number;
+            } | null;
+            /**
+             * Format: date-time
+             * @description When it was written (the platform's time for inbound messages)
+             */
+            occurredAt: string;
+            /** Format: date-time */
+            editedAt: string | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        /** @description The caller's unread inbound messages among open threads */
+        InboxUnreadCounts: {
+            messages: number;
+            /** @description Threads with at least one unread message */
+            threads: number;
+            byPlatform: {
+                [key: string]: number;
+            };
+            byKind: {
+                [key: string]: number;
+            };
+            /** @description Unread messages by integration id */
+            byIntegration: {
+                [key: string]: number;
+            };
+        };
+        UpdateInboxThreadDto: {
+            /** @enum {string} */
+            status?: "open" | "archived";
+            /**
+             * Format: uuid
+             * @description A member of the workspace, or null to unassign
+             */
+            assigneeId?: string | null;
+        };
+        InboxReplyDto: {
+            text: string;
+            /**
+             * Format: uuid
+             * @description The message of the thread to answer (a comment thread's reply goes under it)
+             */
+            inReplyToId?: string;
+        };
+        InboxNoteDto: {
+            text: string;
+        };
+        InboxModerationDto: {
+            /** @enum {string} */
+            action: "hide" | "unhide" | "delete";
+        };
+        InboxHookSecretDto: {
+            /** @description facebook, instagram: the Meta app secret; x: the consumer secret; sandbox: a Standard Webhooks secret (whsec_ + base64 of 24 to 64 bytes) */
+            secret: string;
+            /** @description facebook and instagram only (required there) - the verify token of the subscription handshake */
+            verifyToken?: string;
+        };
+        InboxHookSecret: {
+            /** Format: uuid */
+            integrationId: string;
+            /** @enum {string} */
+            source: "facebook" | "instagram" | "x" | "sandbox";
+            /** @description Where the platform sends deliveries (GET for its subscription check, POST for events), e.g. /v1/hooks/facebook/{integrationId} */
+            path: string;
+            verifyTokenSet: boolean;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** @description What an accepted delivery became. */
+        InboxHookDelivery: {
+            /**
+             * Format: uuid
+             * @description The stored raw delivery; null for a redelivery (every event known already: nothing is kept).
+             */
+            deliveryId: string | null;
+            /** @description Events the delivery carries. */
+            events: number;
+            /** @description Of those, events not seen before (0 for a redelivery). */
+            newEvents: number;
+            /** @description Entries the inbox does not keep. */
+            skipped: number;
+        };
+        /** @description X's challenge-response answer (X's format, not the envelope). */
+        InboxHookCrcAnswer: {
+            /** @description sha256=<base64 HMAC-SHA256 of crc_token keyed with the consumer secret> */
+            response_token: string;
+        };
+        InboxPlatformTokenDto: {
+            /** @description facebook: a Page access token; instagram: an Instagram (or Page) access token; x: an OAuth 2.0 user access token */
+            accessToken: string;
+        };
+        InboxPlatformToken: {
+            /** Format: uuid */
+            integrationId: string;
+            /** @enum {string} */
+            platform: "facebook" | "instagram" | "x";
+            /** Format: date-time */
+            updatedAt: string;
+        };
     };
     responses: {
         /** @description Malformed JSON (`MALFORMED_JSON`), JSON nested deeper than 64 levels (`NESTING_TOO_DEEP`), an undecodable path (`MALFORMED_URL`), unknown properties or query parameters, a NUL character, or a value of the wrong type or out of bounds (`VALIDATION_FAILED` lists one entry per field in `details.fields`). */
@@ -7927,6 +8519,44 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
+        /** @description Unknown source or integration, or no secret is set for this source (`NOT_FOUND`). */
+        InboxHookNotFound: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "NOT_FOUND",
+                 *         "message": "No inbound hook here: unknown source or integration, or no secret is set for this source (PUT .../integrations/{id}/inbox-hooks/{source}).",
+                 *         "requestId": "6a1f0c0e-3f0e-4c55-9c6b-1b0d2b4f9a10",
+                 *         "details": null
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
+        /** @description The hook's secret cannot be decrypted by this server (its `SIGNED_URL_SECRET` changed); set it again (`HOOK_SECRET_UNREADABLE`). */
+        InboxHookSecretUnreadable: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "HOOK_SECRET_UNREADABLE",
+                 *         "message": "The secret of this hook cannot be read by this server; set it again.",
+                 *         "requestId": "6a1f0c0e-3f0e-4c55-9c6b-1b0d2b4f9a10",
+                 *         "details": null
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["ErrorEnvelope"];
+            };
+        };
     };
     parameters: {
         /** @description Workspace UUID */
@@ -7957,6 +8587,12 @@ export interface components {
         GridIntegrationId: string;
         /** @description Grid tile UUID (`id` of a tile of this channel's grid) */
         GridTileId: string;
+        /** @description Inbox thread UUID */
+        InboxThreadId: string;
+        /** @description Message UUID (of this thread) */
+        InboxMessageId: string;
+        /** @description `meta.nextCursor` of the previous page (opaque, signed); omit for the first page */
+        InboxCursor: string;
     };
     requestBodies: never;
     headers: {
@@ -17438,6 +18074,891 @@ export interface operations {
             422: components["responses"]["Unprocessable"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    listInboxThreads_v1: {
+        parameters: {
+            query?: {
+                integrationId?: string;
+                platform?: string;
+                kind?: "comment" | "message";
+                status?: "open" | "archived";
+                /** @description true: threads with unread messages for the caller; false: without */
+                unread?: boolean;
+                assigneeId?: string;
+                /** @description true: threads nobody is assigned to */
+                unassigned?: boolean;
+                search?: string;
+                limit?: number;
+                /** @description `meta.nextCursor` of the previous page (opaque, signed); omit for the first page */
+                cursor?: components["parameters"]["InboxCursor"];
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["InboxThread"][];
+                        meta: components["schemas"]["MediaCursorMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getInboxUnreadCounts_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["InboxUnreadCounts"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getInboxThread_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["InboxThread"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateInboxThread_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "status": "archived",
+                 *       "assigneeId": "3f1c2a9e-8b7d-4c6e-9f10-2a3b4c5d6e7f"
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateInboxThreadDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["InboxThread"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listInboxMessages_v1: {
+        parameters: {
+            query?: {
+                limit?: number;
+                /** @description `meta.nextCursor` of the previous page (opaque, signed); omit for the first page */
+                cursor?: components["parameters"]["InboxCursor"];
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["InboxMessage"][];
+                        meta: components["schemas"]["MediaCursorMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    replyInboxThread_v1: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "text": "Thanks for the kind words - see you at the launch!",
+                 *       "inReplyToId": "7d9e2c41-5b3a-4f8e-a1c2-d3e4f5a6b7c8"
+                 *     }
+                 */
+                "application/json": components["schemas"]["InboxReplyDto"];
+            };
+        };
+        responses: {
+            /** @description Accepted; the reply is on its way */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["InboxMessage"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    addInboxNote_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "text": "Customer asked about shipping to Canada - Sam follows up."
+                 *     }
+                 */
+                "application/json": components["schemas"]["InboxNoteDto"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["InboxMessage"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    markInboxThreadRead_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["InboxThread"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    markInboxThreadUnread_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["InboxThread"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    moderateInboxMessage_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+                /** @description Message UUID (of this thread) */
+                messageId: components["parameters"]["InboxMessageId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "action": "hide"
+                 *     }
+                 */
+                "application/json": components["schemas"]["InboxModerationDto"];
+            };
+        };
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["InboxMessage"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    retryInboxMessage_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Inbox thread UUID */
+                threadId: components["parameters"]["InboxThreadId"];
+                /** @description Message UUID (of this thread) */
+                messageId: components["parameters"]["InboxMessageId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Accepted */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["InboxMessage"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    setInboxHookSecret_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration UUID */
+                id: string;
+                /** @description Who signs the deliveries: the integration's platform (facebook, instagram, x) or sandbox (sandbox integrations); another value answers 400 VALIDATION_FAILED */
+                source: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "secret": "8f2b6c1d9e0a4b7c3d5e6f7a8b9c0d1e",
+                 *       "verifyToken": "pressroom-meta-verify-2026"
+                 *     }
+                 */
+                "application/json": components["schemas"]["InboxHookSecretDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["InboxHookSecret"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    setInboxPlatformToken_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "accessToken": "EAAGm0PX4ZCpsBAKexampletoken0123456789"
+                 *     }
+                 */
+                "application/json": components["schemas"]["InboxPlatformTokenDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "integrationId": "3f0c2b9e-8a51-4c1e-9f0d-2b7a6c5d4e31",
+                     *         "platform": "facebook",
+                     *         "updatedAt": "2026-11-24T20:30:00Z"
+                     *       },
+                     *       "meta": null
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["InboxPlatformToken"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteInboxPlatformToken_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Integration UUID */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Removed */
+            204: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    checkInboxHook_v1: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Meta's check only; must be `subscribe`.
+                 * @example subscribe
+                 */
+                "hub.mode"?: "subscribe";
+                /**
+                 * @description Meta's check only; the verify token set for the hook.
+                 * @example pressroom-meta-verify-2026
+                 */
+                "hub.verify_token"?: string;
+                /**
+                 * @description Meta's check only; echoed as the plain-text answer.
+                 * @example 1158201444
+                 */
+                "hub.challenge"?: string;
+                /**
+                 * @description X's check only; the token to sign.
+                 * @example 9b4507b3-9f8b-4d0c-a7f0-5d6a5c8f7a21
+                 */
+                crc_token?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Who signs the deliveries. Another value answers 404 `NOT_FOUND` (a platform is not told which sources exist). */
+                source: "facebook" | "instagram" | "x" | "sandbox";
+                /** @description The integration the deliveries belong to. Not a UUID, unknown, or without a secret set for `source` answers 404 `NOT_FOUND`. */
+                integrationId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The check is answered. Meta gets the challenge as plain text, X a JSON `response_token`. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example 1158201444 */
+                    "text/plain": string;
+                    /**
+                     * @example {
+                     *       "response_token": "sha256=x9Rp0Vh6bX3m0f3h6dM8Zk3bqO3bY2rW1yS4m0Q7e8U="
+                     *     }
+                     */
+                    "application/json": components["schemas"]["InboxHookCrcAnswer"];
+                };
+            };
+            /** @description The check lacks its parameters (`VALIDATION_FAILED`): `hub.mode=subscribe`, `hub.verify_token` and `hub.challenge` for Meta, `crc_token` for X, the challenge at most 1024 characters. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "VALIDATION_FAILED",
+                     *         "message": "The challenge-response check sends crc_token (at most 1024 characters).",
+                     *         "requestId": "6a1f0c0e-3f0e-4c55-9c6b-1b0d2b4f9a10",
+                     *         "details": {
+                     *           "fields": [
+                     *             {
+                     *               "field": "query.crc_token",
+                     *               "code": "required",
+                     *               "message": "is required"
+                     *             }
+                     *           ]
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description `hub.verify_token` is not the verify token set for this hook (`VERIFY_TOKEN_MISMATCH`). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "VERIFY_TOKEN_MISMATCH",
+                     *         "message": "hub.verify_token is not the token set for this hook.",
+                     *         "requestId": "6a1f0c0e-3f0e-4c55-9c6b-1b0d2b4f9a10",
+                     *         "details": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            404: components["responses"]["InboxHookNotFound"];
+            /** @description The sandbox source has no subscription check (`METHOD_NOT_ALLOWED`, `Allow` POST). */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "METHOD_NOT_ALLOWED",
+                     *         "message": "The sandbox source has no subscription check; POST deliveries.",
+                     *         "requestId": "6a1f0c0e-3f0e-4c55-9c6b-1b0d2b4f9a10",
+                     *         "details": {
+                     *           "allow": [
+                     *             "POST"
+                     *           ]
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["InboxHookSecretUnreadable"];
+        };
+    };
+    receiveInboxHook_v1: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Meta's signature (`facebook`, `instagram`).
+                 * @example sha256=3f1a9c6f4b1e8d2a7c5b0e9f6d3a2c1b8e7f6a5d4c3b2a1908f7e6d5c4b3a291
+                 */
+                "X-Hub-Signature-256"?: string;
+                /**
+                 * @description X's signature (`x`).
+                 * @example sha256=x9Rp0Vh6bX3m0f3h6dM8Zk3bqO3bY2rW1yS4m0Q7e8U=
+                 */
+                "x-twitter-webhooks-signature"?: string;
+                /**
+                 * @description Standard Webhooks message id (`sandbox`).
+                 * @example msg_2fVbq8Yb3bXo3qz
+                 */
+                "webhook-id"?: string;
+                /**
+                 * @description Standard Webhooks Unix timestamp in seconds (`sandbox`); more than 300 seconds away from now is 401 `SIGNATURE_STALE`.
+                 * @example 1795000000
+                 */
+                "webhook-timestamp"?: string;
+                /**
+                 * @description Standard Webhooks signatures, space-separated `v1,<base64>` (`sandbox`).
+                 * @example v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=
+                 */
+                "webhook-signature"?: string;
+            };
+            path: {
+                /** @description Who signs the deliveries. Another value answers 404 `NOT_FOUND` (a platform is not told which sources exist). */
+                source: "facebook" | "instagram" | "x" | "sandbox";
+                /** @description The integration the deliveries belong to. Not a UUID, unknown, or without a secret set for `source` answers 404 `NOT_FOUND`. */
+                integrationId: string;
+            };
+            cookie?: never;
+        };
+        /** @description The platform's delivery, exactly as sent (any content type; parsed as JSON only after the signature holds). At most 1 MB. */
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "object": "page",
+                 *       "entry": [
+                 *         {
+                 *           "id": "104982710000001",
+                 *           "time": 1795000000,
+                 *           "changes": [
+                 *             {
+                 *               "field": "feed",
+                 *               "value": {
+                 *                 "item": "comment",
+                 *                 "verb": "add",
+                 *                 "comment_id": "104982710000001_5553_7771",
+                 *                 "post_id": "104982710000001_5553",
+                 *                 "parent_id": "104982710000001_5553",
+                 *                 "message": "Love this!",
+                 *                 "created_time": 1795000000,
+                 *                 "from": {
+                 *                   "id": "6100000000001",
+                 *                   "name": "Ada Lovelace"
+                 *                 }
+                 *               }
+                 *             }
+                 *           ]
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        responses: {
+            /** @description Stored (or recognised as a redelivery). `newEvents` counts the events not seen before; `skipped` the entries the inbox does not keep (e.g. echoes of our own messages). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "data": {
+                     *         "deliveryId": "0b8e9a52-4f7c-4e0a-9c4e-2f6f1f0d7a11",
+                     *         "events": 1,
+                     *         "newEvents": 1,
+                     *         "skipped": 0
+                     *       },
+                     *       "meta": null
+                     *     }
+                     */
+                    "application/json": {
+                        data: components["schemas"]["InboxHookDelivery"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            /** @description The signed body is not a delivery of this source (`INVALID_DELIVERY`), or could not be read. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "INVALID_DELIVERY",
+                     *         "message": "The body is not JSON.",
+                     *         "requestId": "6a1f0c0e-3f0e-4c55-9c6b-1b0d2b4f9a10",
+                     *         "details": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description The delivery is not signed (`SIGNATURE_MISSING`), the signature does not match the body and the secret (`SIGNATURE_INVALID`), or a sandbox delivery is signed more than 5 minutes away from now (`SIGNATURE_STALE`). Nothing is stored. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "SIGNATURE_INVALID",
+                     *         "message": "The signature does not match the body and the secret of this hook.",
+                     *         "requestId": "6a1f0c0e-3f0e-4c55-9c6b-1b0d2b4f9a10",
+                     *         "details": null
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            404: components["responses"]["InboxHookNotFound"];
+            /** @description The body is over 1 MB (`PAYLOAD_TOO_LARGE`, `details.limit` 1048576). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "PAYLOAD_TOO_LARGE",
+                     *         "message": "A delivery is at most 1048576 bytes.",
+                     *         "requestId": "6a1f0c0e-3f0e-4c55-9c6b-1b0d2b4f9a10",
+                     *         "details": {
+                     *           "limit": 1048576
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["InboxHookSecretUnreadable"];
         };
     };
 }

@@ -91,6 +91,10 @@ export function loadOpenApi(file = OPENAPI_PATH) {
     JSON.parse(JSON.stringify(schema), (k, v) => (k === '$ref' && typeof v === 'string' && v.startsWith('#/') ? `openapi.json${v}` : v));
 
   const operations: Operation[] = [];
+  // `x-raw-body: true`: served by their own router on the raw bytes (the
+  // inbound hooks, server/routes/hooks.ts), not by the JSON pipeline; not
+  // throttled, so their `throttle` is never read.
+  const rawOperations: Operation[] = [];
   for (const [p, item] of Object.entries<any>(doc.paths ?? {})) {
     for (const method of METHODS) {
       const op = item[method];
@@ -114,12 +118,13 @@ export function loadOpenApi(file = OPENAPI_PATH) {
       const bodySchema = rb?.content?.['application/json']?.schema;
       const bodyV = bodySchema ? strict.compile(rewriteRefs(bodySchema)) : null;
       const security = op.security ?? doc.security ?? [];
+      const rawBody = op['x-raw-body'] === true;
       const throttle = op['x-throttle'];
-      if (!['read', 'write', 'expensive'].includes(throttle)) {
+      if (!rawBody && !['read', 'write', 'expensive'].includes(throttle)) {
         throw new Error(`openapi.yaml: ${method.toUpperCase()} ${p} needs x-throttle read|write|expensive`);
       }
       const responseCache = new Map<number, ValidateFunction | null>();
-      operations.push({
+      (rawBody ? rawOperations : operations).push({
         operationId: op.operationId,
         method: method.toUpperCase(),
         path: p,
@@ -164,7 +169,7 @@ export function loadOpenApi(file = OPENAPI_PATH) {
       });
     }
   }
-  return { doc, operations };
+  return { doc, operations, rawOperations };
 }
 
 export type OpenApi = ReturnType<typeof loadOpenApi>;

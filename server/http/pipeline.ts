@@ -187,8 +187,15 @@ export type RouteDefinition<K extends OperationId | void = void, P = never> = [K
   ? TransactionalRoute<K, P> | PhasedRoute<K, P>
   : AnyRoute;
 
+/**
+ * The operations marked `x-raw-body: true` in openapi.yaml: served by their own
+ * router on the raw bytes (server/routes/hooks.ts), not by the pipeline
+ * (server/app.ts checks the two agree at start-up).
+ */
+export type RawBodyOperationId = 'checkInboxHook_v1' | 'receiveInboxHook_v1';
+
 /** One route for every operation of api.d.ts: a missing or misspelled operationId fails `tsc`. */
-export type RouteTable = { [K in OperationId]: RouteDefinition<K> };
+export type RouteTable = { [K in Exclude<OperationId, RawBodyOperationId>]: RouteDefinition<K> };
 
 export interface PipelineDeps extends AppDeps {
   /** express.json(), run after the gate so unauthenticated bodies are never parsed. */

@@ -39,6 +39,9 @@ export const QUERY_DEFAULTS = {
   reviewHistory_v1: ['limit', 'offset'],
   listNotifications_v1: ['limit', 'unread'],
   listReviewLinkNotifications_v1: ['limit', 'unread'],
+  // Inbox
+  listInboxThreads_v1: ['limit'],
+  listInboxMessages_v1: ['limit'],
 } as const satisfies { [K in OperationId]?: readonly (keyof QueryOf<K>)[] };
 
 type QueryOf<K extends OperationId> = OrEmpty<operations[K]['parameters']['query']>;

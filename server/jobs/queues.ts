@@ -16,7 +16,16 @@ export const QUEUES = {
   analyticsReport: 'analytics.report',
   // Reviews: active reviews past their due time expire (server/jobs/reviews.ts).
   reviewExpiry: 'reviews.expire-due',
+  // Inbox (server/jobs/inbox.ts): folding inbound events, replies and moderation.
+  inboxFold: 'inbox.fold',
+  inboxAction: 'inbox.action',
+  inboxPurgeDeliveries: 'inbox.purge-deliveries',
 } as const;
+
+/** Queues that need options of their own: one queued fold per integration at a time (singleton key). */
+const QUEUE_OPTIONS: Partial<Record<string, { policy: 'stately' }>> = {
+  [QUEUES.inboxFold]: { policy: 'stately' },
+};
 
 /**
  * Installs (or migrates) pg-boss's schema and our queues, and lets the
@@ -30,7 +39,7 @@ export async function installQueues(ownerUrl: string): Promise<void> {
   await boss.start();
   try {
     for (const name of Object.values(QUEUES)) {
-      if (!(await boss.getQueue(name))) await boss.createQueue(name);
+      if (!(await boss.getQueue(name))) await boss.createQueue(name, QUEUE_OPTIONS[name]);
     }
   } finally {
     await boss.stop({ graceful: false, close: true });

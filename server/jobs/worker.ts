@@ -4,6 +4,7 @@ import { sql } from '../db/pool.ts';
 import { asWorker } from '../db/worker.ts';
 import type { AppDeps } from '../deps.ts';
 import { registerAnalyticsJobs } from './analytics.ts';
+import { registerInboxJobs } from './inbox.ts';
 import { registerMediaJobs } from './media.ts';
 import { registerPublishJobs } from './publish.ts';
 import { PGBOSS_SCHEMA, QUEUES } from './queues.ts';
@@ -43,6 +44,7 @@ export async function startWorker(deps: AppDeps, opts: { ownerUrl: string }) {
   await registerPublishJobs(boss, deps);
   await registerAnalyticsJobs(boss, deps);
   await registerReviewJobs(boss, pool, log); // reviews: expiry
+  await registerInboxJobs(boss, deps);
   // Upkeep that must not wait for the first cron tick.
   await maintenance.ensureAuditPartitions(pool);
   return {

@@ -24,6 +24,9 @@ import {
   type Connector,
   type ConnectorCall,
   type ConnectorOptions,
+  type InboxActionResult,
+  type InboxModeration,
+  type InboxReply,
   type IntegrationRef,
   type PlatformOption,
   type AccountMetrics,
@@ -168,6 +171,25 @@ export function createSandboxConnector(options: Partial<ConnectorOptions> = {}):
     async listVideoCategories(integration: IntegrationRef): Promise<PlatformOption[]> {
       refuseUnless(integration, 'videoCategories', 'video categories');
       return YOUTUBE_VIDEO_CATEGORIES.map((c) => ({ ...c }));
+    },
+
+    // Inbox: the outcome follows settings.behavior as for publishing (unknown
+    // counts as a temporary failure: a reply is never left unconfirmed); the
+    // reply's id is derived from its token, so a re-sent try is the same reply.
+    async reply(integration: IntegrationRef, reply: InboxReply): Promise<InboxActionResult> {
+      const behavior = sandboxBehavior(integration);
+      if (behavior === 'fail') return { state: 'failed', permanent: true, error: 'The sandbox platform refused the reply (behavior: fail).' };
+      if (behavior === 'unknown' || (behavior === 'transient-then-succeed' && reply.attempt <= 1)) {
+        return { state: 'failed', permanent: false, error: `The sandbox platform is temporarily unavailable (behavior: ${behavior}).` };
+      }
+      return { state: 'done', platformMessageId: `sb-reply-${digest('reply', integration.id, reply.idempotencyToken).slice(0, 20)}` };
+    },
+
+    async moderate(integration: IntegrationRef, m: InboxModeration): Promise<InboxActionResult> {
+      if (sandboxBehavior(integration) === 'fail') {
+        return { state: 'failed', permanent: true, error: `The sandbox platform refused to ${m.action} the message (behavior: fail).` };
+      }
+      return { state: 'done', platformMessageId: m.platformMessageId };
     },
   };
 }

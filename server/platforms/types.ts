@@ -170,6 +170,11 @@ export interface Connector {
   listBoards(integration: IntegrationRef): Promise<PlatformOption[]>;
   /** Video categories of a video platform (capabilities.videoCategories). */
   listVideoCategories(integration: IntegrationRef): Promise<PlatformOption[]>;
+  // Inbox (server/jobs/inbox.ts): never throw for a platform's answer.
+  /** Sends a reply in an inbox thread (a comment under the post or comment, or a direct message). */
+  reply(integration: IntegrationRef, reply: InboxReply): Promise<InboxActionResult>;
+  /** Hides, unhides or deletes an inbound message on the platform. */
+  moderate(integration: IntegrationRef, action: InboxModeration): Promise<InboxActionResult>;
 }
 
 /** A connector's publish limits; every field optional (absent: no limit). */
@@ -179,6 +184,33 @@ export interface PublishLimits {
   /** Per app (all integrations of the connector): posts per fixed window. */
   perApp?: { maxPerWindow: number; windowSeconds: number };
 }
+
+// Inbox replies and moderation ------------------------------------------------
+
+export interface InboxReply {
+  messageId: string;
+  threadKind: 'comment' | 'message';
+  /** The post (comment threads) or the other party (direct messages). */
+  platformThreadId: string;
+  /** The platform id of the message answered, if any. */
+  inReplyTo: string | null;
+  text: string;
+  /** 1 for the first try; a retry of a failed reply counts on. */
+  attempt: number;
+  /** Same for every try of this reply's attempt: a platform that honours it answers the first result. */
+  idempotencyToken: string;
+}
+
+export interface InboxModeration {
+  messageId: string;
+  threadKind: 'comment' | 'message';
+  platformThreadId: string;
+  platformMessageId: string;
+  action: 'hide' | 'unhide' | 'delete';
+  idempotencyToken: string;
+}
+
+export type InboxActionResult = { state: 'done'; platformMessageId: string | null } | { state: 'failed'; permanent: boolean; error: string };
 
 export interface ConnectorOptions {
   /**

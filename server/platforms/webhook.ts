@@ -42,6 +42,9 @@ import {
   type CaptionEditResult,
   type Connector,
   type ConnectorOptions,
+  type InboxActionResult,
+  type InboxModeration,
+  type InboxReply,
   type IntegrationRef,
   type PlatformOption,
   type PublishableEdition,
@@ -323,5 +326,29 @@ export function createWebhookConnector(options: ConnectorOptions): Connector {
       }
       return YOUTUBE_VIDEO_CATEGORIES.map((c) => ({ ...c }));
     },
+
+    // Inbox: signed POSTs like publishing; a 2xx is done (its JSON may name
+    // platformMessageId), a 4xx a permanent refusal, anything else or no
+    // answer a temporary failure (the user may retry the reply).
+    async reply(integration: IntegrationRef, reply: InboxReply): Promise<InboxActionResult> {
+      const o = await send(integration, 'inbox.reply', { event: 'inbox.reply', integration: integrationPayload(integration), reply }, reply.idempotencyToken);
+      return inboxOutcome(o);
+    },
+
+    async moderate(integration: IntegrationRef, m: InboxModeration): Promise<InboxActionResult> {
+      const o = await send(integration, 'inbox.moderate', { event: 'inbox.moderate', integration: integrationPayload(integration), moderation: m }, m.idempotencyToken);
+      return inboxOutcome(o);
+    },
   };
+}
+
+function inboxOutcome(o: DeliveryOutcome): InboxActionResult {
+  if (o.kind === 'not-sent') return { state: 'failed', permanent: o.permanent, error: o.error };
+  if (o.kind === 'unknown') return { state: 'failed', permanent: false, error: o.error };
+  if (o.status >= 200 && o.status < 300) {
+    const b = (o.body && typeof o.body === 'object' ? o.body : {}) as Record<string, unknown>;
+    const id = typeof b.platformMessageId === 'string' && b.platformMessageId ? b.platformMessageId.slice(0, 300) : null;
+    return { state: 'done', platformMessageId: id };
+  }
+  return { state: 'failed', permanent: !transientStatus(o.status), error: describeStatus(o.status, o.body) };
 }

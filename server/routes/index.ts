@@ -6,6 +6,7 @@ import { authRoutes } from './auth.ts';
 import { campaignsRoutes } from './campaigns.ts';
 import { contentRoutes } from './content.ts';
 import { contentRootsRoutes } from './contentRoots.ts';
+import { inboxRoutes } from './inbox.ts';
 import { integrationsRoutes } from './integrations.ts';
 import { mediaRoutes } from './media.ts';
 import { publishingRoutes } from './publishing.ts';
@@ -44,6 +45,7 @@ const table = {
   ...notificationRoutes,
   ...reviewLinkRoutes,
   ...workbenchRoutes,
+  ...inboxRoutes,
 } satisfies RouteTable;
 
 /**

@@ -9,7 +9,7 @@ import type { MediaStorage } from './index.ts';
 import { hmacB64, safeEqual } from './signing.ts';
 
 export interface CursorScope {
-  list: 'media' | 'folders' | 'usage-history';
+  list: 'media' | 'folders' | 'usage-history' | 'inbox-threads' | 'inbox-messages';
   workspaceId: string;
   /** Everything that selects and orders the list (not limit, not cursor). */
   filters: Record<string, unknown>;

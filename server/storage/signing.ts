@@ -47,7 +47,7 @@ export class Secrets {
     return this.loading;
   }
 
-  async key(purpose: 'storage-url' | 'cursor'): Promise<Buffer> {
+  async key(purpose: 'storage-url' | 'cursor' | 'inbox-secret'): Promise<Buffer> {
     return createHmac('sha256', await this.secret()).update(`pressroom:${purpose}:v1`).digest();
   }
 }

@@ -1,5 +1,8 @@
 // openapi.yaml as a product: the rules every operation must follow.
 import { describe, expect, it } from 'vitest';
+import type { AppDeps } from '../../server/deps.ts';
+import { HOOK_SOURCES } from '../../server/inbox/signatures.ts';
+import { createHooksRouter, HOOK_BODY_LIMIT_BYTES, HOOK_CHALLENGE_MAX_LENGTH, servedRoutes } from '../../server/routes/hooks.ts';
 import { routes } from '../../server/routes/index.ts';
 import { openapi } from '../support/server.ts';
 
@@ -36,5 +39,49 @@ describe('openapi.yaml', () => {
       const schema = r.content['application/json'].schema;
       expect(schema.required).toEqual(['data', 'meta']);
     }
+  });
+
+  describe('x-raw-body operations (the inbound hooks, served by server/routes/hooks.ts)', () => {
+    const rawOps = openapi.rawOperations;
+    const spec = (op: (typeof rawOps)[number]) => openapi.doc.paths[op.path][op.method.toLowerCase()];
+    // The router is only inspected, never called: it needs no database.
+    const served = servedRoutes(createHooksRouter({} as AppDeps));
+
+    it('are exactly what the hooks router serves, and have no pipeline handler', () => {
+      expect(rawOps.map((o) => `${o.method} ${o.path}`).sort()).toEqual(['GET /v1/hooks/{source}/{integrationId}', 'POST /v1/hooks/{source}/{integrationId}']);
+      for (const op of rawOps) {
+        expect(served, `${op.method} ${op.path} is served by the hooks router`).toContain(`${op.method} ${op.expressPath}`);
+        expect(routes).not.toHaveProperty(op.operationId);
+      }
+      expect(served.sort()).toEqual(rawOps.map((o) => `${o.method} ${o.expressPath}`).sort());
+    });
+
+    it.each(rawOps.map((o) => [`${o.method} ${o.path}`, o] as const))('%s follows the conventions of a public raw-body route', (_name, op) => {
+      const s = spec(op);
+      expect(op.operationId).toMatch(/_v1$/);
+      expect(s.summary).toBeTruthy();
+      expect(s.security).toEqual([]);
+      expect(op.anonymous).toBe(true);
+      expect(s['x-throttle'], 'not throttled: a refused platform stops delivering').toBeUndefined();
+      const statuses = Object.keys(s.responses);
+      expect(statuses).toEqual(expect.arrayContaining(['200', '400', '404', '500', '503']));
+      if (op.method === 'POST') {
+        expect(statuses).toEqual(expect.arrayContaining(['401', '413']));
+        expect(s.requestBody.content['application/json'].example).toBeTruthy();
+        expect(s.requestBody['x-body-limit-bytes']).toBe(HOOK_BODY_LIMIT_BYTES);
+        expect(s.responses['200'].content['application/json'].schema.required).toEqual(['data', 'meta']);
+        const headers = s.parameters.filter((p: any) => p.in === 'header').map((p: any) => p.name.toLowerCase());
+        expect(headers).toEqual(expect.arrayContaining(['x-hub-signature-256', 'x-twitter-webhooks-signature', 'webhook-id', 'webhook-timestamp', 'webhook-signature']));
+      } else {
+        expect(statuses).toEqual(expect.arrayContaining(['403', '405']));
+        expect(Object.keys(s.responses['200'].content).sort()).toEqual(['application/json', 'text/plain']);
+        const query = Object.fromEntries(s.parameters.map((p: any) => [p.name, p.schema]));
+        expect(Object.keys(query).sort()).toEqual(['crc_token', 'hub.challenge', 'hub.mode', 'hub.verify_token']);
+        expect(query['hub.challenge'].maxLength).toBe(HOOK_CHALLENGE_MAX_LENGTH);
+        expect(query.crc_token.maxLength).toBe(HOOK_CHALLENGE_MAX_LENGTH);
+      }
+      const source = openapi.doc.paths[op.path].parameters.find((p: any) => p.name === 'source');
+      expect(source.schema.enum).toEqual([...HOOK_SOURCES]);
+    });
   });
 });

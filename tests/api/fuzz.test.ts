@@ -17,6 +17,7 @@ import { MAX_JSON_DEPTH } from '../../server/http/guard.ts';
 import type { Operation } from '../../server/http/openapi.ts';
 import { registeredCodes } from '../support/errors-register.ts';
 import { client, signup } from '../support/http.ts';
+import { checkHookAnswer, hookIntegration, metaDelivery } from '../support/inbox.ts';
 import { openapi, startTestServer, type TestServer } from '../support/server.ts';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 16);
@@ -370,5 +371,74 @@ describe(`generated negative requests (FUZZ_SEED=${SEED}, FUZZ_RUNS=${RUNS})`, (
     expect(rowsAfter).toEqual(rowsBefore);
     // Each request wrote its audit row (all carried a valid session), and nothing else.
     expect(auditAfter - auditBefore).toBe(sent);
+  });
+});
+
+// The x-raw-body operations (the inbound hooks, server/routes/hooks.ts) take
+// no bearer and read the body raw, so they get their own generated requests:
+// any source, integration id, query, signature headers and body. Each answer
+// must be one openapi.yaml documents for the operation (checkHookAnswer), a
+// 4xx but for a subscription check that is answered (X's crc_token is
+// answered for any token), and no delivery or event may be stored.
+describe(`generated requests to the x-raw-body operations (FUZZ_SEED=${SEED})`, () => {
+  it('answer only documented statuses, never >= 500, and store nothing unsigned', { timeout: 120_000 }, async () => {
+    expect(openapi.rawOperations.length).toBeGreaterThan(0);
+    const api = client(server);
+    const owner = await signup(api);
+    const fb = await hookIntegration(api, owner, 'facebook', 'facebook');
+    const xi = await hookIntegration(api, owner, 'x', 'x');
+    const stored = async () => (await server.owner.query(`select (select count(*) from app.inbox_deliveries) + (select count(*) from app.inbox_events) as n`)).rows[0].n as string;
+    const before = await stored();
+    const raw = (method: string, path: string, headers: Record<string, string>, body?: Buffer) =>
+      new Promise<{ status: number; type: string | null; text: string }>((resolve, reject) => {
+        const url = new URL(server.baseUrl);
+        const h: Record<string, string | number> = { ...headers };
+        if (body) h['content-length'] = body.length;
+        const req = http.request({ host: url.hostname, port: url.port, method, path, headers: h }, (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (d) => chunks.push(d));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, type: (res.headers['content-type'] as string | undefined) ?? null, text: Buffer.concat(chunks).toString('utf8') }));
+          res.on('error', reject);
+        });
+        req.on('error', reject);
+        if (body) req.write(body);
+        req.end();
+      });
+    const word = fc.string({ minLength: 0, maxLength: 40 }).map((x) => encodeURIComponent(x));
+    const source = fc.oneof(fc.constantFrom('facebook', 'instagram', 'x', 'sandbox'), word);
+    const id = fc.oneof(fc.constantFrom(fb, xi, '00000000-0000-4000-8000-000000000000'), word);
+    const query = fc.array(fc.tuple(fc.constantFrom('hub.mode', 'hub.verify_token', 'hub.challenge', 'crc_token', 'other'), fc.oneof(word, fc.constant('subscribe'), fc.constant('%00'))), { maxLength: 4 });
+    const sigHeaders = fc.oneof(
+      fc.constant({}),
+      fc.record({ 'x-hub-signature-256': fc.oneof(word, fc.constant(metaDelivery({}).headers['x-hub-signature-256'])) }),
+      fc.record({ 'x-twitter-webhooks-signature': word.map((w) => `sha256=${w}`) }),
+      fc.record({ 'webhook-id': word, 'webhook-timestamp': fc.integer().map(String), 'webhook-signature': word.map((w) => `v1,${w}`) }),
+    );
+    const body = fc.oneof(fc.json().map((j) => Buffer.from(j)), fc.uint8Array({ maxLength: 200 }).map((a) => Buffer.from(a)));
+    const problems: string[] = [];
+    let n = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.boolean(), source, id, query, sigHeaders, body, async (isGet, src, iid, q, hs, b) => {
+        const path = `/v1/hooks/${src}/${iid}${q.length ? `?${q.map(([k, v]) => `${k}=${v}`).join('&')}` : ''}`;
+        const a = isGet ? await raw('GET', path, {}) : await raw('POST', path, { 'content-type': 'application/json', ...(hs as Record<string, string>) }, b);
+        n++;
+        const where = `${isGet ? 'GET' : 'POST'} ${path} -> ${a.status}: ${a.text.slice(0, 160)}`;
+        if (a.status >= 500) problems.push(where);
+        else if (a.status < 400 && !(isGet && a.status === 200)) problems.push(`${where} (expected a 4xx)`);
+        else {
+          try {
+            checkHookAnswer(isGet ? 'GET' : 'POST', a.status, a.type, a.text);
+            if (a.status >= 400 && !codes.has(JSON.parse(a.text).error.code)) problems.push(`${where}: code not in db/ERRORS.md`);
+          } catch (e) {
+            problems.push(`${where}: ${e instanceof Error ? e.message.slice(0, 200) : String(e)}`);
+          }
+        }
+        return true;
+      }),
+      { seed: SEED, numRuns: Math.min(RUNS, 300) },
+    );
+    console.log(`fuzz: x-raw-body operations: ${n} requests, ${problems.length} problems`);
+    expect(problems.slice(0, 20)).toEqual([]);
+    expect(await stored()).toBe(before);
   });
 });

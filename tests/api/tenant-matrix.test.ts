@@ -176,6 +176,8 @@ describe('tenant matrix', () => {
       return { role: role!, sessionOnly: schemes.length > 0 && schemes.every((x: string) => x === 'session') };
     };
     const writers = new Map<Operation, [string, string]>();
+    // The x-raw-body operations (the inbound hooks) are not in openapi.operations: they take no
+    // bearer and reach one integration by its id and its secret (tests/api/hooks.test.ts).
     const ops = openapi.operations.filter((op) => /^\/v[12]\/workspaces\/\{workspaceId\}/.test(op.path));
     const deniedOnA: [string, string][] = [
       ['key of another workspace', otherWs.key],

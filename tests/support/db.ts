@@ -4,6 +4,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { startEmbedded } from '../../server/db/embedded.ts';
 import { MIGRATIONS_FOLDER, migrate } from '../../server/db/migrate.ts';
@@ -69,6 +70,8 @@ function migrationsDigest(): string {
     }
   };
   walk(MIGRATIONS_FOLDER);
+  // The template has the pg-boss queues too (installQueues): a new queue makes a new template.
+  h.update(readFileSync(fileURLToPath(new URL('../../server/jobs/queues.ts', import.meta.url))));
   return h.digest('hex').slice(0, 12);
 }
 
