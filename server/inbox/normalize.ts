@@ -1,5 +1,5 @@
 // Inbound deliveries, each platform's documented format, into the one event
-// shape app.inbox_events keeps (db/migrations/current/11-inbox.sql):
+// shape app.inbox_events keeps (db/migrations/committed/000013-inbox.sql):
 //
 //   facebook   Meta Webhooks, object "page": entry[].changes[] of field "feed"
 //              (item comment: verb add, edited, remove, hide, unhide; item

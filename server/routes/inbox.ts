@@ -1,7 +1,7 @@
 // The inbox: threads and messages folded from the platforms' webhooks
 // (server/routes/hooks.ts, server/jobs/inbox.ts), replies, notes,
 // moderation, read state per member, and the hook secrets. Every rule is in
-// the api.* functions (db/migrations/current/11-inbox.sql).
+// the api.* functions (db/migrations/committed/000013-inbox.sql).
 import { sql } from '../db/pool.ts';
 import type { HandlerContext, RouteTable } from '../http/pipeline.ts';
 import type { Schema } from '../http/types.ts';

@@ -1,4 +1,4 @@
--- The inbox in the database (db/migrations/current/11-inbox.sql): receiving
+-- The inbox in the database (db/migrations/committed/000013-inbox.sql): receiving
 -- de-duplicates on (integration, event id) and queues one fold job; folding
 -- converges whatever the arrival order (a reaction before its comment, an
 -- edit before the original); read state is per member; roles, tenant scope

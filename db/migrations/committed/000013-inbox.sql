@@ -1,3 +1,8 @@
+--! Previous: sha1:508883f02a41cffef3c66a76049ffd017c1432d7
+--! Hash: sha1:632329f978c0da756b7f5c2b0081543bf4493087
+--! Message: inbox
+
+--! split: 11-inbox.sql
 -- The inbox: comments and direct messages of connected accounts, fed by the
 -- platforms' own webhooks (facebook, instagram, x) and by sandbox deliveries
 -- signed Standard Webhooks style.
