@@ -22152,7 +22152,7 @@ create table audit.api_calls (
   error_code text,
   request_id text not null,
   calls integer default 1 not null,
-  constraint api_calls_actor_kind_check CHECK ((actor_kind = ANY (ARRAY['user'::text, 'api_key'::text, 'anonymous'::text, 'platform_webhook'::text]))),
+  constraint api_calls_actor_kind_check CHECK ((actor_kind = ANY (ARRAY['user'::text, 'api_key'::text, 'anonymous'::text, 'review_link'::text, 'platform_webhook'::text]))),
   constraint api_calls_calls_check CHECK ((calls >= 1)),
   constraint api_calls_duration_ms_check CHECK ((duration_ms >= (0)::numeric)),
   constraint api_calls_outcome_check CHECK ((outcome = ANY (ARRAY['success'::text, 'client_error'::text, 'server_error'::text]))),

@@ -3,7 +3,7 @@
 -- the superuser; audit.ensure_partitions keeps months ahead, idempotently;
 -- pressroom_bi reads reporting and nothing else.
 begin;
-select plan(52);
+select plan(53);
 
 -- Organizations A and B with their personas, workspaces and keys, and the
 -- helpers pg_temp.id, pg_temp.token, pg_temp.act_as, ...:
@@ -207,5 +207,11 @@ select ok(not has_database_privilege('pressroom_bi', current_database(), 'CREATE
   'pressroom_bi may not create schemas in the database');
 
 select pg_temp.act_as_owner();
+-- Every actor kind the service writes has its row (a check re-created by one
+-- area once dropped another area's kind).
+select lives_ok($$select audit.record(k, null, null, null, null, 'GET', '/v1/any', 200, 1, null, 'req-pgtap-kind-' || k)
+                  from unnest(array['user', 'api_key', 'anonymous', 'review_link', 'platform_webhook']) k$$,
+  'audit.record takes every actor kind: user, api_key, anonymous, review_link, platform_webhook');
+
 select * from finish();
 rollback;
