@@ -9720,12 +9720,13 @@ CREATE OR REPLACE FUNCTION app.publish_defer_job(p_job_id uuid, p_until timestam
 AS $function$
 begin
   -- plpgsql: pgboss.job is created by pg-boss after the migrations.
-  update pgboss.job set state = 'retry', start_after = p_until, started_on = null
+  update pgboss.job set state = 'retry', start_after = p_until, started_on = null,
+    retry_count = retry_count + 1, retry_limit = retry_limit + 1
   where name = 'content.publish' and id = p_job_id and state = 'active';
 end
 $function$;
 alter function app.publish_defer_job(uuid,timestamp with time zone) owner to pressroom_definer;
-comment on function app.publish_defer_job(uuid,timestamp with time zone) is 'Puts an active content.publish job back to start at the given time (an edition over a publish limit); pg-boss does not count it as a retry.';
+comment on function app.publish_defer_job(uuid,timestamp with time zone) is 'Puts an active content.publish job back to start at the given time (an edition over a publish limit), on a new attempt number so the batch that deferred it cannot complete it (pg-boss fences completion on id and retry_count); a deferral does not spend the job''s retry limit.';
 grant execute on function app.publish_defer_job(uuid,timestamp with time zone) to pressroom_worker;
 revoke all on function app.publish_defer_job(uuid,timestamp with time zone) from public;
 

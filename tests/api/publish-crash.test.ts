@@ -180,7 +180,19 @@ it('SIGKILL mid-publish, restart: every edition reached each platform exactly on
      where i.workspace_id = $1 and not (i.status = 'sent' or (i.status = 'scheduled' and coalesce(s.state, '') = 'awaiting_confirmation'))`;
   const deadline = Date.now() + 90_000;
   while ((await q(settledQuery, [o.workspaceId]))[0].n > 0) {
-    if (Date.now() > deadline) throw new Error(`editions left unsettled: ${JSON.stringify(await q(settledQuery, [o.workspaceId]))}`);
+    if (Date.now() > deadline) {
+      const stuck = await q(
+        `select i.status, s.state, j.state as job_state, j.retry_count, j.output::text as job_output, g.connector,
+                j.created_on, j.start_after, j.started_on, j.completed_on, i.scheduled_at, now() as now,
+                (select count(*)::int from app.publish_attempts a where a.content_item_id = i.id) as attempts,
+                (select string_agg(coalesce(a.outcome, 'open') || ':' || coalesce(a.error, ''), ',') from app.publish_attempts a where a.content_item_id = i.id) as outcomes
+         from app.content_items i left join app.publishing_states s on s.content_item_id = i.id left join pgboss.job j on j.id = i.publish_job_id
+         join app.integrations g on g.id = i.integration_id
+         where i.workspace_id = $1 and not (i.status = 'sent' or (i.status = 'scheduled' and coalesce(s.state, '') = 'awaiting_confirmation')) limit 5`,
+        [o.workspaceId],
+      );
+      throw new Error(`editions left unsettled: ${JSON.stringify(await q(settledQuery, [o.workspaceId]))}; for example ${JSON.stringify(stuck)}; killed at ${new Date(killedAt).toISOString()}`);
+    }
     await new Promise((r) => setTimeout(r, 200));
   }
   const recoveredMs = Date.now() - killedAt;

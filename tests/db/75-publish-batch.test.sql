@@ -6,7 +6,7 @@
 -- one integration (app.integration_publish_limits) put editions over them back
 -- with a later start and no attempt, without holding back other integrations.
 begin;
-select plan(23);
+select plan(24);
 -- @include personas.sql
 -- @include content.sql
 
@@ -110,6 +110,10 @@ select is((select state::text from pgboss.job where id = (select publish_job_id 
 select ok((select start_after > now() from pgboss.job where id = (select publish_job_id from app.content_items where id = pg_temp.id('a4'))),
   '... to start later');
 select is((select count(*)::int from app.publish_attempts where content_item_id = pg_temp.id('a4')), 0, '... with no attempt written');
+-- (from pg-boss's defaults here: retry_count 0, retry_limit 2)
+select is((select (retry_count, retry_limit)::text from pgboss.job
+           where id = (select publish_job_id from app.content_items where id = pg_temp.id('a4'))), '(1,3)',
+  '... on a new attempt number (pg-boss fences completion on id and retry_count: the deferring batch cannot complete it), its retry budget untouched');
 select is((select pg_temp.action(v, 'b2') from b2), 'deferred',
   'the operator''s window for one integration (1 per hour, taken) defers its edition, while the other integration''s went');
 select is((select (c ->> 'until')::timestamptz > now() + interval '50 minutes' from b2, jsonb_array_elements(v -> 'claims') c
