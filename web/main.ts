@@ -46,7 +46,12 @@ async function api<T>(method: string, path: string, body?: unknown, headers: Rec
   if (body !== undefined) h['Content-Type'] = 'application/json';
   const res = await fetch(path, { method, headers: h, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await res.text();
-  const json = text ? JSON.parse(text) : null;
+  let json: { data?: unknown } & ApiErrorBody | null = null;
+  try {
+    json = text ? JSON.parse(text) : null;
+  } catch {
+    if (res.ok) throw new Error(`The server answered ${path} with something other than JSON.`);
+  }
   if (!res.ok) {
     const err = new ApiError(res.status, json ?? {}, res.headers.get('X-Request-Id'));
     if (res.status === 401 && path !== '/v1/auth/sessions') signedOut('Your session has ended; sign in again.');
@@ -95,11 +100,12 @@ $<HTMLFormElement>('#signin').addEventListener('submit', async (ev) => {
     sessionStorage.setItem(TOKEN_KEY, s.token);
     sessionStorage.setItem('pressroom.email', s.user.email);
     form.reset();
-    await start();
   } catch (e) {
     err.textContent = describe(e);
     err.hidden = false;
+    return;
   }
+  await start();
 });
 
 $('#signout').addEventListener('click', async () => {
@@ -128,7 +134,16 @@ function notice(text: string, kind: 'error' | 'ok') {
 }
 $('#notice .notice-close').addEventListener('click', () => ($('#notice').hidden = true));
 
+/** Signed in: the workspace picker and the calendar; a failure is shown above the calendar. */
 async function start() {
+  try {
+    await open();
+  } catch (e) {
+    if (token()) notice(`Could not load: ${describe(e)}`, 'error');
+  }
+}
+
+async function open() {
   $('#signin').hidden = true;
   $('#who').textContent = sessionStorage.getItem('pressroom.email') ?? '';
   $('#who').hidden = false;
@@ -157,8 +172,12 @@ async function loadChannels() {
 $('#workspace').addEventListener('change', async () => {
   sessionStorage.setItem(WS_KEY, currentWs().id);
   $('#notice').hidden = true;
-  await loadChannels();
-  mountCalendar();
+  try {
+    await loadChannels();
+    mountCalendar();
+  } catch (e) {
+    notice(`Could not open the workspace: ${describe(e)}`, 'error');
+  }
 });
 $('#channel').addEventListener('change', () => calendar?.refetchEvents());
 for (const box of document.querySelectorAll('input[name=status]')) box.addEventListener('change', () => calendar?.refetchEvents());
@@ -307,5 +326,5 @@ function mountCalendar() {
   calendar.render();
 }
 
-if (token()) start().catch((e) => signedOut(describe(e)));
+if (token()) void start();
 else signedOut();
