@@ -131,9 +131,17 @@ describe('retries on 429', () => {
         onRetry: (i) => retries.push(i),
         sleep: async (ms) => void slept.push(ms),
       });
-      await unwrap(c.GET('/v1/workspaces'));
-      await unwrap(c.GET('/v1/workspaces'));
-      const refused = await unwrap(c.GET('/v1/workspaces')).catch((e) => e);
+      // Two reads a minute: the third call of the same minute is refused. (A
+      // minute that ends between calls lets one more through, hence the loop.)
+      let refused: unknown;
+      for (let i = 0; i < 6 && !refused; i++) {
+        retries.length = 0;
+        slept.length = 0;
+        refused = await unwrap(c.GET('/v1/workspaces')).then(
+          () => undefined,
+          (e) => e,
+        );
+      }
       expect(refused).toBeInstanceOf(PressroomError);
       expect(refused).toMatchObject({ status: 429, code: 'RATE_LIMITED' });
       expect(retries.map((r) => r.status)).toEqual([429, 429]);
@@ -143,10 +151,12 @@ describe('retries on 429', () => {
         expect(ms).toBeGreaterThan(0);
         expect(ms).toBeLessThanOrEqual(60_000);
       }
-      expect(refused.retryAfterSeconds).toBeGreaterThan(0);
+      expect((refused as PressroomError).retryAfterSeconds).toBeGreaterThan(0);
       // A cap below the server's Retry-After answers the 429 at once.
       const impatient = createPressroomClient({ baseUrl: limited.baseUrl, apiKey: limitedKey, retry: { maxDelayMs: 0 }, onRetry: () => expect.fail('no retry') });
-      expect((await impatient.GET('/v1/workspaces')).response.status).toBe(429);
+      let status = 0;
+      for (let i = 0; i < 4 && status !== 429; i++) status = (await impatient.GET('/v1/workspaces')).response.status;
+      expect(status).toBe(429);
     } finally {
       await limited.close();
     }
