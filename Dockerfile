@@ -31,6 +31,9 @@ COPY db ./db
 COPY server ./server
 COPY web ./web
 COPY bin ./bin
+# The API client commands of `pressroom` are built on the typed SDK.
+COPY clients/typescript/package.json ./clients/typescript/package.json
+COPY clients/typescript/src ./clients/typescript/src
 # `pressroom` on the PATH: docker compose exec api pressroom list-orgs
 RUN chmod 0755 bin/pressroom.mjs \
  && ln -s /app/bin/pressroom.mjs /usr/local/bin/pressroom \

@@ -1,5 +1,9 @@
-// `pressroom`: the administrator's command. It works on the same database as
-// the server (DATABASE_URL, or the embedded PostgreSQL under DATA_DIR, which
+// `pressroom`: the administrator's command and the API client.
+//
+// The API client's commands (login, workspaces, content, media, integrations,
+// reviews, analytics) are in ./client.ts: they call a running server over HTTP
+// with an API key. The administrator's commands below (also reachable as
+// `pressroom admin <command>`) work on the same database as the server (DATABASE_URL, or the embedded PostgreSQL under DATA_DIR, which
 // it joins when the server already runs it), connects as the owner, migrates
 // first, and prints exactly one JSON document on stdout per command.
 //
@@ -18,15 +22,16 @@ import { EmbeddedClusterUnavailable, runningEmbeddedUrl } from '../db/discover.t
 import { toApiError } from '../http/errors.ts';
 import { createLogger, type Logger } from '../log.ts';
 import { hashPassword } from '../security.ts';
+import { CLIENT_COMMANDS, CLIENT_USAGE, runClient, type ClientIO } from './client.ts';
 
 const PLANS = ['trial', 'basic', 'standard', 'premium'] as const;
 const ORG_ROLES = ['owner', 'admin', 'member'] as const;
 
-export const USAGE = `pressroom: administer a Pressroom installation
+export const ADMIN_USAGE = `pressroom: administer a Pressroom installation, and call its API
 
 Usage: pressroom <command> [--flags]        (npx pressroom ..., npm run pressroom -- ...)
 
-Commands:
+Administrator's commands (the database, no server needed; \`pressroom admin <command>\` is the same):
   create-org      --name NAME [--plan PLAN]
                   Creates an organization (PLAN defaults to DEFAULT_PLAN; a trial
                   ends TRIAL_DAYS days from now). Prints the organization.
@@ -74,6 +79,9 @@ Database (the same settings as the server):
 Output: one JSON document on stdout. Exit codes: 0 done, 1 error (JSON
 {"error":{"code","message"}} on stdout), 2 usage error.
 `;
+
+export const USAGE = `${ADMIN_USAGE}
+${CLIENT_USAGE}`;
 
 // ---------------------------------------------------------------------------
 // Errors
@@ -503,8 +511,15 @@ const errorOutcome = (e: CliError): Outcome => {
   return { exitCode: e.exitCode, stdout: JSON.stringify({ error }, null, 2) + '\n', stderr: e.exitCode === 2 ? USAGE : undefined };
 };
 
-export async function run(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<Outcome> {
+export async function run(argv: string[], env: NodeJS.ProcessEnv = process.env, io?: Omit<ClientIO, 'env'>): Promise<Outcome> {
   if (argv.length === 0) return { exitCode: 2, stdout: USAGE };
+  if ((CLIENT_COMMANDS as readonly string[]).includes(argv[0])) {
+    return runClient(argv, { stdoutIsTTY: false, stderrIsTTY: false, stdinIsTTY: false, writeErr: () => {}, ...io, env });
+  }
+  if (argv[0] === 'admin') {
+    argv = argv.slice(1);
+    if (argv.length === 0) return { exitCode: 2, stdout: ADMIN_USAGE };
+  }
   let parsed: Parsed;
   try {
     parsed = parse(argv, env);
@@ -563,7 +578,14 @@ if (import.meta.main) {
       finish({ ...errorOutcome(new CliError('INTERRUPTED', `Interrupted by ${signal} before the command reported a result; its one transaction either committed in full or not at all.`)), exitCode: 128 + number });
     });
   }
-  run(process.argv.slice(2)).then(
+  const io: Omit<ClientIO, 'env'> = {
+    stdoutIsTTY: Boolean(process.stdout.isTTY),
+    stderrIsTTY: Boolean(process.stderr.isTTY),
+    stdinIsTTY: Boolean(process.stdin.isTTY),
+    writeErr: (text) => void process.stderr.write(text),
+    columns: process.stdout.columns,
+  };
+  run(process.argv.slice(2), process.env, io).then(
     (o) => {
       if (!done) (done = true), finish(o);
     },
