@@ -187,6 +187,35 @@ describe('MCP over Streamable HTTP (/mcp)', () => {
     }
   });
 
+  it("check_schedule checks drafts against their platform's rules and writes nothing", async () => {
+    const t = await tenant();
+    const insta: string = (
+      await server.owner.query(`insert into app.integrations (organization_id, workspace_id, connector, platform, name) values ($1, $2, 'sandbox', 'instagram', 'IG') returning id`, [
+        t.organizationId,
+        t.workspaceId,
+      ])
+    ).rows[0].id;
+    const wb = `/v2/workspaces/${t.workspaceId}/workbench`;
+    const page = await api.post(`${wb}/pages`, { name: 'Plan', sections: [{ name: 'Week 1' }] }, { token: t.token });
+    expect(page.status, JSON.stringify(page.body)).toBe(201);
+    const sectionId = page.body.data.sections[0].id;
+    const row = async (body: Record<string, unknown>) => (await api.post(`${wb}/rows`, { sectionId, ...body }, { token: t.token })).body.data.id as string;
+    const good = await row({ title: 'good', caption: 'fine', channels: [t.integrationId], scheduledAt: inHours(5) });
+    const noMedia = await row({ title: 'needs media', caption: 'pic', channels: [insta], scheduledAt: inHours(5) });
+    const c = await httpClient(t.key);
+    try {
+      const r = data(await call(c, 'check_schedule', { workspaceId: t.workspaceId, body: { rowIds: [good, noMedia] } }));
+      expect(r).toMatchObject({ dryRun: true, rows: 2, rowsOk: 1, rowsFailed: 1 });
+      const failed = r.results.find((x: any) => x.rowId === noMedia);
+      expect(failed.error.code).toBeTruthy();
+      // A dry run: the rows are still drafts.
+      const rows = await api.get(`${wb}/rows/${good}`, { token: t.token });
+      expect(rows.body.data.status).toBe('draft');
+    } finally {
+      await c.close();
+    }
+  });
+
   it("an API error is a tool error with the API's code, status and request id", async () => {
     const t = await tenant();
     const c = await httpClient(t.key);
