@@ -38,12 +38,25 @@ interface ToolEntry {
   run: (args: Record<string, any>) => Promise<CallToolResult>;
 }
 
-let compiled: { ajv: Ajv; ops: OperationTool[] } | null = null;
-function contractTools() {
+interface Compiled {
+  ops: { op: OperationTool; validate: ValidateFunction }[];
+  upload: Record<'local' | 'remote', { schema: Tool['inputSchema']; validate: ValidateFunction }>;
+}
+// Derived and compiled once per process: /mcp builds a server per request.
+let compiled: Compiled | null = null;
+function contractTools(): Compiled {
   if (!compiled) {
     const ajv = new Ajv({ allErrors: true, strict: false });
     addFormats(ajv);
-    compiled = { ajv, ops: operationTools(loadContract()) };
+    const doc = loadContract();
+    const upload = (local: boolean) => {
+      const schema = uploadToolSchema(doc, local);
+      return { schema: schema as Tool['inputSchema'], validate: ajv.compile(schema) };
+    };
+    compiled = {
+      ops: operationTools(doc).map((op) => ({ op, validate: ajv.compile(op.inputSchema) })),
+      upload: { local: upload(true), remote: upload(false) },
+    };
   }
   return compiled;
 }
@@ -71,7 +84,7 @@ function failure(code: string, message: string, status: number | null, requestId
 
 /** An MCP server bound to one caller's credential. */
 export function createMcpServer(options: McpServerOptions): Server {
-  const { ajv, ops } = contractTools();
+  const { ops, upload } = contractTools();
   const api = createClient<paths>({
     baseUrl: options.baseUrl.replace(/\/+$/, ''),
     headers: { Authorization: options.authorization, 'User-Agent': options.userAgent ?? 'pressroom-mcp' },
@@ -94,7 +107,7 @@ export function createMcpServer(options: McpServerOptions): Server {
   };
 
   const entries = new Map<string, ToolEntry>();
-  for (const op of ops) {
+  for (const { op, validate } of ops) {
     entries.set(op.name, {
       tool: {
         name: op.name,
@@ -103,7 +116,7 @@ export function createMcpServer(options: McpServerOptions): Server {
         inputSchema: op.inputSchema as Tool['inputSchema'],
         annotations: { title: op.title, readOnlyHint: op.readOnly, openWorldHint: op.operationId === 'publishContent_v1' || op.operationId === 'replyInboxThread_v1' },
       },
-      validate: ajv.compile(op.inputSchema),
+      validate,
       run: (args) => {
         const params: Record<'path' | 'query' | 'header', Record<string, unknown>> = { path: {}, query: {}, header: {} };
         for (const p of op.params) if (args[p.name] !== undefined) params[p.in][p.name] = args[p.name];
@@ -112,7 +125,7 @@ export function createMcpServer(options: McpServerOptions): Server {
     });
   }
 
-  const uploadSchema = uploadToolSchema(loadContract(), options.allowLocalFiles);
+  const uploadTool = options.allowLocalFiles ? upload.local : upload.remote;
   entries.set('upload_media', {
     tool: {
       name: 'upload_media',
@@ -121,10 +134,10 @@ export function createMcpServer(options: McpServerOptions): Server {
         (options.allowLocalFiles ? 'Uploads a local file (`path`) or the file at a URL (`url`)' : 'Uploads the file at a URL (`url`)') +
         ' to the workspace media library through the signed upload flow (POST /v1/workspaces/{workspaceId}/media/upload, PUT of the bytes, POST .../complete), and returns the media item. ' +
         'A URL is fetched without following redirects and must resolve to a public address. Supported: PNG, JPEG, WebP, GIF, MP4, MOV, WebM (editor role).',
-      inputSchema: uploadSchema as Tool['inputSchema'],
+      inputSchema: uploadTool.schema,
       annotations: { title: 'Upload media', readOnlyHint: false, openWorldHint: true },
     },
-    validate: ajv.compile(uploadSchema),
+    validate: uploadTool.validate,
     run: async (args) => {
       const sources = [args.path, args.url].filter((x) => x !== undefined);
       if (sources.length !== 1) {

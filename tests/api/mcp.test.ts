@@ -3,6 +3,7 @@
 // (`node server/cli/pressroom.ts mcp` spawned with PRESSROOM_URL and
 // PRESSROOM_API_KEY). Every tool goes through the REST API with the caller's
 // key: the audit rows, roles and workspace grants are those of the API.
+import { spawnSync } from 'node:child_process';
 import { writeFile, mkdtemp, rm } from 'node:fs/promises';
 import { createServer, type Server as HttpServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -338,5 +339,15 @@ describe('MCP over stdio (pressroom mcp)', () => {
     } finally {
       await c.close();
     }
+  });
+
+  it('pressroom mcp without its credentials exits 2 with the usage on stderr and nothing on stdout', () => {
+    const env = { ...process.env };
+    delete env.PRESSROOM_URL;
+    delete env.PRESSROOM_API_KEY;
+    const r = spawnSync(process.execPath, ['server/cli/pressroom.ts', 'mcp'], { cwd: ROOT, env, encoding: 'utf8', input: '' });
+    expect(r.status).toBe(2);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toContain('set PRESSROOM_URL and PRESSROOM_API_KEY');
   });
 });
