@@ -217,6 +217,30 @@ describe('MCP over Streamable HTTP (/mcp)', () => {
     }
   });
 
+  it('works the review inbox: the key (its creator an approver) sees the item and decides it', async () => {
+    const t = await tenant();
+    const auth = { token: t.token };
+    const ws = `/v1/workspaces/${t.workspaceId}`;
+    const wf = await api.post(`${ws}/approval-workflows`, { name: 'All', stages: [{ name: 'S', rule: 'all', approvers: [{ type: 'member', userId: t.userId }] }] }, auth);
+    expect(wf.status, JSON.stringify(wf.body)).toBe(201);
+    const content = await api.post(`${ws}/content`, { caption: 'Needs a yes', channels: [{ integrationId: t.integrationId }] }, auth);
+    const review = await api.post(`${ws}/reviews`, { title: 'R', workflowId: wf.body.data.id, contentIds: [content.body.data.editions[0].id] }, auth);
+    expect(review.status, JSON.stringify(review.body)).toBe(201);
+    expect((await api.post(`${ws}/reviews/${review.body.data.id}/send`, undefined, auth)).status).toBeLessThan(300);
+    const c = await httpClient(t.key);
+    try {
+      const inbox = data(await call(c, 'review_inbox', { workspaceId: t.workspaceId, platform: 'all', urgency: 'all' }));
+      expect(inbox).toHaveLength(1);
+      const itemId = review.body.data.items[0].id;
+      const decided = data(await call(c, 'decide_review_item', { workspaceId: t.workspaceId, reviewId: review.body.data.id, itemId, body: { decision: 'approved', comment: 'Looks right' } }));
+      expect(decided).toMatchObject({ itemState: 'approved', reviewStatus: 'completed' });
+      expect(data(await call(c, 'review_inbox', { workspaceId: t.workspaceId, platform: 'all', urgency: 'all' }))).toEqual([]);
+      expect(data(await call(c, 'get_review', { workspaceId: t.workspaceId, reviewId: review.body.data.id })).status).toBe('completed');
+    } finally {
+      await c.close();
+    }
+  });
+
   it("an API error is a tool error with the API's code, status and request id", async () => {
     const t = await tenant();
     const c = await httpClient(t.key);
