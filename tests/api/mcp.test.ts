@@ -15,7 +15,9 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPERATION_TOOLS } from '../../server/mcp/tools.ts';
+import { foldInbox } from '../../server/jobs/inbox.ts';
 import { client, createKey, signup } from '../support/http.ts';
+import { deliver, hookIntegration, metaDelivery } from '../support/inbox.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { png } from './media-fixtures.ts';
 
@@ -341,6 +343,32 @@ describe('MCP over stdio (pressroom mcp)', () => {
 
       const ids = [published._meta?.['pressroom/requestId'] as string];
       expect(await auditRows(ids)).toHaveLength(1);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('reads inbox threads and their messages and replies in a thread', async () => {
+    const t = await tenant();
+    const fb = await hookIntegration(api, t, 'facebook', 'facebook');
+    const at = Math.floor(Date.now() / 1000) - 60;
+    const delivery = metaDelivery({
+      object: 'page',
+      entry: [{ id: '1', time: at, changes: [{ field: 'feed', value: { item: 'comment', verb: 'add', comment_id: '1_mcp_c1', post_id: '1_mcp', parent_id: '1_mcp', from: { id: 'u1', name: 'Ann' }, message: 'When is the launch?', created_time: at } }] }],
+    });
+    expect((await deliver(server, 'facebook', fb, delivery)).status).toBe(200);
+    await foldInbox(server.deps, fb);
+    const c = await stdioClient(t.key);
+    try {
+      const threads = data(await call(c, 'list_inbox_threads', { workspaceId: t.workspaceId, unread: true }));
+      expect(threads).toHaveLength(1);
+      const thread = threads[0];
+      const msgs = data(await call(c, 'list_inbox_messages', { workspaceId: t.workspaceId, threadId: thread.id }));
+      expect(msgs.map((m: any) => m.text)).toEqual(['When is the launch?']);
+      const reply = await call(c, 'reply_inbox_thread', { workspaceId: t.workspaceId, threadId: thread.id, 'Idempotency-Key': 'mcp-reply-1', body: { text: 'Monday!', inReplyToId: msgs[0].id } });
+      expect(reply._meta?.['pressroom/status']).toBe(202);
+      expect(data(reply)).toMatchObject({ direction: 'outbound', text: 'Monday!', delivery: { state: 'pending' }, author: { kind: 'api_key' } });
+      expect(data(await call(c, 'get_inbox_thread', { workspaceId: t.workspaceId, threadId: thread.id })).id).toBe(thread.id);
     } finally {
       await c.close();
     }
