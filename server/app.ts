@@ -14,6 +14,7 @@ import { routes } from './routes/index.ts';
 import { createHooksRouter, servedRoutes } from './routes/hooks.ts';
 import { createStorageRouter } from './storage/router.ts';
 import { createCalendarRouter } from './calendar-page.ts';
+import { createMcpRouter } from './mcp/http.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -128,6 +129,10 @@ export function createApp(deps: AppDeps, options: AppOptions = {}) {
     if (routes[op.operationId]) throw new Error(`Operation ${op.operationId} is x-raw-body (served by server/routes/hooks.ts) but has a pipeline handler`);
   }
   app.use(hooks);
+
+  // MCP server for AI agents, Streamable HTTP (server/mcp/http.ts, docs/mcp.md): outside the
+  // contract like the hooks; its tools call the REST routes below over loopback with the caller's bearer.
+  app.use(createMcpRouter(deps));
 
   // The nesting depth is checked on the raw bytes before they are parsed (server/http/guard.ts).
   const json = express.json({

@@ -59,6 +59,8 @@ Administrator's commands (the database, no server needed; \`pressroom admin <com
                   Sets the login password of pressroom_bi, the read-only role for
                   BI tools (it can read the reporting schema and nothing else).
   migrate         Applies pending migrations (every command does this first).
+  mcp             Runs the MCP server for AI agents on stdin/stdout (docs/mcp.md);
+                  PRESSROOM_URL and PRESSROOM_API_KEY from the environment.
   help            Prints this text.
 
 PLAN is one of: ${PLANS.join(', ')}.
@@ -556,7 +558,16 @@ export async function run(argv: string[], env: NodeJS.ProcessEnv = process.env, 
   }
 }
 
-if (import.meta.main) {
+// `pressroom mcp`: the MCP server on stdio (server/mcp/stdio.ts, docs/mcp.md). It
+// owns stdin/stdout and needs no database, so it runs before (and instead of)
+// the administrator's commands below.
+const MCP_COMMAND = import.meta.main && process.argv[2] === 'mcp';
+if (MCP_COMMAND) {
+  const { main } = await import('../mcp/stdio.ts');
+  process.exitCode = await main(process.argv.slice(3));
+}
+
+if (import.meta.main && !MCP_COMMAND) {
   // stdout carries the one result document; whatever else writes to it (the
   // logger, graphile-migrate) goes to stderr instead.
   const writeResult = process.stdout.write.bind(process.stdout);
