@@ -6,7 +6,7 @@
 -- match what happened (an edition sent late, a failed attempt, a two-stage
 -- review decided by a member then a client, the metrics of a post).
 begin;
-select plan(34);
+select plan(36);
 -- @include personas.sql
 -- @include content.sql
 
@@ -69,6 +69,25 @@ set local session_replication_role = origin;
 update app.integrations set webhook_secret = 'whsec_reporting_secret', webhook_url = 'https://hooks.example/secret-path'
 where id = pg_temp.id('ig:A1.x');
 
+-- The same through the review engine: two one-member stages, each decided.
+insert into app.content_roots (id, organization_id, workspace_id, caption)
+values (pg_temp.id('root:r3'), pg_temp.id('A'), pg_temp.id('A1'), 'Reviewed');
+insert into app.content_items (id, organization_id, workspace_id, root_id, integration_id, status)
+values (pg_temp.id('e3'), pg_temp.id('A'), pg_temp.id('A1'), pg_temp.id('root:r3'), pg_temp.id('ig:A1.x'), 'draft');
+select pg_temp.act_as('A.editor', 'A1');
+select set_config('test.engine_review', api.create_review(jsonb_build_object('title', 'Engine', 'contentIds', jsonb_build_array(pg_temp.id('e3')),
+  'stages', jsonb_build_array(
+    jsonb_build_object('name', 'Team', 'rule', 'all', 'approvers', jsonb_build_array(jsonb_build_object('type', 'member', 'userId', pg_temp.id('A.editor')))),
+    jsonb_build_object('name', 'Lead', 'rule', 'all', 'approvers', jsonb_build_array(jsonb_build_object('type', 'member', 'userId', pg_temp.id('A.manager'))))))) ->> 'id', true);
+select api.send_review(current_setting('test.engine_review')::uuid);
+reset role;
+select set_config('test.engine_item', (select id from app.review_items where content_id = pg_temp.id('e3'))::text, true);
+select pg_temp.act_as('A.editor', 'A1');
+select api.decide_review_item(current_setting('test.engine_review')::uuid, current_setting('test.engine_item')::uuid, '{"decision": "approved"}');
+select pg_temp.act_as('A.manager', 'A1');
+select api.decide_review_item(current_setting('test.engine_review')::uuid, current_setting('test.engine_item')::uuid, '{"decision": "approved"}');
+reset role;
+
 -- The reporting views whose rows carry text matching a pattern (run as pressroom_bi).
 create function pg_temp.reporting_views_carrying(p_pattern text) returns text[]
 language plpgsql as $$
@@ -112,6 +131,12 @@ select is((select seconds_to_decision::int from reporting.review_items where id 
 select is((select array_agg(approver_kind || ' ' || decision || ' ' || seconds_to_decision::int order by stage) from reporting.review_decisions
            where item_id = pg_temp.id('rev:item')), array['member approved 600', 'client approved 600'],
   'review_decisions: who decided each stage, and how long after the stage opened');
+select is((select array_agg(stage || ' ' || approver_kind || ' ' || (stage_opened_at is not null and stage_opened_at <= decided_at
+                                and seconds_to_decision >= 0) order by stage)
+           from reporting.review_decisions where review_id = current_setting('test.engine_review')::uuid),
+  array['0 member true', '1 member true'], '... through the engine: every decision finds when its stage opened');
+select is((select status || ' ' || items_approved from reporting.reviews where id = current_setting('test.engine_review')::uuid), 'completed 1',
+  '... and the review completed');
 select is((select user_id from reporting.review_decisions where id = pg_temp.id('dec:member')), pg_temp.id('A.editor'), '... a member by user id');
 select is((select review_link_id from reporting.review_decisions where id = pg_temp.id('dec:client')), pg_temp.id('rev:link'),
   '... a client by review link id');
