@@ -22243,6 +22243,43 @@ create schema reporting;
 grant usage on schema reporting to pressroom_bi;
 grant create on schema reporting to pressroom_definer;
 
+create view reporting.account_metrics as
+ SELECT a.organization_id,
+    a.workspace_id,
+    a.integration_id,
+    g.platform,
+    a.day,
+    a.captured_at,
+    a.source,
+    a.followers,
+    a.profile_views,
+    a.demographics
+   FROM app.integration_metrics_daily a
+     JOIN app.integrations g ON g.id = a.integration_id;
+comment on view reporting.account_metrics is 'Account (channel) metrics per day: followers, profile views and audience demographics as last captured that day.';
+grant select on table reporting.account_metrics to pressroom_bi;
+
+create view reporting.analytics_daily as
+ SELECT a.organization_id,
+    a.workspace_id,
+    a.integration_id,
+    g.platform,
+    a.dimension,
+    a.key,
+    a.day,
+    a.impressions,
+    a.reach,
+    a.likes,
+    a.comments,
+    a.shares,
+    a.saves,
+    a.clicks,
+    a.video_views
+   FROM app.analytics_daily a
+     JOIN app.integrations g ON g.id = a.integration_id;
+comment on view reporting.analytics_daily is 'The daily rollups: gains per workspace-local day, channel and dimension (total: key is the channel; tag, pillar, campaign: key is the tag, pillar or campaign).';
+grant select on table reporting.analytics_daily to pressroom_bi;
+
 create view reporting.api_calls as
  SELECT id,
     occurred_at,
@@ -22437,6 +22474,60 @@ create view reporting.organizations as
    FROM app.organizations;
 grant select on table reporting.organizations to pressroom_bi;
 
+create view reporting.post_metrics as
+ SELECT m.content_item_id,
+    m.organization_id,
+    m.workspace_id,
+    m.integration_id,
+    g.platform,
+    g.connector,
+    i.root_id,
+    r.campaign_id,
+    i.sent_at,
+    m.captured_at,
+    m.impressions,
+    m.reach,
+    m.likes,
+    m.comments,
+    m.shares,
+    m.saves,
+    m.clicks,
+    m.video_views,
+    m.likes + m.comments + m.shares + m.saves AS engagements,
+    s.last_attempt_at AS last_sync_attempt_at,
+    s.last_success_at AS last_sync_success_at,
+    s.last_error AS last_sync_error
+   FROM app.post_metrics_latest m
+     JOIN app.content_items i ON i.id = m.content_item_id
+     JOIN app.content_roots r ON r.id = i.root_id
+     JOIN app.integrations g ON g.id = m.integration_id
+     LEFT JOIN app.analytics_post_sync s ON s.content_item_id = m.content_item_id;
+comment on view reporting.post_metrics is 'One row per published edition with metrics: the latest figures (lifetime totals as last captured), its platform, channel and campaign, and how its metrics sync went.';
+grant select on table reporting.post_metrics to pressroom_bi;
+
+create view reporting.post_metrics_daily as
+ SELECT m.organization_id,
+    m.workspace_id,
+    m.content_item_id,
+    m.integration_id,
+    g.platform,
+    r.campaign_id,
+    m.day,
+    m.impressions,
+    m.reach,
+    m.likes,
+    m.comments,
+    m.shares,
+    m.saves,
+    m.clicks,
+    m.video_views
+   FROM app.post_metrics_daily m
+     JOIN app.content_items i ON i.id = m.content_item_id
+     JOIN app.content_roots r ON r.id = i.root_id
+     JOIN app.integrations g ON g.id = m.integration_id;
+comment on view reporting.post_metrics_daily is 'What each edition gained per workspace-local day (increments, not totals), with its platform and campaign.';
+grant select on table reporting.post_metrics_daily to pressroom_bi;
+
 create view reporting.publish_attempts as
  SELECT a.id,
     a.organization_id,
@@ -22459,6 +22550,119 @@ create view reporting.publish_attempts as
      JOIN app.content_items i ON i.id = a.content_item_id;
 comment on view reporting.publish_attempts is 'Every attempt to publish an edition: when, how long, the outcome (published, failed, transient, unknown, resolved_*, skipped) and the platform''s error.';
 grant select on table reporting.publish_attempts to pressroom_bi;
+
+create view reporting.review_decisions as
+ SELECT d.id,
+    d.organization_id,
+    d.workspace_id,
+    d.review_id,
+    d.item_id,
+    it.content_id AS content_item_id,
+    d.stage,
+    d.stage_name,
+        CASE
+            WHEN d.approver_key ~~ 'client:%'::text THEN 'client'::text
+            ELSE 'member'::text
+        END AS approver_kind,
+    d.user_id,
+        CASE
+            WHEN d.approver_key ~~ 'client:%'::text THEN ( SELECT l.id
+               FROM app.review_links l
+              WHERE l.review_id = d.review_id AND ('client:'::text || l.email) = d.approver_key)
+            ELSE NULL::uuid
+        END AS review_link_id,
+    d.override,
+    d.decision,
+    d.created_at AS decided_at,
+    o.opened_at AS stage_opened_at,
+    EXTRACT(epoch FROM d.created_at - o.opened_at)::numeric(14,3) AS seconds_to_decision,
+    d.revoked_at,
+    d.superseded_at,
+    d.revoked_at IS NULL AND d.superseded_at IS NULL AS live
+   FROM app.review_decisions d
+     JOIN app.review_items it ON it.id = d.item_id
+     LEFT JOIN LATERAL ( SELECT COALESCE(( SELECT max(a.created_at) AS max
+                   FROM app.review_activity a
+                  WHERE a.item_id = d.item_id AND a.kind = 'system'::text AND a.created_at <= d.created_at AND
+                        CASE
+                            WHEN d.stage = 0 THEN a.event = ANY (ARRAY['sent'::text, 'stages_replaced'::text])
+                            ELSE a.event = 'stage_opened'::text AND ((a.data ->> 'stage'::text)::integer) = d.stage
+                        END),
+                CASE
+                    WHEN it.current_stage = d.stage AND it.stage_opened_at <= d.created_at THEN it.stage_opened_at
+                    ELSE NULL::timestamp with time zone
+                END) AS opened_at) o ON true;
+comment on view reporting.review_decisions is 'One row per decision on a review item at a stage: who (member or client, by user id or review link id; never an email), the decision, when, and how long after the stage opened; revoked and superseded decisions stay, marked.';
+grant select on table reporting.review_decisions to pressroom_bi;
+
+create view reporting.review_items as
+ SELECT it.id,
+    it.organization_id,
+    it.workspace_id,
+    it.review_id,
+    it.content_id AS content_item_id,
+    it.state,
+    it.current_stage,
+    it.open,
+    it.approved_version,
+    it.created_at,
+    s.sent_at,
+    it.decided_at,
+    EXTRACT(epoch FROM it.decided_at - s.sent_at)::numeric(14,3) AS seconds_to_decision,
+    (( SELECT count(*) AS count
+           FROM app.review_decisions d
+          WHERE d.item_id = it.id))::integer AS decisions
+   FROM app.review_items it
+     LEFT JOIN LATERAL ( SELECT min(a.created_at) AS sent_at
+           FROM app.review_activity a
+          WHERE a.item_id = it.id AND a.kind = 'system'::text AND a.event = 'sent'::text) s ON true;
+comment on view reporting.review_items is 'One row per item (an edition) of a review: its state, the stage it reached, when it entered review and was decided, and how long that took.';
+grant select on table reporting.review_items to pressroom_bi;
+
+create view reporting.reviews as
+ SELECT r.id,
+    r.organization_id,
+    r.workspace_id,
+    r.workflow_id,
+    w.name AS workflow_name,
+    r.status,
+    COALESCE(jsonb_array_length(r.stages), 0) AS stage_count,
+    (( SELECT count(*) AS count
+           FROM app.review_items it
+          WHERE it.review_id = r.id AND it.state <> 'removed'::text))::integer AS items,
+    (( SELECT count(*) AS count
+           FROM app.review_items it
+          WHERE it.review_id = r.id AND it.state = 'approved'::text))::integer AS items_approved,
+    (( SELECT count(*) AS count
+           FROM app.review_items it
+          WHERE it.review_id = r.id AND it.state = 'changes_requested'::text))::integer AS items_changes_requested,
+    (( SELECT count(*) AS count
+           FROM app.review_items it
+          WHERE it.review_id = r.id AND it.state = 'pending'::text))::integer AS items_pending,
+    r.created_by,
+    r.created_at,
+    r.sent_at,
+    r.due_at,
+        CASE
+            WHEN r.status = 'completed'::text THEN r.completed_at
+            ELSE NULL::timestamp with time zone
+        END AS completed_at,
+        CASE
+            WHEN r.status = 'cancelled'::text THEN r.completed_at
+            ELSE NULL::timestamp with time zone
+        END AS cancelled_at,
+        CASE
+            WHEN r.status = 'expired'::text THEN r.completed_at
+            ELSE NULL::timestamp with time zone
+        END AS expired_at,
+        CASE
+            WHEN r.status = 'completed'::text THEN EXTRACT(epoch FROM r.completed_at - r.sent_at)::numeric(14,3)
+            ELSE NULL::numeric
+        END AS seconds_to_complete
+   FROM app.reviews r
+     LEFT JOIN app.approval_workflows w ON w.id = r.workflow_id;
+comment on view reporting.reviews is 'One row per review: its workflow, status, items by outcome, when it was created, sent, completed, cancelled or expired, and how long it took to complete.';
+grant select on table reporting.reviews to pressroom_bi;
 
 create view reporting.workspaces as
  SELECT id,

@@ -7978,7 +7978,8 @@ export interface components {
              *     workspace's time zone; or with `Z` or an offset), `tags`, `pillar`, `format`, `campaign`
              *     (names or ids; several separated by `;`, `|` or `,`), `media_ids`, `notes`. `id` and
              *     `status` (export columns) and unknown headers are ignored (listed in `ignoredColumns`).
-             *     At most 10,000 lines.
+             *     A `'` before `=`, `+`, `-`, `@`, a tab or a carriage return (as the export neutralises
+             *     formulas) is taken off: one, only there. At most 10,000 lines.
              */
             csv: string;
             /** @description Import the valid lines even when others have errors (default false - nothing is imported) */
@@ -8097,7 +8098,7 @@ export interface components {
             /** @enum {string} */
             contentType: "text/csv; charset=utf-8";
             rowCount: number;
-            /** @description RFC 4180 text with a UTF-8 BOM and CRLF line ends; columns id, section, title, caption, channels, scheduled_at (the workspace's time zone, with its offset), tags, pillar, format, campaign, media_ids, notes, status */
+            /** @description RFC 4180 text with a UTF-8 BOM and CRLF line ends; columns id, section, title, caption, channels, scheduled_at (the workspace's time zone, with its offset), tags, pillar, format, campaign, media_ids, notes, status. A cell starting with =, +, -, @, a tab or a carriage return (or with 's followed by one) gets a ' before it, so that a spreadsheet does not run it as a formula; the import takes it off again */
             csv: string;
         };
         WorkbenchPageDeletion: {

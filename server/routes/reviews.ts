@@ -79,12 +79,13 @@ const completeAttachment: PhasedRoute<'completeReviewAttachment_v1', never, Extr
         await refuse(new ApiError(409, 'UPLOAD_INCOMPLETE', `The upload was declared as ${declared} bytes; ${facts.size} arrived. PUT the bytes again.`,
           { attachmentId, declaredSize: declared, size: facts.size }));
       }
-      // file-type names what it found in the reason of an unsupported media format ("... (they look like application/pdf)").
-      const isPdf = facts.type === null && /\(they look like application\/pdf\)/.test(facts.reason ?? '');
-      const found = IMAGE_TYPES.includes(b.contentType) ? (facts.type === 'image' || facts.type === 'gif' ? facts.contentType : null) : isPdf ? 'application/pdf' : null;
+      // An image is media (facts.type); a PDF is a document file-type recognised (facts.document).
+      const found = IMAGE_TYPES.includes(b.contentType)
+        ? (facts.type === 'image' || facts.type === 'gif' ? facts.contentType : null)
+        : facts.document;
       if (found !== b.contentType) {
         await refuse(new ApiError(415, 'UNSUPPORTED_MEDIA_FORMAT', `The bytes are not the declared ${b.contentType}${facts.reason ? ` (${facts.reason})` : ''}.`,
-          { attachmentId, declared: b.contentType, found: facts.contentType }));
+          { attachmentId, declared: b.contentType, found: facts.contentType ?? facts.document }));
       }
       return { fileSize: facts.size, checksumSha256: facts.sha256, contentType: b.contentType };
     },

@@ -10,6 +10,8 @@
 // skips mdat and keeps at most MOOV_MAX bytes waiting for the moov box.
 // Nothing here throws on bad bytes: they come back as type null with a reason
 // (the complete-upload path answers 415 UNSUPPORTED_MEDIA_FORMAT with it).
+// A PDF is no media (type null, the same reason) but says so in `document`,
+// for the review comment attachments (server/routes/reviews.ts) that take it.
 import { createHash } from 'node:crypto';
 import { fileTypeFromBuffer } from 'file-type';
 import { imageSize } from 'image-size';
@@ -27,6 +29,12 @@ export interface MediaFacts {
   height: number | null;
   durationMs: number | null;
   reason: string | null;
+  /**
+   * A document format file-type recognised from the bytes (only PDF): not
+   * media, so type stays null and reason says why the media library refuses
+   * it; review comment attachments accept it.
+   */
+  document: 'application/pdf' | null;
 }
 
 export interface Inspection extends MediaFacts {
@@ -48,7 +56,7 @@ const dim = (n: number | null | undefined): number | null => positive(n, Math.fl
 const ms = (n: number | null | undefined): number | null => positive(n, Math.round);
 const message = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
-const none = (reason: string): MediaFacts => ({ type: null, contentType: null, format: null, width: null, height: null, durationMs: null, reason });
+const none = (reason: string): MediaFacts => ({ type: null, contentType: null, format: null, width: null, height: null, durationMs: null, reason, document: null });
 
 // ---------------------------------------------------------------------------
 // Still images: image-size
@@ -74,7 +82,7 @@ function image(head: Buffer, mime: keyof typeof IMAGES): MediaFacts {
   if (width === null || height === null) return none(`the ${kind.name} image has no readable dimensions`);
   // EXIF orientations 5-8 turn the stored image by 90° or 270° to display it.
   if (size.orientation !== undefined && size.orientation >= 5 && size.orientation <= 8) [width, height] = [height, width];
-  return { type: kind.type, contentType: mime, format: kind.format, width, height, durationMs: null, reason: null };
+  return { type: kind.type, contentType: mime, format: kind.format, width, height, durationMs: null, reason: null, document: null };
 }
 
 // ---------------------------------------------------------------------------
@@ -173,7 +181,7 @@ function iso(iso: IsoReader | null, mime: 'video/mp4' | 'video/quicktime'): Medi
   }
   if (!movie.tracks) return none(`the ${name} file has no tracks; it is damaged`);
   const { tracks: _, ...facts } = movie;
-  return { type: 'video', contentType: mime, format: mime === 'video/mp4' ? 'mp4' : 'quicktime', reason: null, ...facts };
+  return { type: 'video', contentType: mime, format: mime === 'video/mp4' ? 'mp4' : 'quicktime', reason: null, document: null, ...facts };
 }
 
 // ---------------------------------------------------------------------------
@@ -189,7 +197,7 @@ async function webm(head: Buffer): Promise<MediaFacts> {
   if (!meta.format.trackInfo?.length) return none('the WebM file has no tracks within its first MiB; it is truncated or damaged');
   const video = meta.format.trackInfo.find((t) => t.video?.pixelWidth && t.video?.pixelHeight)?.video;
   return {
-    type: 'video', contentType: 'video/webm', format: 'webm', reason: null,
+    type: 'video', contentType: 'video/webm', format: 'webm', reason: null, document: null,
     width: dim(video?.pixelWidth), height: dim(video?.pixelHeight),
     durationMs: meta.format.duration === undefined ? null : ms(meta.format.duration * 1000),
   };
@@ -216,6 +224,7 @@ async function identify(head: Buffer, isoReader: IsoReader | null): Promise<Medi
   if (mime === 'video/webm') return webm(head);
   if (HEIF.has(mime)) return none(`HEIF/AVIF images (${mime}) are not supported; upload PNG, JPEG, WebP or GIF`);
   if (mime === 'video/matroska' || mime === 'video/x-matroska') return none('Matroska files (doc type matroska) are not supported; upload WebM, MP4 or MOV');
+  if (mime === 'application/pdf') return { ...none(`${UNSUPPORTED} (they look like ${mime})`), document: 'application/pdf' };
   return none(`${UNSUPPORTED} (they look like ${mime})`);
 }
 

@@ -22,6 +22,26 @@ export interface ParsedCsv {
 const NEWLINE = /\r\n|\r|\n/g;
 
 /**
+ * Formula injection (OWASP, "CSV Injection"): a spreadsheet runs a cell that
+ * starts with =, +, -, @, a tab or a carriage return as a formula (Apple
+ * Numbers also the full-width ＝ ＋ － ＠, which it normalises). The export
+ * puts a ' before such a cell, and before a cell whose leading 's are followed
+ * by one of them (so that a value that already began with ' comes back whole);
+ * the import takes exactly one ' off a cell of that shape. An export imported
+ * again gives back the values it held.
+ */
+const FORMULA = /^'*[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20]/;
+const NEUTRALISED = /^'+[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20]/;
+
+export function neutraliseFormula(value: string): string {
+  return FORMULA.test(value) ? `'${value}` : value;
+}
+
+export function restoreFormula(value: string): string {
+  return NEUTRALISED.test(value) ? value.slice(1) : value;
+}
+
+/**
  * Parses an import file: the first record is the header, blank lines and
  * records whose fields are all empty are skipped, records may have another number of fields than the header (SQL
  * reports those lines). A file that is not CSV (an unclosed quote, a quote
@@ -53,16 +73,24 @@ export function parseCsv(text: string): ParsedCsv {
     line: info.lines - record.reduce((n, f) => n + (f.match(NEWLINE)?.length ?? 0), 0),
     fields: record,
   }));
+  // Data cells only: the header names columns, and no export neutralises it.
+  for (const l of withLines.slice(1)) l.fields = l.fields.map(restoreFormula);
   const [head, ...lines] = withLines;
   if (!head) throw new ApiError(400, 'CSV_HEADER_INVALID', 'The file is empty; its first line must be a header.', { line: 1 });
   return { header: head.fields, lines };
 }
 
-/** An export: header and records as CSV text, with a UTF-8 BOM (spreadsheets read it as UTF-8) and CRLF line ends. */
+/**
+ * An export: header and records as CSV text, with a UTF-8 BOM (spreadsheets
+ * read it as UTF-8) and CRLF line ends; a cell a spreadsheet would run as a
+ * formula is neutralised (neutraliseFormula).
+ */
 export function writeCsv(header: string[], records: unknown[][]): string {
-  return stringify([header, ...records.map((r) => r.map((v) => (v === null || v === undefined ? '' : String(v))))], {
+  return stringify([header, ...records.map((r) => r.map((v) => (v === null || v === undefined ? '' : neutraliseFormula(String(v)))))], {
     bom: true,
     record_delimiter: 'windows',
+    // A lone carriage return is a line end to csv-parse (and to spreadsheets): quote it like \n.
+    quoted_match: /\r/,
   });
 }
 

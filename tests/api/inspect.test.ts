@@ -74,7 +74,7 @@ describe('inspect: real files', () => {
   it.each(FILES)('%s', async (name, expected) => {
     const bytes = file(name);
     const r = await inspect(bytes);
-    expect(r).toEqual({ ...expected, reason: null, size: bytes.length, sha256: sha256(bytes) });
+    expect(r).toEqual({ ...expected, reason: null, document: null, size: bytes.length, sha256: sha256(bytes) });
   });
 
   it.each(FILES)('%s gives the same facts in 1-, 7- and 4096-byte chunks', async (name, expected) => {
@@ -97,7 +97,10 @@ describe('inspect: real files', () => {
     const heic = Buffer.concat([Buffer.from([0, 0, 0, 24]), Buffer.from('ftypheic', 'latin1'), Buffer.alloc(400)]);
     expect(await inspect(heic)).toMatchObject({ type: null, reason: expect.stringMatching(/^HEIF\/AVIF images/) });
     const pdf = Buffer.from('%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog >>\nendobj\n', 'latin1');
-    expect(await inspect(pdf)).toMatchObject({ type: null, reason: expect.stringMatching(/not PNG, JPEG, WebP, GIF, MP4, MOV or WebM \(they look like application\/pdf\)/) });
+    expect(await inspect(pdf)).toMatchObject({ type: null, contentType: null, document: 'application/pdf',
+      reason: expect.stringMatching(/not PNG, JPEG, WebP, GIF, MP4, MOV or WebM \(they look like application\/pdf\)/) });
+    expect(await inspect(Buffer.from('a text file that mentions application/pdf\n'))).toMatchObject({ type: null, document: null });
+    expect(await inspect(file('still.png'))).toMatchObject({ type: 'image', document: null });
   });
 });
 

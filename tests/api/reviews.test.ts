@@ -6,6 +6,7 @@
 // two-stage workflow end to end: a client reviewer approves through its link
 // and the sandbox connector publishes (real pg-boss worker).
 import { createHash } from 'node:crypto';
+import PDFDocument from 'pdfkit';
 import { PgBoss } from 'pg-boss';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerPublishJobs } from '../../server/jobs/publish.ts';
@@ -81,6 +82,18 @@ const stage = (name: string, approvers: unknown[], rule: 'all' | 'any' | 'quorum
   ...extra,
 });
 const member = (userId: string) => ({ type: 'member', userId });
+
+/** A real one-page PDF, rendered by pdfkit. */
+async function renderedPdf(text: string): Promise<Buffer> {
+  const doc = new PDFDocument({ size: 'A4' });
+  const chunks: Buffer[] = [];
+  doc.on('data', (c: Buffer) => chunks.push(c));
+  const ended = new Promise((resolve) => doc.on('end', resolve));
+  doc.fontSize(14).text(text);
+  doc.end();
+  await ended;
+  return Buffer.concat(chunks);
+}
 const clientReviewer = (email: string, name = 'Client') => ({ type: 'client', email, name });
 
 async function liveJobs(contentId: string) {
@@ -565,6 +578,36 @@ describe('inbox, comments, reactions, reminders and notifications', () => {
     expect(await expireReviewAttachments(server.pool)).toBe(1);
     expect(await garbage(late.id)).toEqual(['upload_expired', 'upload_expired']);
     expect((await api.post(`${base}/${late.id}/complete`, undefined, t)).body.error.code).toBe('UPLOAD_SESSION_CLOSED');
+  });
+
+  it('comment attachments: a rendered PDF is accepted; a file named .pdf that is no PDF is 415 and stays uncompleted', async () => {
+    const w = await workspace();
+    const t = { token: w.token };
+    const c1 = await w.draft('1');
+    const r = await api.post(`${w.ws}/reviews`, { title: 'PDFs', stages: [stage('Me', [member(w.userId)])], contentIds: [c1] }, t);
+    const base = `${w.ws}/reviews/${r.body.data.id}/items/${r.body.data.items[0].id}/comment-attachments`;
+    const attach = async (filename: string, bytes: Buffer) => {
+      const a = (await api.post(`${base}/init`, { filename, contentType: 'application/pdf', size: bytes.length }, t)).body.data;
+      expect((await fetch(a.uploadUrl, { method: 'PUT', headers: a.headers, body: bytes })).status).toBeLessThan(300);
+      return { id: a.id as string, res: await api.post(`${base}/${a.id}/complete`, undefined, t) };
+    };
+    const pdf = await renderedPdf('The brief: launch on Monday.');
+    expect(pdf.subarray(0, 5).toString('latin1')).toBe('%PDF-');
+    const ok = await attach('brief.pdf', pdf);
+    expect(ok.res.status, JSON.stringify(ok.res.body)).toBe(201);
+    expect(ok.res.body.data).toMatchObject({ state: 'completed', fileSize: pdf.length, contentType: 'application/pdf' });
+    expect(Buffer.from(await (await fetch(ok.res.body.data.viewUrl)).arrayBuffer()).equals(pdf)).toBe(true);
+
+    // Renamed: a PNG, and text that mentions PDF, both called .pdf.
+    const png = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==', 'base64');
+    for (const [name, bytes] of [['image.pdf', png], ['notes.pdf', Buffer.from('PDF notes, not a PDF: application/pdf (they look like application/pdf)\n')]] as const) {
+      const bad = await attach(name, bytes);
+      expect(bad.res.status, name).toBe(415);
+      expect(bad.res.body.error.code).toBe('UNSUPPORTED_MEDIA_FORMAT');
+      expect(bad.res.body.error.details).toMatchObject({ attachmentId: bad.id, declared: 'application/pdf' });
+      const row = await server.owner.query(`select state, file_size from app.review_attachments where id = $1`, [bad.id]);
+      expect(row.rows).toEqual([{ state: 'pending', file_size: null }]);
+    }
   });
 
   it('the expiry job expires an active review past its due time and returns pending content to draft', async () => {

@@ -394,6 +394,48 @@ describe('CSV', () => {
     expect(h.status).toBe(400);
     expect(h.body.error.code).toBe('CSV_HEADER_INVALID');
   });
+
+  it('neutralises formulas in the export with a leading quote and takes it off again on import', async () => {
+    const p = await newPage('Formulas', ['Week 1']);
+    const values = [
+      ['=HYPERLINK("http://evil.example","click")', '+1 call us'],
+      ['@SUM(A1:A9)', '-5 degrees today'],
+      ['tab', '\tleading tab'],
+      ['cr', '\rleading carriage return'],
+      ["'=already quoted", "'plain quote stays"],
+      ['plain', 'a = b + c - d @ e'],
+      ['\uFF1Dfull-width', '\uFF20full-width'],
+    ];
+    for (const [title, caption] of values) await newRow({ sectionId: p.sections[0].id, title, caption });
+    const ex = await api.get(`${wb}/pages/${p.id}/export`, { token: owner.token });
+    expect(ex.status).toBe(200);
+    const csv: string = ex.body.data.csv;
+    expect(csv).toContain(`"'=HYPERLINK(""http://evil.example"",""click"")"`);
+    expect(csv).toContain(",'+1 call us,");
+    expect(csv).toContain(",'@SUM(A1:A9),'-5 degrees today,");
+    expect(csv).toContain(`,'\tleading tab,`);
+    expect(csv).toContain(`"'\rleading carriage return"`);
+    expect(csv).toContain(",''=already quoted,'plain quote stays,");
+    expect(csv).toContain(',plain,a = b + c - d @ e,');
+    expect(csv).toContain(",'\uFF1Dfull-width,'\uFF20full-width,");
+    // No cell of the file begins with a formula character.
+    expect(csv.split(/\r\n/).flatMap((l) => l.split(',')).filter((c) => /^"?[=+\-@\t\r\uFF1D\uFF20]/.test(c))).toEqual([]);
+
+    const q = await newPage('Formulas again', []);
+    const imp = await api.post(`${wb}/pages/${q.id}/import`, { csv }, { token: owner.token, headers: { 'idempotency-key': 'import-formulas' } });
+    expect(imp.status, JSON.stringify(imp.body)).toBe(201);
+    const rows = await api.get(`${wb}/pages/${q.id}`, { token: owner.token });
+    expect(rows.body.data.rows.map((r: { title: string; caption: string | null }) => [r.title, r.caption])).toEqual(values);
+  });
+
+  it('an import takes one quote off a neutralised cell only', async () => {
+    const p = await newPage('Quotes', []);
+    const csv = "title,caption\r\nq1,'=1+1\r\nq2,'plain\r\nq3,''+two\r\nq4,=raw\r\n";
+    const dry = await api.post(`${wb}/pages/${p.id}/import`, { csv }, { token: owner.token, headers: { 'idempotency-key': 'import-quotes' } });
+    expect(dry.status, JSON.stringify(dry.body)).toBe(201);
+    const rows = await api.get(`${wb}/pages/${p.id}`, { token: owner.token });
+    expect(rows.body.data.rows.map((r: { caption: string | null }) => r.caption)).toEqual(['=1+1', "'plain", "'+two", '=raw']);
+  });
 });
 
 describe('audit', () => {
