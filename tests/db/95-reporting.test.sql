@@ -1,5 +1,5 @@
 -- The BI views over publishing, media and campaigns (db/migrations/committed/000011-scale-batched-publishing-list-totals-search-metrics-reporting.sql, split 15e-reporting.sql)
--- and over reviews and analytics (db/migrations/current/21-bi-and-fixes.sql):
+-- and over reviews and analytics (db/migrations/committed/000016-bi-views-over-reviews-and-analytics.sql):
 -- pressroom_bi reads them (every tenant, as BI does) and writes nothing; no
 -- view exposes a secret, a token, a hash, an email, a storage key or a webhook
 -- URL (checked on every reporting view's columns and values); the figures

@@ -1,3 +1,8 @@
+--! Previous: sha1:6d34065e3783412670c58611400093ae96bbd68d
+--! Hash: sha1:2275aef2e15e1f7feb90851aafa9acf060b0ba41
+--! Message: bi views over reviews and analytics
+
+--! split: 21-bi-and-fixes.sql
 -- BI views over reviews and analytics (db/README.md, "Reporting views";
 -- tests/db/95-reporting.test.sql). Read-only views for pressroom_bi, next to
 -- the ones over publishing, media and campaigns: how long approvals take
