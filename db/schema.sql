@@ -9618,6 +9618,7 @@ CREATE OR REPLACE FUNCTION app.publish_claim_batch(p_jobs jsonb, p_resendable te
  RETURNS jsonb
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'app'
+ SET enable_seqscan TO 'off'
 AS $function$
 declare
   v_batch uuid := gen_random_uuid();
@@ -9806,6 +9807,7 @@ CREATE OR REPLACE FUNCTION app.publish_record_batch(p_outcomes jsonb)
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app'
+ SET enable_seqscan TO 'off'
 AS $function$
 declare
   r record;
@@ -11605,6 +11607,7 @@ CREATE OR REPLACE FUNCTION app.sandbox_receive_posts(p_posts jsonb)
  RETURNS jsonb
  LANGUAGE sql
  SET search_path TO 'pg_catalog', 'app'
+ SET enable_seqscan TO 'off'
 AS $function$
   select coalesce(jsonb_agg(app.sandbox_receive_post((p ->> 'integrationId')::uuid, p ->> 'token', (p ->> 'contentId')::uuid,
     p ->> 'platformPostId', p ->> 'permalink', p ->> 'caption', p -> 'payload') order by n), '[]')
@@ -11684,6 +11687,33 @@ grant execute on function app.save_campaign_phases(uuid,jsonb) to pressroom_api;
 grant execute on function app.save_campaign_phases(uuid,jsonb) to pressroom_definer;
 grant execute on function app.save_campaign_phases(uuid,jsonb) to pressroom_worker;
 revoke all on function app.save_campaign_phases(uuid,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION app.schedule_edition(p_id uuid, p_scheduled_at timestamp with time zone)
+ RETURNS app.content_items
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v app.content_items;
+begin
+  v := app.content_item_for_update(p_id);
+  perform app.assert_not_in_review(v);  -- reviews: 409 REVIEW_IN_PROGRESS
+  perform app.require_content_status(v, array['draft', 'scheduled']);
+  if p_scheduled_at < now() then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('scheduledAt', 'in_past', 'a time in the past cannot be scheduled')),
+      'A time in the past cannot be scheduled.');
+  end if;
+  perform app.defer_content_checks();
+  update app.content_items set status = 'scheduled', scheduled_at = p_scheduled_at
+  where id = v.id returning * into v;
+  perform app.assert_publishable(array[v.id], array['']);
+  perform app.undefer_content_checks();
+  return v;
+end
+$function$;
+comment on function app.schedule_edition(uuid,timestamp with time zone) is 'Schedules or reschedules a draft or scheduled edition at a future time (status, time, platform rules, review, publish job by trigger); the caller checks the role. Called by api.schedule_content and, per edition, by api.schedule_workbench_rows.';
+grant execute on function app.schedule_edition(uuid,timestamp with time zone) to pressroom_api;
+grant execute on function app.schedule_edition(uuid,timestamp with time zone) to pressroom_definer;
+revoke all on function app.schedule_edition(uuid,timestamp with time zone) from public;
 
 CREATE OR REPLACE FUNCTION app.series_occurrence_times(s app.recurring_series, p_from integer, p_max integer)
  RETURNS TABLE(occurrence_index integer, starts_at timestamp with time zone)
@@ -12265,6 +12295,7 @@ CREATE OR REPLACE FUNCTION app.tg_content_items_grid_tile()
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app'
+ SET enable_seqscan TO 'off'
 AS $function$
 declare
   v app.content_items;
@@ -20850,18 +20881,7 @@ declare
   v app.content_items;
 begin
   perform app.require_role('editor');
-  v := app.content_item_for_update(p_id);
-  perform app.assert_not_in_review(v);  -- reviews: 409 REVIEW_IN_PROGRESS
-  perform app.require_content_status(v, array['draft', 'scheduled']);
-  if p_scheduled_at < now() then
-    perform app.raise_field_problems(jsonb_build_array(app.field_problem('scheduledAt', 'in_past', 'a time in the past cannot be scheduled')),
-      'A time in the past cannot be scheduled.');
-  end if;
-  perform app.defer_content_checks();
-  update app.content_items set status = 'scheduled', scheduled_at = p_scheduled_at
-  where id = v.id returning * into v;
-  perform app.assert_publishable(array[v.id], array['']);
-  perform app.undefer_content_checks();
+  v := app.schedule_edition(p_id, p_scheduled_at);
   return (select app.content_mutation_json(v.root_id, array[v.id]));
 end
 $function$;
@@ -20914,8 +20934,9 @@ begin
       for v_item in select i.* from app.content_items i join app.integrations g on g.id = i.integration_id
                     where i.root_id = v.content_root_id and i.deleted_at is null order by g.created_at, g.id loop
         begin
-          -- The content route's own path: status, time, platform rules, review, publish job.
-          perform api.schedule_content(v_item.id, v.planned_at);
+          -- The content route's own path (app.schedule_edition, as api.schedule_content): status, time,
+          -- platform rules, review, publish job; without the answer's JSON, which nobody reads here.
+          perform app.schedule_edition(v_item.id, v.planned_at);
           v_row_results := v_row_results || jsonb_build_object('rowId', v.id, 'contentId', v_item.id, 'integrationId', v_item.integration_id,
             'outcome', case when p_dry_run then 'valid' else 'scheduled' end, 'error', null);
         exception when others then
