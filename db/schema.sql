@@ -9627,7 +9627,8 @@ declare
   w_take record;
   k int;
   v_claim jsonb;
-  v_claims jsonb := '[]';
+  v_claims jsonb;
+  v_claim_list jsonb[] := '{}';  -- appended in place; to_jsonb once at the end
   v_allowed int;
   v_until timestamptz;
   v_retry_ms int := app.setting_int('publish_limit_retry_ms');
@@ -9691,10 +9692,11 @@ begin
         perform app.publish_defer_job(g.job_ids[k], v_until);
         v_claim := jsonb_build_object('action', 'deferred', 'reason', 'rate_limited', 'until', v_until);
       end if;
-      v_claims := v_claims || jsonb_build_array(v_claim || jsonb_build_object('jobId', g.job_ids[k], 'contentId', g.content_ids[k]));
+      v_claim_list := array_append(v_claim_list, v_claim || jsonb_build_object('jobId', g.job_ids[k], 'contentId', g.content_ids[k]));
     end loop;
   end loop;
 
+  v_claims := to_jsonb(v_claim_list);
   return jsonb_build_object('batch', v_batch, 'claims', v_claims,
     -- Where the media of the editions to send are stored, for signed URLs.
     'media', (select coalesce(jsonb_agg(jsonb_build_object('id', m.id, 'key', m.storage_key, 'filename', m.filename,
@@ -9811,7 +9813,7 @@ CREATE OR REPLACE FUNCTION app.publish_record_batch(p_outcomes jsonb)
 AS $function$
 declare
   r record;
-  v_out jsonb := '[]';
+  v_out jsonb[] := '{}';  -- appended in place; to_jsonb once at the end
 begin
   -- p_outcomes: [{"attemptId", "outcome", "error", "platformPostId", "permalink"}]; in edition order, as the claim locks.
   for r in
@@ -9820,10 +9822,10 @@ begin
     left join app.publish_attempts a on a.id = (e ->> 'attemptId')::uuid
     order by a.content_item_id
   loop
-    v_out := v_out || jsonb_build_array(jsonb_build_object('attemptId', r.e ->> 'attemptId', 'contentId', r.content_item_id)
+    v_out := array_append(v_out, jsonb_build_object('attemptId', r.e ->> 'attemptId', 'contentId', r.content_item_id)
       || app.publish_record((r.e ->> 'attemptId')::uuid, r.e ->> 'outcome', r.e ->> 'error', r.e ->> 'platformPostId', r.e ->> 'permalink'));
   end loop;
-  return v_out;
+  return to_jsonb(v_out);
 end
 $function$;
 alter function app.publish_record_batch(jsonb) owner to pressroom_definer;

@@ -15,6 +15,133 @@
 --    JSON). The rules of scheduling now live in app.schedule_edition, which
 --    both api.schedule_content and api.schedule_workbench_rows call; the JSON
 --    is built only where it is returned.
+-- 3. The batch functions built their answer by appending to a jsonb value
+--    (v := v || ...), which copies the whole value at every append: quadratic
+--    in the batch (100 claims with their editions). They append to a jsonb[]
+--    (in place) and convert once.
+
+create or replace function app.publish_claim_batch(p_jobs jsonb, p_resendable text[])
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'app'
+ SET enable_seqscan TO 'off'
+AS $function$
+declare
+  v_batch uuid := gen_random_uuid();
+  g record;
+  l record;
+  w_take record;
+  k int;
+  v_claim jsonb;
+  v_claims jsonb;
+  v_claim_list jsonb[] := '{}';  -- appended in place; to_jsonb once at the end
+  v_allowed int;
+  v_until timestamptz;
+  v_retry_ms int := app.setting_int('publish_limit_retry_ms');
+begin
+  -- p_jobs: [{"jobId", "contentId"}] as pg-boss fetched them. Locks are taken
+  -- in one order by every worker: the app windows of the connectors involved,
+  -- then integration by integration (its row when it has an in-flight limit,
+  -- its window, then its editions by id).
+  perform 1 from app.publish_windows w
+  where w.scope = 'app' and w.key in (
+    select distinct c.connector from jsonb_array_elements(p_jobs) e
+    join app.content_items i on i.id = (e ->> 'contentId')::uuid
+    join app.integrations c on c.id = i.integration_id)
+  order by w.key for update;
+
+  for g in
+    select i.integration_id,
+      -- editions with an attempt in flight first: their claim settles it whatever the limits
+      array_agg((e ->> 'jobId')::uuid order by o.open desc, (e ->> 'contentId')::uuid) as job_ids,
+      array_agg((e ->> 'contentId')::uuid order by o.open desc, (e ->> 'contentId')::uuid) as content_ids,
+      count(*) filter (where o.open)::int as resumed
+    from jsonb_array_elements(p_jobs) e
+    left join app.content_items i on i.id = (e ->> 'contentId')::uuid
+    cross join lateral (select exists (select 1 from app.publish_attempts a
+                                       where a.content_item_id = (e ->> 'contentId')::uuid and a.finished_at is null) as open) o
+    group by i.integration_id
+    order by i.integration_id nulls first
+  loop
+    -- How many of this integration's editions may go now (limits counted once per integration).
+    v_allowed := cardinality(g.job_ids);
+    v_until := null;
+    if g.integration_id is not null then
+      select * into l from app.publish_limits_of(g.integration_id);
+      if l.max_in_flight is not null then
+        -- Claims of one integration count its attempts in flight one after the other
+        -- (the integration's row, locked in integration order, as every worker does).
+        perform 1 from app.integrations i where i.id = g.integration_id for no key update;
+        v_allowed := greatest(least(v_allowed, l.max_in_flight - (select count(*) from app.publish_attempts a
+                                      where a.integration_id = g.integration_id and a.finished_at is null)::int), 0);
+        if v_allowed < cardinality(g.job_ids) then
+          v_until := clock_timestamp() + v_retry_ms * interval '1 millisecond';
+        end if;
+      end if;
+      if l.max_per_window is not null and v_allowed > 0 then
+        select * into w_take from app.publish_window_take('integration', g.integration_id::text, l.max_per_window, l.window_seconds, v_allowed);
+        v_allowed := w_take.granted;
+        v_until := greatest(v_until, w_take.frees_at);
+      end if;
+      if l.app_max_per_window is not null and v_allowed > 0 then
+        select * into w_take from app.publish_window_take('app', l.connector, l.app_max_per_window, l.app_window_seconds, v_allowed);
+        v_allowed := w_take.granted;
+        v_until := greatest(v_until, w_take.frees_at);
+      end if;
+      v_allowed := greatest(v_allowed, g.resumed);
+    end if;
+    for k in 1 .. cardinality(g.job_ids) loop
+      if k <= v_allowed then
+        v_claim := app.publish_claim(g.content_ids[k], g.job_ids[k], p_resendable, v_batch);
+      else
+        -- Over a limit: the job goes back with a later start, no attempt is written.
+        perform app.publish_defer_job(g.job_ids[k], v_until);
+        v_claim := jsonb_build_object('action', 'deferred', 'reason', 'rate_limited', 'until', v_until);
+      end if;
+      v_claim_list := array_append(v_claim_list, v_claim || jsonb_build_object('jobId', g.job_ids[k], 'contentId', g.content_ids[k]));
+    end loop;
+  end loop;
+
+  v_claims := to_jsonb(v_claim_list);
+  return jsonb_build_object('batch', v_batch, 'claims', v_claims,
+    -- Where the media of the editions to send are stored, for signed URLs.
+    'media', (select coalesce(jsonb_agg(jsonb_build_object('id', m.id, 'key', m.storage_key, 'filename', m.filename,
+                'contentType', m.content_type)), '[]')
+              from app.media_items m
+              where m.id in (
+                select (x ->> 'id')::uuid from jsonb_array_elements(v_claims) c, jsonb_array_elements(c #> '{edition,media}') x
+                where c ->> 'action' = 'send'
+                union
+                select y::uuid from jsonb_array_elements(v_claims) c, jsonb_array_elements(c #> '{edition,thread}') t,
+                  jsonb_array_elements_text(t -> 'mediaIds') y
+                where c ->> 'action' = 'send')));
+end
+$function$;
+
+create or replace function app.publish_record_batch(p_outcomes jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+ SET enable_seqscan TO 'off'
+AS $function$
+declare
+  r record;
+  v_out jsonb[] := '{}';  -- appended in place; to_jsonb once at the end
+begin
+  -- p_outcomes: [{"attemptId", "outcome", "error", "platformPostId", "permalink"}]; in edition order, as the claim locks.
+  for r in
+    select e, a.content_item_id
+    from jsonb_array_elements(p_outcomes) e
+    left join app.publish_attempts a on a.id = (e ->> 'attemptId')::uuid
+    order by a.content_item_id
+  loop
+    v_out := array_append(v_out, jsonb_build_object('attemptId', r.e ->> 'attemptId', 'contentId', r.content_item_id)
+      || app.publish_record((r.e ->> 'attemptId')::uuid, r.e ->> 'outcome', r.e ->> 'error', r.e ->> 'platformPostId', r.e ->> 'permalink'));
+  end loop;
+  return to_jsonb(v_out);
+end
+$function$;
 
 alter function app.publish_claim_batch(jsonb, text[]) set enable_seqscan = off;
 alter function app.publish_record_batch(jsonb) set enable_seqscan = off;
