@@ -9618,6 +9618,7 @@ CREATE OR REPLACE FUNCTION app.publish_claim_batch(p_jobs jsonb, p_resendable te
  RETURNS jsonb
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'app'
+ SET enable_seqscan TO 'off'
 AS $function$
 declare
   v_batch uuid := gen_random_uuid();
@@ -9626,7 +9627,8 @@ declare
   w_take record;
   k int;
   v_claim jsonb;
-  v_claims jsonb := '[]';
+  v_claims jsonb;
+  v_claim_list jsonb[] := '{}';  -- appended in place; to_jsonb once at the end
   v_allowed int;
   v_until timestamptz;
   v_retry_ms int := app.setting_int('publish_limit_retry_ms');
@@ -9690,10 +9692,11 @@ begin
         perform app.publish_defer_job(g.job_ids[k], v_until);
         v_claim := jsonb_build_object('action', 'deferred', 'reason', 'rate_limited', 'until', v_until);
       end if;
-      v_claims := v_claims || jsonb_build_array(v_claim || jsonb_build_object('jobId', g.job_ids[k], 'contentId', g.content_ids[k]));
+      v_claim_list := array_append(v_claim_list, v_claim || jsonb_build_object('jobId', g.job_ids[k], 'contentId', g.content_ids[k]));
     end loop;
   end loop;
 
+  v_claims := to_jsonb(v_claim_list);
   return jsonb_build_object('batch', v_batch, 'claims', v_claims,
     -- Where the media of the editions to send are stored, for signed URLs.
     'media', (select coalesce(jsonb_agg(jsonb_build_object('id', m.id, 'key', m.storage_key, 'filename', m.filename,
@@ -9807,10 +9810,11 @@ CREATE OR REPLACE FUNCTION app.publish_record_batch(p_outcomes jsonb)
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app'
+ SET enable_seqscan TO 'off'
 AS $function$
 declare
   r record;
-  v_out jsonb := '[]';
+  v_out jsonb[] := '{}';  -- appended in place; to_jsonb once at the end
 begin
   -- p_outcomes: [{"attemptId", "outcome", "error", "platformPostId", "permalink"}]; in edition order, as the claim locks.
   for r in
@@ -9819,10 +9823,10 @@ begin
     left join app.publish_attempts a on a.id = (e ->> 'attemptId')::uuid
     order by a.content_item_id
   loop
-    v_out := v_out || jsonb_build_array(jsonb_build_object('attemptId', r.e ->> 'attemptId', 'contentId', r.content_item_id)
+    v_out := array_append(v_out, jsonb_build_object('attemptId', r.e ->> 'attemptId', 'contentId', r.content_item_id)
       || app.publish_record((r.e ->> 'attemptId')::uuid, r.e ->> 'outcome', r.e ->> 'error', r.e ->> 'platformPostId', r.e ->> 'permalink'));
   end loop;
-  return v_out;
+  return to_jsonb(v_out);
 end
 $function$;
 alter function app.publish_record_batch(jsonb) owner to pressroom_definer;
@@ -11606,6 +11610,7 @@ CREATE OR REPLACE FUNCTION app.sandbox_receive_posts(p_posts jsonb)
  RETURNS jsonb
  LANGUAGE sql
  SET search_path TO 'pg_catalog', 'app'
+ SET enable_seqscan TO 'off'
 AS $function$
   select coalesce(jsonb_agg(app.sandbox_receive_post((p ->> 'integrationId')::uuid, p ->> 'token', (p ->> 'contentId')::uuid,
     p ->> 'platformPostId', p ->> 'permalink', p ->> 'caption', p -> 'payload') order by n), '[]')
@@ -11685,6 +11690,33 @@ grant execute on function app.save_campaign_phases(uuid,jsonb) to pressroom_api;
 grant execute on function app.save_campaign_phases(uuid,jsonb) to pressroom_definer;
 grant execute on function app.save_campaign_phases(uuid,jsonb) to pressroom_worker;
 revoke all on function app.save_campaign_phases(uuid,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION app.schedule_edition(p_id uuid, p_scheduled_at timestamp with time zone)
+ RETURNS app.content_items
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v app.content_items;
+begin
+  v := app.content_item_for_update(p_id);
+  perform app.assert_not_in_review(v);  -- reviews: 409 REVIEW_IN_PROGRESS
+  perform app.require_content_status(v, array['draft', 'scheduled']);
+  if p_scheduled_at < now() then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('scheduledAt', 'in_past', 'a time in the past cannot be scheduled')),
+      'A time in the past cannot be scheduled.');
+  end if;
+  perform app.defer_content_checks();
+  update app.content_items set status = 'scheduled', scheduled_at = p_scheduled_at
+  where id = v.id returning * into v;
+  perform app.assert_publishable(array[v.id], array['']);
+  perform app.undefer_content_checks();
+  return v;
+end
+$function$;
+comment on function app.schedule_edition(uuid,timestamp with time zone) is 'Schedules or reschedules a draft or scheduled edition at a future time (status, time, platform rules, review, publish job by trigger); the caller checks the role. Called by api.schedule_content and, per edition, by api.schedule_workbench_rows.';
+grant execute on function app.schedule_edition(uuid,timestamp with time zone) to pressroom_api;
+grant execute on function app.schedule_edition(uuid,timestamp with time zone) to pressroom_definer;
+revoke all on function app.schedule_edition(uuid,timestamp with time zone) from public;
 
 CREATE OR REPLACE FUNCTION app.series_occurrence_times(s app.recurring_series, p_from integer, p_max integer)
  RETURNS TABLE(occurrence_index integer, starts_at timestamp with time zone)
@@ -12266,6 +12298,7 @@ CREATE OR REPLACE FUNCTION app.tg_content_items_grid_tile()
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app'
+ SET enable_seqscan TO 'off'
 AS $function$
 declare
   v app.content_items;
@@ -20851,18 +20884,7 @@ declare
   v app.content_items;
 begin
   perform app.require_role('editor');
-  v := app.content_item_for_update(p_id);
-  perform app.assert_not_in_review(v);  -- reviews: 409 REVIEW_IN_PROGRESS
-  perform app.require_content_status(v, array['draft', 'scheduled']);
-  if p_scheduled_at < now() then
-    perform app.raise_field_problems(jsonb_build_array(app.field_problem('scheduledAt', 'in_past', 'a time in the past cannot be scheduled')),
-      'A time in the past cannot be scheduled.');
-  end if;
-  perform app.defer_content_checks();
-  update app.content_items set status = 'scheduled', scheduled_at = p_scheduled_at
-  where id = v.id returning * into v;
-  perform app.assert_publishable(array[v.id], array['']);
-  perform app.undefer_content_checks();
+  v := app.schedule_edition(p_id, p_scheduled_at);
   return (select app.content_mutation_json(v.root_id, array[v.id]));
 end
 $function$;
@@ -20915,8 +20937,9 @@ begin
       for v_item in select i.* from app.content_items i join app.integrations g on g.id = i.integration_id
                     where i.root_id = v.content_root_id and i.deleted_at is null order by g.created_at, g.id loop
         begin
-          -- The content route's own path: status, time, platform rules, review, publish job.
-          perform api.schedule_content(v_item.id, v.planned_at);
+          -- The content route's own path (app.schedule_edition, as api.schedule_content): status, time,
+          -- platform rules, review, publish job; without the answer's JSON, which nobody reads here.
+          perform app.schedule_edition(v_item.id, v.planned_at);
           v_row_results := v_row_results || jsonb_build_object('rowId', v.id, 'contentId', v_item.id, 'integrationId', v_item.integration_id,
             'outcome', case when p_dry_run then 'valid' else 'scheduled' end, 'error', null);
         exception when others then
