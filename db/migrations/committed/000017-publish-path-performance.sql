@@ -1,3 +1,8 @@
+--! Previous: sha1:2275aef2e15e1f7feb90851aafa9acf060b0ba41
+--! Hash: sha1:b224309a106600763500fed6620fe4b92f8b4c49
+--! Message: publish path performance
+
+--! split: 20-perf.sql
 -- Performance of the per-edition write path (publishing engine, scheduling).
 --
 -- 1. Plans cached while a table was nearly empty. The engine's batch functions
