@@ -13833,7 +13833,8 @@ begin
     update app.webhook_deliveries x set state = 'delivered', attempts = x.attempts + 1, last_status = p_status,
       last_error = null, delivered_at = now() where x.id = d.id;
     update app.webhook_subscriptions x set consecutive_failures = 0 where x.id = s.id and x.consecutive_failures <> 0;
-    return jsonb_build_object('recorded', true, 'delivered', true);
+    -- the next claim in the same transaction: one round trip per delivery
+    return jsonb_build_object('recorded', true, 'delivered', true, 'next', app.webhook_claim(s.id));
   end if;
   v_delay_ms := least(app.setting_int('webhook_retry_max_ms')::bigint,
                       app.setting_int('webhook_retry_base_ms')::bigint * (2 ^ least(d.attempts, 20))::bigint);
@@ -13848,10 +13849,11 @@ begin
       format('Paused after %s failed attempts in a row.', s.consecutive_failures));
     v_paused := true;
   end if;
-  return jsonb_build_object('recorded', true, 'delivered', false, 'paused', v_paused, 'retryInMs', v_delay_ms);
+  return jsonb_build_object('recorded', true, 'delivered', false, 'paused', v_paused, 'retryInMs', v_delay_ms,
+    'next', app.webhook_claim(s.id));
 end
 $function$;
-comment on function app.webhook_record_attempt(uuid,boolean,jsonb,integer,text,text,integer) is 'Records an attempt in the log; on success marks the delivery delivered and clears the failure run; on failure schedules the retry (webhook_retry_base_ms doubling up to webhook_retry_max_ms) and pauses the subscription after webhook_pause_after_failures failures in a row (log entry webhook.paused).';
+comment on function app.webhook_record_attempt(uuid,boolean,jsonb,integer,text,text,integer) is 'Records an attempt in the log; on success marks the delivery delivered and clears the failure run; on failure schedules the retry (webhook_retry_base_ms doubling up to webhook_retry_max_ms) and pauses the subscription after webhook_pause_after_failures failures in a row (log entry webhook.paused). Returns the subscription''s next claim (app.webhook_claim) with it.';
 grant execute on function app.webhook_record_attempt(uuid,boolean,jsonb,integer,text,text,integer) to pressroom_worker;
 revoke all on function app.webhook_record_attempt(uuid,boolean,jsonb,integer,text,text,integer) from public;
 

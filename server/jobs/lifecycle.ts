@@ -59,6 +59,8 @@ export interface AttemptResult {
 }
 
 const EXCERPT_CHARS = 2048;
+/** A job hands a longer backlog to the next job after this long (far below pg-boss's expiry). */
+const JOB_BUDGET_MS = 20_000;
 const MAX_READ_BYTES = 16 * 1024;
 
 /** One signed POST; never throws. */
@@ -132,12 +134,19 @@ export async function deliverSubscription(
   deps: Deps,
   subscriptionId: string,
   reschedule: (at: Date) => Promise<unknown>,
-): Promise<{ delivered: number; failed: number; next: 'stop' | 'wait' }> {
+  budgetMs = JOB_BUDGET_MS,
+): Promise<{ delivered: number; failed: number; next: 'stop' | 'wait' | 'continue' }> {
   let delivered = 0;
   let failed = 0;
+  const started = performance.now();
+  let claim = await asWorker<Claim>(deps.pool, sql.fragment`app.webhook_claim(${subscriptionId}::uuid)`);
   for (;;) {
-    const claim = await asWorker<Claim>(deps.pool, sql.fragment`app.webhook_claim(${subscriptionId}::uuid)`);
     if (claim.action === 'stop') return { delivered, failed, next: 'stop' };
+    if (performance.now() - started > budgetMs) {
+      // A long backlog goes on in the next job (queued now), so no job runs near its expiry.
+      await reschedule(new Date());
+      return { delivered, failed, next: 'continue' };
+    }
     if (claim.action === 'wait') {
       await reschedule(new Date(claim.until));
       return { delivered, failed, next: 'wait' };
@@ -156,7 +165,7 @@ export async function deliverSubscription(
             timeoutMs: claim.timeoutMs,
             allowPrivateNetworks: deps.config.WEBHOOK_ALLOW_PRIVATE_NETWORKS,
           });
-    const recorded = await asWorker<{ recorded: boolean; delivered?: boolean; paused?: boolean }>(
+    const recorded = await asWorker<{ recorded: boolean; delivered?: boolean; paused?: boolean; next?: Claim }>(
       deps.pool,
       sql.fragment`app.webhook_record_attempt(${claim.deliveryId}::uuid, ${result.ok}, ${sql.jsonb(result.request as never)},
         ${result.status}, ${result.excerpt}, ${result.error}, ${result.durationMs})`,
@@ -166,6 +175,8 @@ export async function deliverSubscription(
       failed++;
       deps.log.info('webhook attempt failed', { job: QUEUES.webhooksDeliver, subscriptionId, deliveryId: claim.deliveryId, attempt: claim.attempt, error: result.error, paused: recorded.paused });
     }
+    // app.webhook_record_attempt hands the next claim back in the same transaction.
+    claim = recorded.next ?? (await asWorker<Claim>(deps.pool, sql.fragment`app.webhook_claim(${subscriptionId}::uuid)`));
   }
 }
 
