@@ -279,7 +279,7 @@ declare
   v_review uuid;
   v_content uuid;
 begin
-  select ri.review_id, ri.content_item_id into v_review, v_content from app.review_items ri where ri.id = new.item_id;
+  select ri.review_id, ri.content_id into v_review, v_content from app.review_items ri where ri.id = new.item_id;
   perform app.webhook_emit(new.organization_id, new.workspace_id, 'review.decided', v_review,
     jsonb_build_object('reviewId', v_review, 'itemId', new.item_id, 'contentId', v_content, 'decision', new.decision,
       'override', new.override));
