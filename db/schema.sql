@@ -735,6 +735,7 @@ CREATE TRIGGER content_items_61_usage_on_status_change AFTER UPDATE OF status ON
 CREATE CONSTRAINT TRIGGER content_items_70_grid_tile AFTER INSERT OR UPDATE OF status, scheduled_at, deleted_at, integration_id, kind ON app.content_items DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION app.tg_content_items_grid_tile();
 CREATE TRIGGER content_items_90_count AFTER INSERT OR DELETE ON app.content_items FOR EACH ROW EXECUTE FUNCTION app.tg_content_items_count();
 CREATE TRIGGER content_items_90_count_update AFTER UPDATE OF status, deleted_at, integration_id ON app.content_items FOR EACH ROW WHEN (((old.status IS DISTINCT FROM new.status) OR (old.deleted_at IS DISTINCT FROM new.deleted_at) OR (old.integration_id IS DISTINCT FROM new.integration_id))) EXECUTE FUNCTION app.tg_content_items_count();
+CREATE TRIGGER content_items_90_webhooks AFTER INSERT OR UPDATE ON app.content_items FOR EACH ROW EXECUTE FUNCTION app.tg_content_items_webhooks();
 grant delete, select on table app.content_items to pressroom_api;
 grant delete, insert, select, update on table app.content_items to pressroom_definer;
 grant delete, insert, select, update on table app.content_items to pressroom_worker;
@@ -1587,6 +1588,7 @@ create policy inbox_messages_definer on app.inbox_messages as permissive for all
 create policy inbox_messages_worker on app.inbox_messages as permissive for all to pressroom_worker
   using (true)
   with check (true);
+CREATE TRIGGER inbox_messages_90_webhooks AFTER INSERT ON app.inbox_messages FOR EACH ROW EXECUTE FUNCTION app.tg_inbox_messages_webhooks();
 grant select on table app.inbox_messages to pressroom_api;
 grant delete, insert, select, update on table app.inbox_messages to pressroom_definer;
 grant delete, insert, select, update on table app.inbox_messages to pressroom_worker;
@@ -2921,6 +2923,7 @@ create policy publishing_states_definer on app.publishing_states as permissive f
 create policy publishing_states_worker on app.publishing_states as permissive for all to pressroom_worker
   using (true)
   with check (true);
+CREATE TRIGGER publishing_states_90_webhooks AFTER INSERT OR UPDATE ON app.publishing_states FOR EACH ROW EXECUTE FUNCTION app.tg_publishing_states_webhooks();
 grant select on table app.publishing_states to pressroom_api;
 grant delete, insert, select, update on table app.publishing_states to pressroom_definer;
 grant delete, insert, select, update on table app.publishing_states to pressroom_worker;
@@ -3259,6 +3262,7 @@ create policy review_decisions_definer on app.review_decisions as permissive for
 create policy review_decisions_worker on app.review_decisions as permissive for all to pressroom_worker
   using (true)
   with check (true);
+CREATE TRIGGER review_decisions_90_webhooks AFTER INSERT ON app.review_decisions FOR EACH ROW EXECUTE FUNCTION app.tg_review_decisions_webhooks();
 grant select on table app.review_decisions to pressroom_api;
 grant delete, insert, select, update on table app.review_decisions to pressroom_definer;
 grant delete, insert, select, update on table app.review_decisions to pressroom_worker;
@@ -3631,6 +3635,7 @@ create policy reviews_worker on app.reviews as permissive for all to pressroom_w
   with check (true);
 CREATE TRIGGER reviews_10_set_updated_at BEFORE UPDATE ON app.reviews FOR EACH ROW EXECUTE FUNCTION app.tg_set_updated_at();
 CREATE TRIGGER reviews_20_status_machine BEFORE INSERT OR UPDATE ON app.reviews FOR EACH ROW EXECUTE FUNCTION app.tg_reviews_status_machine();
+CREATE TRIGGER reviews_90_webhooks AFTER UPDATE ON app.reviews FOR EACH ROW EXECUTE FUNCTION app.tg_reviews_webhooks();
 grant delete, select on table app.reviews to pressroom_api;
 grant delete, insert, select, update on table app.reviews to pressroom_definer;
 grant delete, insert, select, update on table app.reviews to pressroom_worker;
@@ -3861,6 +3866,216 @@ grant insert, select (org_role) on table app.users to pressroom_api;
 grant insert, select (status) on table app.users to pressroom_api;
 grant select (created_at) on table app.users to pressroom_api;
 grant select (updated_at) on table app.users to pressroom_api;
+
+create table app.webhook_deliveries (
+  id uuid default gen_random_uuid() not null,
+  seq bigint not null,
+  organization_id uuid not null,
+  workspace_id uuid not null,
+  subscription_id uuid not null,
+  event_id uuid not null,
+  state text default 'pending'::text not null,
+  attempts integer default 0 not null,
+  next_attempt_at timestamp with time zone default now() not null,
+  last_status integer,
+  last_error text,
+  delivered_at timestamp with time zone,
+  redelivery_of uuid,
+  created_at timestamp with time zone default clock_timestamp() not null,
+  constraint webhook_deliveries_event_id_fkey FOREIGN KEY (event_id) REFERENCES app.webhook_events(id) ON DELETE CASCADE,
+  constraint webhook_deliveries_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint webhook_deliveries_pkey PRIMARY KEY (id),
+  constraint webhook_deliveries_redelivery_of_fkey FOREIGN KEY (redelivery_of) REFERENCES app.webhook_deliveries(id) ON DELETE SET NULL,
+  constraint webhook_deliveries_seq_key UNIQUE (seq),
+  constraint webhook_deliveries_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'delivered'::text]))),
+  constraint webhook_deliveries_subscription_id_fkey FOREIGN KEY (subscription_id) REFERENCES app.webhook_subscriptions(id) ON DELETE CASCADE,
+  constraint webhook_deliveries_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.webhook_deliveries is 'One event to one subscription: pending until the receiver answers 2xx, then delivered. The worker sends a subscription''s pending deliveries in seq order and never passes a failed one (app.webhook_claim). A manual redelivery is a new row (redelivery_of). Written by triggers, api functions and the worker; tenant policies (select; writes need manager).';
+CREATE INDEX webhook_deliveries_pending ON app.webhook_deliveries USING btree (subscription_id, seq) WHERE (state = 'pending'::text);
+CREATE INDEX webhook_deliveries_subscription_id_seq_idx ON app.webhook_deliveries USING btree (subscription_id, seq DESC);
+alter table app.webhook_deliveries enable row level security;
+alter table app.webhook_deliveries force row level security;
+create policy webhook_deliveries_api_insert on app.webhook_deliveries as permissive for insert to pressroom_api
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy webhook_deliveries_api_scope on app.webhook_deliveries as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy webhook_deliveries_api_select on app.webhook_deliveries as permissive for select to pressroom_api
+  using (true);
+create policy webhook_deliveries_api_update on app.webhook_deliveries as permissive for update to pressroom_api
+  using (true)
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy webhook_deliveries_definer on app.webhook_deliveries as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy webhook_deliveries_worker on app.webhook_deliveries as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant select on table app.webhook_deliveries to pressroom_api;
+grant delete, insert, select, update on table app.webhook_deliveries to pressroom_definer;
+grant delete, insert, select, update on table app.webhook_deliveries to pressroom_worker;
+grant insert (organization_id) on table app.webhook_deliveries to pressroom_api;
+grant insert (workspace_id) on table app.webhook_deliveries to pressroom_api;
+grant insert (subscription_id) on table app.webhook_deliveries to pressroom_api;
+grant insert (event_id) on table app.webhook_deliveries to pressroom_api;
+grant update (next_attempt_at) on table app.webhook_deliveries to pressroom_api;
+grant insert (redelivery_of) on table app.webhook_deliveries to pressroom_api;
+
+create table app.webhook_delivery_log (
+  id uuid default gen_random_uuid() not null,
+  seq bigint not null,
+  organization_id uuid not null,
+  workspace_id uuid not null,
+  subscription_id uuid not null,
+  delivery_id uuid,
+  kind text not null,
+  attempt integer,
+  request jsonb,
+  response_status integer,
+  response_excerpt text,
+  error text,
+  duration_ms integer,
+  created_at timestamp with time zone default clock_timestamp() not null,
+  constraint webhook_delivery_log_delivery_id_fkey FOREIGN KEY (delivery_id) REFERENCES app.webhook_deliveries(id) ON DELETE CASCADE,
+  constraint webhook_delivery_log_error_check CHECK (((error IS NULL) OR (length(error) <= 2048))),
+  constraint webhook_delivery_log_kind_check CHECK ((kind = ANY (ARRAY['attempt'::text, 'webhook.paused'::text, 'webhook.resumed'::text]))),
+  constraint webhook_delivery_log_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint webhook_delivery_log_pkey PRIMARY KEY (id),
+  constraint webhook_delivery_log_response_excerpt_check CHECK (((response_excerpt IS NULL) OR (length(response_excerpt) <= 2048))),
+  constraint webhook_delivery_log_seq_key UNIQUE (seq),
+  constraint webhook_delivery_log_subscription_id_fkey FOREIGN KEY (subscription_id) REFERENCES app.webhook_subscriptions(id) ON DELETE CASCADE,
+  constraint webhook_delivery_log_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.webhook_delivery_log is 'What happened to a subscription''s deliveries: every attempt (request URL, headers and body; response status and the first 2048 characters of its body; error; duration) and the webhook.paused / webhook.resumed entries. Written by the worker (app.webhook_record_attempt) and api functions. Tenant policies (select only).';
+CREATE INDEX webhook_delivery_log_subscription_id_seq_idx ON app.webhook_delivery_log USING btree (subscription_id, seq DESC);
+alter table app.webhook_delivery_log enable row level security;
+alter table app.webhook_delivery_log force row level security;
+create policy webhook_delivery_log_api_insert on app.webhook_delivery_log as permissive for insert to pressroom_api
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy webhook_delivery_log_api_scope on app.webhook_delivery_log as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy webhook_delivery_log_api_select on app.webhook_delivery_log as permissive for select to pressroom_api
+  using (true);
+create policy webhook_delivery_log_definer on app.webhook_delivery_log as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy webhook_delivery_log_worker on app.webhook_delivery_log as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant select on table app.webhook_delivery_log to pressroom_api;
+grant delete, insert, select, update on table app.webhook_delivery_log to pressroom_definer;
+grant delete, insert, select, update on table app.webhook_delivery_log to pressroom_worker;
+grant insert (organization_id) on table app.webhook_delivery_log to pressroom_api;
+grant insert (workspace_id) on table app.webhook_delivery_log to pressroom_api;
+grant insert (subscription_id) on table app.webhook_delivery_log to pressroom_api;
+grant insert (kind) on table app.webhook_delivery_log to pressroom_api;
+grant insert (error) on table app.webhook_delivery_log to pressroom_api;
+
+create table app.webhook_events (
+  id uuid default gen_random_uuid() not null,
+  seq bigint not null,
+  organization_id uuid not null,
+  workspace_id uuid not null,
+  type text not null,
+  subject_id uuid,
+  data jsonb not null,
+  occurred_at timestamp with time zone default clock_timestamp() not null,
+  constraint webhook_events_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint webhook_events_pkey PRIMARY KEY (id),
+  constraint webhook_events_seq_key UNIQUE (seq),
+  constraint webhook_events_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.webhook_events is 'The outbox of lifecycle events: written by triggers (app.webhook_emit) in the transaction of the change, so an event exists exactly when its change committed. subject_id names the content item, review or message. Read by the worker; requests read it through the delivery log. Tenant policies (select only).';
+CREATE INDEX webhook_events_workspace_id_seq_idx ON app.webhook_events USING btree (workspace_id, seq);
+alter table app.webhook_events enable row level security;
+alter table app.webhook_events force row level security;
+create policy webhook_events_api_insert on app.webhook_events as permissive for insert to pressroom_api
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy webhook_events_api_scope on app.webhook_events as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy webhook_events_api_select on app.webhook_events as permissive for select to pressroom_api
+  using (true);
+create policy webhook_events_definer on app.webhook_events as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy webhook_events_worker on app.webhook_events as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant select on table app.webhook_events to pressroom_api;
+grant delete, insert, select, update on table app.webhook_events to pressroom_definer;
+grant delete, insert, select, update on table app.webhook_events to pressroom_worker;
+grant insert (organization_id) on table app.webhook_events to pressroom_api;
+grant insert (workspace_id) on table app.webhook_events to pressroom_api;
+grant insert (type) on table app.webhook_events to pressroom_api;
+grant insert (subject_id) on table app.webhook_events to pressroom_api;
+grant insert (data) on table app.webhook_events to pressroom_api;
+
+create table app.webhook_subscriptions (
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  workspace_id uuid not null,
+  url text not null,
+  events text[] not null,
+  description text,
+  active boolean default true not null,
+  paused_reason text,
+  secret_ciphertext bytea not null,
+  consecutive_failures integer default 0 not null,
+  created_by uuid,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  constraint webhook_subscriptions_check CHECK ((active = (paused_reason IS NULL))),
+  constraint webhook_subscriptions_created_by_fkey FOREIGN KEY (created_by) REFERENCES app.users(id) ON DELETE SET NULL,
+  constraint webhook_subscriptions_description_check CHECK (((description IS NULL) OR (length(description) <= 500))),
+  constraint webhook_subscriptions_events_check CHECK (((cardinality(events) >= 1) AND (cardinality(events) <= 50))),
+  constraint webhook_subscriptions_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint webhook_subscriptions_paused_reason_check CHECK ((paused_reason = ANY (ARRAY['manual'::text, 'failures'::text]))),
+  constraint webhook_subscriptions_pkey PRIMARY KEY (id),
+  constraint webhook_subscriptions_secret_ciphertext_check CHECK (((length(secret_ciphertext) >= 29) AND (length(secret_ciphertext) <= 2048))),
+  constraint webhook_subscriptions_url_check CHECK (((url ~ '^https?://'::text) AND (length(url) <= 2048))),
+  constraint webhook_subscriptions_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.webhook_subscriptions is 'A workspace''s lifecycle webhook subscription: URL (checked by the server''s SSRF guard, server/net/ssrf.ts), the event types wanted, active or paused (manual, or failures after webhook_pause_after_failures failed attempts in a row), and its Standard Webhooks secret encrypted with AES-256-GCM by the server (server/webhooks/secret.ts), never readable by requests. Tenant policies (writes need editor; every api function manager).';
+CREATE INDEX webhook_subscriptions_workspace_id_created_at_idx ON app.webhook_subscriptions USING btree (workspace_id, created_at);
+alter table app.webhook_subscriptions enable row level security;
+alter table app.webhook_subscriptions force row level security;
+create policy webhook_subscriptions_api_delete on app.webhook_subscriptions as permissive for delete to pressroom_api
+  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy webhook_subscriptions_api_insert on app.webhook_subscriptions as permissive for insert to pressroom_api
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy webhook_subscriptions_api_scope on app.webhook_subscriptions as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy webhook_subscriptions_api_select on app.webhook_subscriptions as permissive for select to pressroom_api
+  using (true);
+create policy webhook_subscriptions_api_update on app.webhook_subscriptions as permissive for update to pressroom_api
+  using (true)
+  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+create policy webhook_subscriptions_definer on app.webhook_subscriptions as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy webhook_subscriptions_worker on app.webhook_subscriptions as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant delete on table app.webhook_subscriptions to pressroom_api;
+grant delete, insert, select, update on table app.webhook_subscriptions to pressroom_definer;
+grant delete, insert, select, update on table app.webhook_subscriptions to pressroom_worker;
+grant insert, select (id) on table app.webhook_subscriptions to pressroom_api;
+grant insert, select (organization_id) on table app.webhook_subscriptions to pressroom_api;
+grant insert, select (workspace_id) on table app.webhook_subscriptions to pressroom_api;
+grant insert, select, update (url) on table app.webhook_subscriptions to pressroom_api;
+grant insert, select, update (events) on table app.webhook_subscriptions to pressroom_api;
+grant insert, select, update (description) on table app.webhook_subscriptions to pressroom_api;
+grant insert, select, update (active) on table app.webhook_subscriptions to pressroom_api;
+grant insert, select, update (paused_reason) on table app.webhook_subscriptions to pressroom_api;
+grant insert, update (secret_ciphertext) on table app.webhook_subscriptions to pressroom_api;
+grant select, update (consecutive_failures) on table app.webhook_subscriptions to pressroom_api;
+grant insert, select (created_by) on table app.webhook_subscriptions to pressroom_api;
+grant select (created_at) on table app.webhook_subscriptions to pressroom_api;
+grant select, update (updated_at) on table app.webhook_subscriptions to pressroom_api;
 
 create table app.work_claims (
   kind text not null,
@@ -12571,6 +12786,40 @@ grant execute on function app.tg_content_items_usage_on_status_change() to press
 grant execute on function app.tg_content_items_usage_on_status_change() to pressroom_worker;
 revoke all on function app.tg_content_items_usage_on_status_change() from public;
 
+CREATE OR REPLACE FUNCTION app.tg_content_items_webhooks()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog'
+AS $function$
+declare
+  v_type text;
+begin
+  if tg_op = 'INSERT' then
+    perform app.webhook_emit(new.organization_id, new.workspace_id, 'content.created', new.id, app.webhook_content_data(new));
+    if new.status = 'scheduled' then
+      perform app.webhook_emit(new.organization_id, new.workspace_id, 'content.scheduled', new.id, app.webhook_content_data(new));
+    end if;
+    return null;
+  end if;
+  if new.deleted_at is not null and old.deleted_at is null then
+    v_type := 'content.deleted';
+  elsif new.status is distinct from old.status or (new.status = 'scheduled' and new.scheduled_at is distinct from old.scheduled_at) then
+    v_type := case new.status when 'scheduled' then 'content.scheduled' when 'sent' then 'content.published'
+                              when 'failed' then 'content.failed' end;
+  end if;
+  if v_type is not null then
+    perform app.webhook_emit(new.organization_id, new.workspace_id, v_type, new.id, app.webhook_content_data(new));
+  end if;
+  return null;
+end
+$function$;
+alter function app.tg_content_items_webhooks() owner to pressroom_definer;
+comment on function app.tg_content_items_webhooks() is 'Emits content.created, content.scheduled (also on a new time), content.published (sent), content.failed and content.deleted for an edition, in the transaction of the change.';
+grant execute on function app.tg_content_items_webhooks() to pressroom_api;
+grant execute on function app.tg_content_items_webhooks() to pressroom_worker;
+revoke all on function app.tg_content_items_webhooks() from public;
+
 CREATE OR REPLACE FUNCTION app.tg_content_media_link_not_binned()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -12881,6 +13130,27 @@ grant execute on function app.tg_hashtag_groups_normalize() to pressroom_definer
 grant execute on function app.tg_hashtag_groups_normalize() to pressroom_worker;
 revoke all on function app.tg_hashtag_groups_normalize() from public;
 
+CREATE OR REPLACE FUNCTION app.tg_inbox_messages_webhooks()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog'
+AS $function$
+begin
+  if new.direction = 'inbound' then
+    perform app.webhook_emit(new.organization_id, new.workspace_id, 'inbox.message.received', new.thread_id,
+      jsonb_build_object('messageId', new.id, 'threadId', new.thread_id, 'integrationId', new.integration_id,
+        'author', new.author, 'body', new.body, 'createdAt', new.created_at));
+  end if;
+  return null;
+end
+$function$;
+alter function app.tg_inbox_messages_webhooks() owner to pressroom_definer;
+comment on function app.tg_inbox_messages_webhooks() is 'Emits inbox.message.received for every inbound comment or message folded into a thread.';
+grant execute on function app.tg_inbox_messages_webhooks() to pressroom_api;
+grant execute on function app.tg_inbox_messages_webhooks() to pressroom_worker;
+revoke all on function app.tg_inbox_messages_webhooks() from public;
+
 CREATE OR REPLACE FUNCTION app.tg_media_folders_check_depth()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -13062,6 +13332,29 @@ grant execute on function app.tg_post_metric_snapshots_rollup() to pressroom_api
 grant execute on function app.tg_post_metric_snapshots_rollup() to pressroom_worker;
 revoke all on function app.tg_post_metric_snapshots_rollup() from public;
 
+CREATE OR REPLACE FUNCTION app.tg_publishing_states_webhooks()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog'
+AS $function$
+declare
+  i app.content_items;
+begin
+  if new.state = 'awaiting_confirmation' and (tg_op = 'INSERT' or old.state is distinct from new.state) then
+    select * into i from app.content_items where id = new.content_item_id;
+    perform app.webhook_emit(new.organization_id, new.workspace_id, 'content.awaiting_confirmation', new.content_item_id,
+      app.webhook_content_data(i) || jsonb_build_object('publishingState', new.state, 'lastError', new.last_error));
+  end if;
+  return null;
+end
+$function$;
+alter function app.tg_publishing_states_webhooks() owner to pressroom_definer;
+comment on function app.tg_publishing_states_webhooks() is 'Emits content.awaiting_confirmation when the publishing engine cannot tell whether a post went out.';
+grant execute on function app.tg_publishing_states_webhooks() to pressroom_api;
+grant execute on function app.tg_publishing_states_webhooks() to pressroom_worker;
+revoke all on function app.tg_publishing_states_webhooks() from public;
+
 CREATE OR REPLACE FUNCTION app.tg_recurring_cancel_is_final()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -13097,6 +13390,29 @@ grant execute on function app.tg_recurring_cancel_is_final() to pressroom_define
 grant execute on function app.tg_recurring_cancel_is_final() to pressroom_worker;
 revoke all on function app.tg_recurring_cancel_is_final() from public;
 
+CREATE OR REPLACE FUNCTION app.tg_review_decisions_webhooks()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog'
+AS $function$
+declare
+  v_review uuid;
+  v_content uuid;
+begin
+  select ri.review_id, ri.content_id into v_review, v_content from app.review_items ri where ri.id = new.item_id;
+  perform app.webhook_emit(new.organization_id, new.workspace_id, 'review.decided', v_review,
+    jsonb_build_object('reviewId', v_review, 'itemId', new.item_id, 'contentId', v_content, 'decision', new.decision,
+      'override', new.override));
+  return null;
+end
+$function$;
+alter function app.tg_review_decisions_webhooks() owner to pressroom_definer;
+comment on function app.tg_review_decisions_webhooks() is 'Emits review.decided for every decision on a review item.';
+grant execute on function app.tg_review_decisions_webhooks() to pressroom_api;
+grant execute on function app.tg_review_decisions_webhooks() to pressroom_worker;
+revoke all on function app.tg_review_decisions_webhooks() from public;
+
 CREATE OR REPLACE FUNCTION app.tg_reviews_status_machine()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -13130,6 +13446,30 @@ grant execute on function app.tg_reviews_status_machine() to pressroom_api;
 grant execute on function app.tg_reviews_status_machine() to pressroom_definer;
 grant execute on function app.tg_reviews_status_machine() to pressroom_worker;
 revoke all on function app.tg_reviews_status_machine() from public;
+
+CREATE OR REPLACE FUNCTION app.tg_reviews_webhooks()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog'
+AS $function$
+declare
+  v_data jsonb := jsonb_build_object('reviewId', new.id, 'status', new.status, 'sentAt', new.sent_at, 'completedAt', new.completed_at);
+begin
+  if new.sent_at is not null and old.sent_at is null then
+    perform app.webhook_emit(new.organization_id, new.workspace_id, 'review.sent', new.id, v_data);
+  end if;
+  if new.completed_at is not null and old.completed_at is null then
+    perform app.webhook_emit(new.organization_id, new.workspace_id, 'review.completed', new.id, v_data);
+  end if;
+  return null;
+end
+$function$;
+alter function app.tg_reviews_webhooks() owner to pressroom_definer;
+comment on function app.tg_reviews_webhooks() is 'Emits review.sent and review.completed.';
+grant execute on function app.tg_reviews_webhooks() to pressroom_api;
+grant execute on function app.tg_reviews_webhooks() to pressroom_worker;
+revoke all on function app.tg_reviews_webhooks() from public;
 
 CREATE OR REPLACE FUNCTION app.tg_set_updated_at()
  RETURNS trigger
@@ -13309,6 +13649,248 @@ grant execute on function app.user_workspace_roles(uuid) to pressroom_api;
 grant execute on function app.user_workspace_roles(uuid) to pressroom_worker;
 revoke all on function app.user_workspace_roles(uuid) from public;
 
+CREATE OR REPLACE FUNCTION app.webhook_check_events(p_events text[])
+ RETURNS text[]
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO 'pg_catalog'
+AS $function$
+declare
+  v_bad text[];
+begin
+  if p_events is null or cardinality(p_events) = 0 then
+    perform app.raise(400, 'VALIDATION_FAILED', 'events must name at least one event type.',
+      jsonb_build_object('fields', jsonb_build_array(jsonb_build_object('field', 'events', 'message', 'at least one event type'))));
+  end if;
+  select array_agg(e) into v_bad from unnest(p_events) e where e <> all (app.webhook_event_types());
+  if v_bad is not null then
+    perform app.raise(400, 'UNKNOWN_EVENT_TYPE', 'Unknown webhook event type: ' || array_to_string(v_bad, ', ') || '.',
+      jsonb_build_object('unknown', to_jsonb(v_bad), 'valid', to_jsonb(app.webhook_event_types())));
+  end if;
+  return (select array_agg(distinct e order by e) from unnest(p_events) e);
+end
+$function$;
+comment on function app.webhook_check_events(text[]) is 'The event list, de-duplicated and sorted; 400 VALIDATION_FAILED when empty, 400 UNKNOWN_EVENT_TYPE for a name not in app.webhook_event_types().';
+grant execute on function app.webhook_check_events(text[]) to pressroom_api;
+revoke all on function app.webhook_check_events(text[]) from public;
+
+CREATE OR REPLACE FUNCTION app.webhook_check_url(p_url text)
+ RETURNS text
+ LANGUAGE plpgsql
+ IMMUTABLE
+ SET search_path TO 'pg_catalog'
+AS $function$
+begin
+  if p_url is null or p_url !~ '^https?://[^/@\s]+' or length(p_url) > 2048 or p_url ~ '^https?://[^/]*@' then
+    perform app.raise(400, 'INVALID_WEBHOOK_URL', 'url must be an http(s) URL without credentials, at most 2048 characters.',
+      jsonb_build_object('field', 'url'));
+  end if;
+  return p_url;
+end
+$function$;
+comment on function app.webhook_check_url(text) is 'The URL''s shape (http or https, no credentials, length); the server''s SSRF guard checks its address before the call.';
+grant execute on function app.webhook_check_url(text) to pressroom_api;
+revoke all on function app.webhook_check_url(text) from public;
+
+CREATE OR REPLACE FUNCTION app.webhook_claim(p_subscription uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog'
+AS $function$
+declare
+  s app.webhook_subscriptions;
+  d app.webhook_deliveries;
+  e app.webhook_events;
+begin
+  select * into s from app.webhook_subscriptions x where x.id = p_subscription;
+  if s.id is null or not s.active then
+    return jsonb_build_object('action', 'stop');
+  end if;
+  select * into d from app.webhook_deliveries x where x.subscription_id = s.id and x.state = 'pending' order by x.seq limit 1;
+  if d.id is null then
+    return jsonb_build_object('action', 'stop');
+  end if;
+  if d.next_attempt_at > now() then
+    return jsonb_build_object('action', 'wait', 'until', d.next_attempt_at);
+  end if;
+  select * into e from app.webhook_events x where x.id = d.event_id;
+  return jsonb_build_object('action', 'send', 'deliveryId', d.id, 'attempt', d.attempts + 1,
+    'timeoutMs', app.setting_int('webhook_timeout_ms'),
+    'subscription', jsonb_build_object('id', s.id, 'url', s.url, 'secretCiphertext', encode(s.secret_ciphertext, 'base64')),
+    'event', jsonb_build_object('id', e.id, 'type', e.type, 'workspaceId', e.workspace_id, 'subjectId', e.subject_id,
+                                'occurredAt', e.occurred_at, 'data', e.data));
+end
+$function$;
+comment on function app.webhook_claim(uuid) is 'The next delivery of a subscription, in outbox order: send it (with URL, encrypted secret and event), wait until its retry time, or stop (none pending, or paused).';
+grant execute on function app.webhook_claim(uuid) to pressroom_worker;
+revoke all on function app.webhook_claim(uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.webhook_content_data(i app.content_items)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog'
+AS $function$
+  select jsonb_build_object('contentId', i.id, 'rootId', i.root_id, 'integrationId', i.integration_id, 'kind', i.kind,
+    'status', i.status, 'scheduledAt', i.scheduled_at, 'sentAt', i.sent_at, 'permalink', i.permalink,
+    'error', i.error, 'version', i.version)
+$function$;
+comment on function app.webhook_content_data(app.content_items) is 'The data of a content.* lifecycle event.';
+grant execute on function app.webhook_content_data(app.content_items) to pressroom_api;
+grant execute on function app.webhook_content_data(app.content_items) to pressroom_definer;
+grant execute on function app.webhook_content_data(app.content_items) to pressroom_worker;
+revoke all on function app.webhook_content_data(app.content_items) from public;
+
+CREATE OR REPLACE FUNCTION app.webhook_delivery_json(d app.webhook_deliveries)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog'
+AS $function$
+  select jsonb_build_object('id', d.id, 'eventId', d.event_id, 'eventType', e.type, 'subjectId', e.subject_id,
+    'state', d.state, 'attempts', d.attempts, 'nextAttemptAt', case when d.state = 'pending' then d.next_attempt_at end,
+    'lastStatus', d.last_status, 'lastError', d.last_error, 'deliveredAt', d.delivered_at, 'redeliveryOf', d.redelivery_of,
+    'createdAt', d.created_at)
+  from app.webhook_events e where e.id = d.event_id
+$function$;
+comment on function app.webhook_delivery_json(app.webhook_deliveries) is 'A delivery as the API shows it.';
+grant execute on function app.webhook_delivery_json(app.webhook_deliveries) to pressroom_api;
+revoke all on function app.webhook_delivery_json(app.webhook_deliveries) from public;
+
+CREATE OR REPLACE FUNCTION app.webhook_emit(p_org uuid, p_ws uuid, p_type text, p_subject uuid, p_data jsonb)
+ RETURNS uuid
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog'
+AS $function$
+declare
+  v_event uuid;
+  v_sub record;
+begin
+  if not exists (select 1 from app.webhook_subscriptions s where s.workspace_id = p_ws and p_type = any (s.events)) then
+    return null;
+  end if;
+  insert into app.webhook_events (organization_id, workspace_id, type, subject_id, data)
+  values (p_org, p_ws, p_type, p_subject, p_data) returning id into v_event;
+  for v_sub in select s.id, s.active from app.webhook_subscriptions s
+               where s.workspace_id = p_ws and p_type = any (s.events) order by s.id loop
+    insert into app.webhook_deliveries (organization_id, workspace_id, subscription_id, event_id)
+    values (p_org, p_ws, v_sub.id, v_event);
+    if v_sub.active then
+      perform app.webhook_enqueue(v_sub.id);
+    end if;
+  end loop;
+  return v_event;
+end
+$function$;
+alter function app.webhook_emit(uuid,uuid,text,uuid,jsonb) owner to pressroom_definer;
+comment on function app.webhook_emit(uuid,uuid,text,uuid,jsonb) is 'Writes a lifecycle event to the outbox and a pending delivery for every subscription of the workspace that wants it (paused ones too: they go out on resume), and queues their delivery jobs. Nothing is written when no subscription wants the type.';
+grant execute on function app.webhook_emit(uuid,uuid,text,uuid,jsonb) to pressroom_api;
+grant execute on function app.webhook_emit(uuid,uuid,text,uuid,jsonb) to pressroom_worker;
+revoke all on function app.webhook_emit(uuid,uuid,text,uuid,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION app.webhook_enqueue(p_subscription uuid, p_start timestamp with time zone DEFAULT now())
+ RETURNS uuid
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog'
+AS $function$
+declare
+  v_queue record;
+  v_job uuid := gen_random_uuid();
+  v_rows int;
+begin
+  select * into v_queue from pgboss.queue where name = 'webhooks.deliver';
+  if v_queue.name is null then
+    raise exception 'pg-boss queue webhooks.deliver is not installed (server/jobs/queues.ts installQueues)';
+  end if;
+  insert into pgboss.job (id, name, data, priority, start_after, singleton_key, expire_seconds, deletion_seconds,
+    keep_until, retry_limit, retry_delay, retry_backoff, retry_delay_max, policy, dead_letter, heartbeat_seconds)
+  values (v_job, 'webhooks.deliver', jsonb_build_object('subscriptionId', p_subscription), 0, p_start, p_subscription::text,
+    v_queue.expire_seconds, v_queue.deletion_seconds, p_start + v_queue.retention_seconds * interval '1 second',
+    v_queue.retry_limit, v_queue.retry_delay, v_queue.retry_backoff, v_queue.retry_delay_max, v_queue.policy,
+    v_queue.dead_letter, v_queue.heartbeat_seconds)
+  on conflict do nothing;
+  get diagnostics v_rows = row_count;
+  if v_rows = 0 then
+    -- one is queued already: make it due no later than asked (a resume, a new event after a retry wait)
+    update pgboss.job j set start_after = p_start
+    where j.name = 'webhooks.deliver' and j.singleton_key = p_subscription::text and j.state in ('created', 'retry')
+      and j.start_after > p_start;
+  end if;
+  return case when v_rows = 1 then v_job end;
+end
+$function$;
+alter function app.webhook_enqueue(uuid,timestamp with time zone) owner to pressroom_definer;
+comment on function app.webhook_enqueue(uuid,timestamp with time zone) is 'Queues job webhooks.deliver for a subscription in the caller''s transaction; one queued per subscription (queue policy stately), so a burst of events makes one job; when one is queued already it is made due no later than p_start. Returns the job id or null when one was already queued.';
+grant execute on function app.webhook_enqueue(uuid,timestamp with time zone) to pressroom_api;
+grant execute on function app.webhook_enqueue(uuid,timestamp with time zone) to pressroom_worker;
+revoke all on function app.webhook_enqueue(uuid,timestamp with time zone) from public;
+
+CREATE OR REPLACE FUNCTION app.webhook_event_types()
+ RETURNS text[]
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO 'pg_catalog'
+AS $function$
+  select array['content.created', 'content.scheduled', 'content.published', 'content.failed',
+    'content.awaiting_confirmation', 'content.deleted', 'review.sent', 'review.decided', 'review.completed',
+    'inbox.message.received']
+$function$;
+comment on function app.webhook_event_types() is 'The lifecycle event types a subscription may ask for (webhook.test is sent on request to one subscription only).';
+grant execute on function app.webhook_event_types() to pressroom_api;
+grant execute on function app.webhook_event_types() to pressroom_definer;
+grant execute on function app.webhook_event_types() to pressroom_worker;
+revoke all on function app.webhook_event_types() from public;
+
+CREATE OR REPLACE FUNCTION app.webhook_record_attempt(p_delivery uuid, p_ok boolean, p_request jsonb, p_status integer, p_excerpt text, p_error text, p_duration_ms integer)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog'
+AS $function$
+declare
+  d app.webhook_deliveries;
+  s app.webhook_subscriptions;
+  v_delay_ms bigint;
+  v_paused boolean := false;
+begin
+  select * into d from app.webhook_deliveries x where x.id = p_delivery for update;
+  if d.id is null or d.state <> 'pending' then
+    return jsonb_build_object('recorded', false);
+  end if;
+  select * into s from app.webhook_subscriptions x where x.id = d.subscription_id for update;
+  insert into app.webhook_delivery_log (organization_id, workspace_id, subscription_id, delivery_id, kind, attempt, request,
+    response_status, response_excerpt, error, duration_ms)
+  values (d.organization_id, d.workspace_id, d.subscription_id, d.id, 'attempt', d.attempts + 1, p_request, p_status,
+    left(p_excerpt, 2048), left(p_error, 2048), p_duration_ms);
+  if p_ok then
+    update app.webhook_deliveries x set state = 'delivered', attempts = x.attempts + 1, last_status = p_status,
+      last_error = null, delivered_at = now() where x.id = d.id;
+    update app.webhook_subscriptions x set consecutive_failures = 0 where x.id = s.id and x.consecutive_failures <> 0;
+    -- the next claim in the same transaction: one round trip per delivery
+    return jsonb_build_object('recorded', true, 'delivered', true, 'next', app.webhook_claim(s.id));
+  end if;
+  v_delay_ms := least(app.setting_int('webhook_retry_max_ms')::bigint,
+                      app.setting_int('webhook_retry_base_ms')::bigint * (2 ^ least(d.attempts, 20))::bigint);
+  update app.webhook_deliveries x set attempts = x.attempts + 1, last_status = p_status, last_error = left(p_error, 2048),
+    next_attempt_at = now() + v_delay_ms * interval '1 millisecond' where x.id = d.id;
+  update app.webhook_subscriptions x set consecutive_failures = x.consecutive_failures + 1 where x.id = s.id
+  returning * into s;
+  if s.active and s.consecutive_failures >= app.setting_int('webhook_pause_after_failures') then
+    update app.webhook_subscriptions x set active = false, paused_reason = 'failures', updated_at = now() where x.id = s.id;
+    insert into app.webhook_delivery_log (organization_id, workspace_id, subscription_id, delivery_id, kind, error)
+    values (s.organization_id, s.workspace_id, s.id, d.id, 'webhook.paused',
+      format('Paused after %s failed attempts in a row.', s.consecutive_failures));
+    v_paused := true;
+  end if;
+  return jsonb_build_object('recorded', true, 'delivered', false, 'paused', v_paused, 'retryInMs', v_delay_ms,
+    'next', app.webhook_claim(s.id));
+end
+$function$;
+comment on function app.webhook_record_attempt(uuid,boolean,jsonb,integer,text,text,integer) is 'Records an attempt in the log; on success marks the delivery delivered and clears the failure run; on failure schedules the retry (webhook_retry_base_ms doubling up to webhook_retry_max_ms) and pauses the subscription after webhook_pause_after_failures failures in a row (log entry webhook.paused). Returns the subscription''s next claim (app.webhook_claim) with it.';
+grant execute on function app.webhook_record_attempt(uuid,boolean,jsonb,integer,text,text,integer) to pressroom_worker;
+revoke all on function app.webhook_record_attempt(uuid,boolean,jsonb,integer,text,text,integer) from public;
+
 CREATE OR REPLACE FUNCTION app.webhook_secret_key_length(p_secret text)
  RETURNS integer
  LANGUAGE plpgsql
@@ -13333,6 +13915,45 @@ grant execute on function app.webhook_secret_key_length(text) to pressroom_api;
 grant execute on function app.webhook_secret_key_length(text) to pressroom_definer;
 grant execute on function app.webhook_secret_key_length(text) to pressroom_worker;
 revoke all on function app.webhook_secret_key_length(text) from public;
+
+CREATE OR REPLACE FUNCTION app.webhook_subscription_for_update(p_id uuid)
+ RETURNS app.webhook_subscriptions
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog'
+AS $function$
+declare
+  v app.webhook_subscriptions;
+begin
+  perform app.require_role('manager');
+  -- every column but the secret (requests cannot read it)
+  select s.id, s.organization_id, s.workspace_id, s.url, s.events, s.description, s.active, s.paused_reason, null::bytea, s.consecutive_failures, s.created_by, s.created_at, s.updated_at into v
+  from app.webhook_subscriptions s where s.id = p_id and s.workspace_id = app.current_workspace_id() for update;
+  if v.id is null then
+    perform app.raise(404, 'NOT_FOUND', 'No webhook subscription with this id in this workspace.', jsonb_build_object('id', p_id));
+  end if;
+  return v;
+end
+$function$;
+comment on function app.webhook_subscription_for_update(uuid) is 'The subscription, locked, after checking the manager role; 404 NOT_FOUND otherwise.';
+grant execute on function app.webhook_subscription_for_update(uuid) to pressroom_api;
+revoke all on function app.webhook_subscription_for_update(uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.webhook_subscription_json(s app.webhook_subscriptions)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog'
+AS $function$
+  select jsonb_build_object('id', s.id, 'url', s.url, 'events', to_jsonb(s.events), 'description', s.description,
+    'active', s.active, 'pausedReason', s.paused_reason, 'consecutiveFailures', s.consecutive_failures,
+    'pendingDeliveries', (select count(*)::int from app.webhook_deliveries d where d.subscription_id = s.id and d.state = 'pending'),
+    'createdAt', s.created_at, 'updatedAt', s.updated_at)
+$function$;
+comment on function app.webhook_subscription_json(app.webhook_subscriptions) is 'A subscription as the API shows it (never its secret).';
+grant execute on function app.webhook_subscription_json(app.webhook_subscriptions) to pressroom_api;
+grant execute on function app.webhook_subscription_json(app.webhook_subscriptions) to pressroom_definer;
+grant execute on function app.webhook_subscription_json(app.webhook_subscriptions) to pressroom_worker;
+revoke all on function app.webhook_subscription_json(app.webhook_subscriptions) from public;
 
 CREATE OR REPLACE FUNCTION app.work_claim(p_kind text, p_subject uuid, p_seconds integer)
  RETURNS uuid
@@ -16064,6 +16685,33 @@ grant execute on function api.create_taxonomy_term(text,text,text) to pressroom_
 grant execute on function api.create_taxonomy_term(text,text,text) to pressroom_request;
 revoke all on function api.create_taxonomy_term(text,text,text) from public;
 
+CREATE OR REPLACE FUNCTION api.create_webhook_subscription(p_url text, p_events text[], p_description text, p_active boolean, p_secret_ciphertext bytea, p_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v app.webhook_subscriptions;
+begin
+  perform app.require_role('manager');
+  if (select count(*) from app.webhook_subscriptions s where s.workspace_id = app.current_workspace_id()) >= 20 then
+    perform app.raise(409, 'WEBHOOK_LIMIT', 'A workspace has at most 20 webhook subscriptions.', jsonb_build_object('limit', 20));
+  end if;
+  insert into app.webhook_subscriptions (id, organization_id, workspace_id, url, events, description, active, paused_reason,
+    secret_ciphertext, created_by)
+  values (p_id, app.current_organization_id(), app.current_workspace_id(), app.webhook_check_url(p_url),
+    app.webhook_check_events(p_events), p_description, coalesce(p_active, true),
+    case when coalesce(p_active, true) then null else 'manual' end, p_secret_ciphertext, app.current_user_id())
+  returning id, organization_id, workspace_id, url, events, description, active, paused_reason, null::bytea, consecutive_failures, created_by, created_at, updated_at into v;
+  return app.webhook_subscription_json(v);
+end
+$function$;
+alter function api.create_webhook_subscription(text,text[],text,boolean,bytea,uuid) owner to pressroom_api;
+comment on function api.create_webhook_subscription(text,text[],text,boolean,bytea,uuid) is 'Creates a lifecycle webhook subscription (manager role); the route generates the secret, encrypts it under the id it chose and shows it once.';
+grant execute on function api.create_webhook_subscription(text,text[],text,boolean,bytea,uuid) to pressroom_request;
+revoke all on function api.create_webhook_subscription(text,text[],text,boolean,bytea,uuid) from public;
+
 CREATE OR REPLACE FUNCTION api.create_workbench_page(p_body jsonb)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -16584,6 +17232,24 @@ comment on function api.delete_taxonomy_term(text,uuid) is 'Serves DELETE /v1/wo
 grant execute on function api.delete_taxonomy_term(text,uuid) to pressroom_definer;
 grant execute on function api.delete_taxonomy_term(text,uuid) to pressroom_request;
 revoke all on function api.delete_taxonomy_term(text,uuid) from public;
+
+CREATE OR REPLACE FUNCTION api.delete_webhook_subscription(p_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v app.webhook_subscriptions := app.webhook_subscription_for_update(p_id);
+begin
+  delete from app.webhook_subscriptions s where s.id = v.id;
+  return jsonb_build_object('id', v.id, 'deleted', true);
+end
+$function$;
+alter function api.delete_webhook_subscription(uuid) owner to pressroom_api;
+comment on function api.delete_webhook_subscription(uuid) is 'Deletes a subscription with its deliveries and log (manager role).';
+grant execute on function api.delete_webhook_subscription(uuid) to pressroom_request;
+revoke all on function api.delete_webhook_subscription(uuid) from public;
 
 CREATE OR REPLACE FUNCTION api.delete_workbench_page(p_id uuid)
  RETURNS jsonb
@@ -17443,6 +18109,21 @@ alter function api.get_review_policy() owner to pressroom_api;
 comment on function api.get_review_policy() is 'Serves GET /v1/workspaces/{workspaceId}/review-policy (getReviewPolicy_v1): none, optional or required. Viewer role.';
 grant execute on function api.get_review_policy() to pressroom_request;
 revoke all on function api.get_review_policy() from public;
+
+CREATE OR REPLACE FUNCTION api.get_webhook_subscription(p_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+begin
+  return app.webhook_subscription_json(app.webhook_subscription_for_update(p_id));
+end
+$function$;
+alter function api.get_webhook_subscription(uuid) owner to pressroom_api;
+comment on function api.get_webhook_subscription(uuid) is 'One webhook subscription (manager role).';
+grant execute on function api.get_webhook_subscription(uuid) to pressroom_request;
+revoke all on function api.get_webhook_subscription(uuid) from public;
 
 CREATE OR REPLACE FUNCTION api.get_workbench_page(p_id uuid, p_query jsonb)
  RETURNS jsonb
@@ -19009,6 +19690,79 @@ grant execute on function api.list_taxonomy_terms(text) to pressroom_definer;
 grant execute on function api.list_taxonomy_terms(text) to pressroom_request;
 revoke all on function api.list_taxonomy_terms(text) from public;
 
+CREATE OR REPLACE FUNCTION api.list_webhook_deliveries(p_id uuid, p_limit integer, p_offset integer, p_state text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v app.webhook_subscriptions := app.webhook_subscription_for_update(p_id);
+begin
+  if p_limit is null or p_limit not between 1 and 100 or p_offset is null or p_offset < 0 or p_offset > 100000 then
+    perform app.raise(400, 'VALIDATION_FAILED', 'limit must be 1 to 100 and offset 0 to 100000.', '{}'::jsonb);
+  end if;
+  return jsonb_build_object(
+    'data', coalesce((select jsonb_agg(app.webhook_delivery_json(d) order by d.seq desc)
+                      from (select * from app.webhook_deliveries d where d.subscription_id = v.id
+                              and (p_state is null or d.state = p_state)
+                            order by d.seq desc limit p_limit offset p_offset) d), '[]'::jsonb),
+    'meta', jsonb_build_object('limit', p_limit, 'offset', p_offset,
+      'total', (select count(*)::int from app.webhook_deliveries d where d.subscription_id = v.id and (p_state is null or d.state = p_state))));
+end
+$function$;
+alter function api.list_webhook_deliveries(uuid,integer,integer,text) owner to pressroom_api;
+comment on function api.list_webhook_deliveries(uuid,integer,integer,text) is 'A subscription''s deliveries, newest first, optionally of one state (manager role).';
+grant execute on function api.list_webhook_deliveries(uuid,integer,integer,text) to pressroom_request;
+revoke all on function api.list_webhook_deliveries(uuid,integer,integer,text) from public;
+
+CREATE OR REPLACE FUNCTION api.list_webhook_log(p_id uuid, p_limit integer, p_offset integer)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v app.webhook_subscriptions := app.webhook_subscription_for_update(p_id);
+begin
+  if p_limit is null or p_limit not between 1 and 100 or p_offset is null or p_offset < 0 or p_offset > 100000 then
+    perform app.raise(400, 'VALIDATION_FAILED', 'limit must be 1 to 100 and offset 0 to 100000.', '{}'::jsonb);
+  end if;
+  return jsonb_build_object(
+    'data', coalesce((select jsonb_agg(jsonb_build_object('id', l.id, 'kind', l.kind, 'deliveryId', l.delivery_id,
+                        'eventType', (select e.type from app.webhook_deliveries d join app.webhook_events e on e.id = d.event_id where d.id = l.delivery_id),
+                        'attempt', l.attempt, 'request', l.request, 'responseStatus', l.response_status,
+                        'responseExcerpt', l.response_excerpt, 'error', l.error, 'durationMs', l.duration_ms, 'createdAt', l.created_at)
+                      order by l.seq desc)
+                      from (select * from app.webhook_delivery_log l where l.subscription_id = v.id
+                            order by l.seq desc limit p_limit offset p_offset) l), '[]'::jsonb),
+    'meta', jsonb_build_object('limit', p_limit, 'offset', p_offset,
+      'total', (select count(*)::int from app.webhook_delivery_log l where l.subscription_id = v.id)));
+end
+$function$;
+alter function api.list_webhook_log(uuid,integer,integer) owner to pressroom_api;
+comment on function api.list_webhook_log(uuid,integer,integer) is 'A subscription''s delivery log (attempts, webhook.paused, webhook.resumed), newest first (manager role).';
+grant execute on function api.list_webhook_log(uuid,integer,integer) to pressroom_request;
+revoke all on function api.list_webhook_log(uuid,integer,integer) from public;
+
+CREATE OR REPLACE FUNCTION api.list_webhook_subscriptions()
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+begin
+  perform app.require_role('manager');
+  return coalesce((select jsonb_agg(app.webhook_subscription_json(row(s.id, s.organization_id, s.workspace_id, s.url, s.events, s.description, s.active, s.paused_reason, null::bytea, s.consecutive_failures, s.created_by, s.created_at, s.updated_at)::app.webhook_subscriptions)
+                     order by s.created_at, s.id)
+                   from app.webhook_subscriptions s where s.workspace_id = app.current_workspace_id()), '[]'::jsonb);
+end
+$function$;
+alter function api.list_webhook_subscriptions() owner to pressroom_api;
+comment on function api.list_webhook_subscriptions() is 'The workspace''s webhook subscriptions, oldest first (manager role; at most 20).';
+grant execute on function api.list_webhook_subscriptions() to pressroom_request;
+revoke all on function api.list_webhook_subscriptions() from public;
+
 CREATE OR REPLACE FUNCTION api.list_workbench_pages(p_query jsonb)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -19970,6 +20724,31 @@ comment on function api.record_unmatched_call(bytea,text,integer,text,numeric,te
 grant execute on function api.record_unmatched_call(bytea,text,integer,text,numeric,text) to pressroom_app;
 revoke all on function api.record_unmatched_call(bytea,text,integer,text,numeric,text) from public;
 
+CREATE OR REPLACE FUNCTION api.redeliver_webhook(p_id uuid, p_delivery uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v app.webhook_subscriptions := app.webhook_subscription_for_update(p_id);
+  d app.webhook_deliveries;
+begin
+  select * into d from app.webhook_deliveries x where x.id = p_delivery and x.subscription_id = v.id and x.workspace_id = v.workspace_id;
+  if d.id is null then
+    perform app.raise(404, 'NOT_FOUND', 'No delivery with this id for this subscription.', jsonb_build_object('id', p_delivery));
+  end if;
+  insert into app.webhook_deliveries (organization_id, workspace_id, subscription_id, event_id, redelivery_of)
+  values (v.organization_id, v.workspace_id, v.id, d.event_id, d.id) returning * into d;
+  if v.active then perform app.webhook_enqueue(v.id); end if;
+  return app.webhook_delivery_json(d);
+end
+$function$;
+alter function api.redeliver_webhook(uuid,uuid) owner to pressroom_api;
+comment on function api.redeliver_webhook(uuid,uuid) is 'Sends a delivery''s event again (manager role): a new delivery, queued after what is pending, with the same webhook-id so receivers can de-duplicate.';
+grant execute on function api.redeliver_webhook(uuid,uuid) to pressroom_request;
+revoke all on function api.redeliver_webhook(uuid,uuid) from public;
+
 CREATE OR REPLACE FUNCTION api.release_work_claim(p_kind text, p_subject uuid, p_claim uuid)
  RETURNS boolean
  LANGUAGE plpgsql
@@ -20840,6 +21619,25 @@ comment on function api.revoke_review_decision(uuid,uuid,jsonb) is 'Serves POST 
 grant execute on function api.revoke_review_decision(uuid,uuid,jsonb) to pressroom_request;
 revoke all on function api.revoke_review_decision(uuid,uuid,jsonb) from public;
 
+CREATE OR REPLACE FUNCTION api.rotate_webhook_secret(p_id uuid, p_secret_ciphertext bytea)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v app.webhook_subscriptions := app.webhook_subscription_for_update(p_id);
+begin
+  update app.webhook_subscriptions s set secret_ciphertext = p_secret_ciphertext, updated_at = now() where s.id = v.id
+  returning s.id, s.organization_id, s.workspace_id, s.url, s.events, s.description, s.active, s.paused_reason, null::bytea, s.consecutive_failures, s.created_by, s.created_at, s.updated_at into v;
+  return app.webhook_subscription_json(v);
+end
+$function$;
+alter function api.rotate_webhook_secret(uuid,bytea) owner to pressroom_api;
+comment on function api.rotate_webhook_secret(uuid,bytea) is 'Replaces the subscription''s secret with a new one the route generated and encrypted (manager role); later attempts are signed with it.';
+grant execute on function api.rotate_webhook_secret(uuid,bytea) to pressroom_request;
+revoke all on function api.rotate_webhook_secret(uuid,bytea) from public;
+
 CREATE OR REPLACE FUNCTION api.sandbox_edit_caption(p_integration_id uuid, p_platform_post_id text, p_caption text)
  RETURNS boolean
  LANGUAGE sql
@@ -21000,6 +21798,31 @@ alter function api.send_review(uuid) owner to pressroom_api;
 comment on function api.send_review(uuid) is 'Serves POST /v1/workspaces/{workspaceId}/reviews/{reviewId}/send (sendReview_v1): draft -> active (app.review_send); the client links'' tokens are in the answer, once. Editor role; 409 INVALID_REVIEW_STATUS, REVIEW_EMPTY, REVIEW_WORKFLOW_UNAVAILABLE.';
 grant execute on function api.send_review(uuid) to pressroom_request;
 revoke all on function api.send_review(uuid) from public;
+
+CREATE OR REPLACE FUNCTION api.send_webhook_test(p_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v app.webhook_subscriptions := app.webhook_subscription_for_update(p_id);
+  v_event uuid;
+  v_delivery uuid;
+begin
+  insert into app.webhook_events (organization_id, workspace_id, type, subject_id, data)
+  values (v.organization_id, v.workspace_id, 'webhook.test', v.id, jsonb_build_object('subscriptionId', v.id, 'message', 'A test event.'))
+  returning id into v_event;
+  insert into app.webhook_deliveries (organization_id, workspace_id, subscription_id, event_id)
+  values (v.organization_id, v.workspace_id, v.id, v_event) returning id into v_delivery;
+  if v.active then perform app.webhook_enqueue(v.id); end if;
+  return jsonb_build_object('eventId', v_event, 'deliveryId', v_delivery, 'queued', v.active);
+end
+$function$;
+alter function api.send_webhook_test(uuid) owner to pressroom_api;
+comment on function api.send_webhook_test(uuid) is 'Queues a webhook.test event to this subscription only (manager role); it goes out after what is already pending.';
+grant execute on function api.send_webhook_test(uuid) to pressroom_request;
+revoke all on function api.send_webhook_test(uuid) from public;
 
 CREATE OR REPLACE FUNCTION api.set_content_intended_publish_time(p_id uuid, p_at timestamp with time zone)
  RETURNS jsonb
@@ -22083,6 +22906,46 @@ comment on function api.update_taxonomy_term(text,uuid,jsonb) is 'Serves PATCH /
 grant execute on function api.update_taxonomy_term(text,uuid,jsonb) to pressroom_definer;
 grant execute on function api.update_taxonomy_term(text,uuid,jsonb) to pressroom_request;
 revoke all on function api.update_taxonomy_term(text,uuid,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION api.update_webhook_subscription(p_id uuid, p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v app.webhook_subscriptions := app.webhook_subscription_for_update(p_id);
+  v_active boolean := v.active;
+begin
+  if p_body ? 'url' then v.url := app.webhook_check_url(p_body->>'url'); end if;
+  if p_body ? 'events' then
+    v.events := app.webhook_check_events(array(select jsonb_array_elements_text(p_body->'events')));
+  end if;
+  if p_body ? 'description' then v.description := p_body->>'description'; end if;
+  if p_body ? 'active' and (p_body->>'active')::boolean is distinct from v.active then
+    v_active := (p_body->>'active')::boolean;
+    v.active := v_active;
+    v.paused_reason := case when v_active then null else 'manual' end;
+    if v_active then v.consecutive_failures := 0; end if;
+    insert into app.webhook_delivery_log (organization_id, workspace_id, subscription_id, kind, error)
+    values (v.organization_id, v.workspace_id, v.id, case when v_active then 'webhook.resumed' else 'webhook.paused' end,
+            case when v_active then 'Resumed by a manager.' else 'Paused by a manager.' end);
+  end if;
+  update app.webhook_subscriptions s set url = v.url, events = v.events, description = v.description, active = v.active,
+    paused_reason = v.paused_reason, consecutive_failures = v.consecutive_failures, updated_at = now()
+  where s.id = v.id returning s.id, s.organization_id, s.workspace_id, s.url, s.events, s.description, s.active, s.paused_reason, null::bytea, s.consecutive_failures, s.created_by, s.created_at, s.updated_at into v;
+  if v.active then
+    -- due now: on resume the backlog goes out, in order
+    update app.webhook_deliveries d set next_attempt_at = now() where d.subscription_id = v.id and d.state = 'pending';
+    perform app.webhook_enqueue(v.id);
+  end if;
+  return app.webhook_subscription_json(v);
+end
+$function$;
+alter function api.update_webhook_subscription(uuid,jsonb) owner to pressroom_api;
+comment on function api.update_webhook_subscription(uuid,jsonb) is 'Changes url, events, description or active (manager role); pausing and resuming are logged (webhook.paused, webhook.resumed) and resuming sends the backlog in order.';
+grant execute on function api.update_webhook_subscription(uuid,jsonb) to pressroom_request;
+revoke all on function api.update_webhook_subscription(uuid,jsonb) from public;
 
 CREATE OR REPLACE FUNCTION api.update_workbench_page(p_id uuid, p_body jsonb)
  RETURNS jsonb

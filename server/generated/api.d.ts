@@ -4802,6 +4802,190 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workspaces/{workspaceId}/webhooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * The workspace's lifecycle webhook subscriptions (manager role)
+         * @description Oldest first; at most 20 per workspace, so no paging. Secrets are never shown here.
+         */
+        get: operations["listWebhookSubscriptions_v1"];
+        put?: never;
+        /**
+         * Subscribe a URL to lifecycle events (manager role)
+         * @description The answer carries the Standard Webhooks signing secret (`whsec_...`), shown this once;
+         *     it is stored encrypted. The URL's host must resolve to public addresses (400
+         *     `WEBHOOK_URL_PRIVATE_NETWORK`, `WEBHOOK_HOST_UNRESOLVABLE`, `INVALID_WEBHOOK_URL`);
+         *     unknown event types answer 400 `UNKNOWN_EVENT_TYPE`; a 21st subscription 409 `WEBHOOK_LIMIT`.
+         *     Every request is signed (`webhook-id`, `webhook-timestamp`, `webhook-signature`); see docs/webhooks.md.
+         */
+        post: operations["createWebhookSubscription_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/webhooks/{webhookId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Webhook subscription UUID */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        /** One webhook subscription (manager role) */
+        get: operations["getWebhookSubscription_v1"];
+        put?: never;
+        post?: never;
+        /** Delete a webhook subscription with its deliveries and log (manager role) */
+        delete: operations["deleteWebhookSubscription_v1"];
+        options?: never;
+        head?: never;
+        /**
+         * Change, pause or resume a webhook subscription (manager role)
+         * @description Only the fields sent change. `active: false` pauses it (events keep queuing), `active: true`
+         *     resumes it: the backlog goes out in order and the failure run restarts at zero. Pausing and
+         *     resuming are entries of the log (`webhook.paused`, `webhook.resumed`).
+         */
+        patch: operations["updateWebhookSubscription_v1"];
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/webhooks/{webhookId}/rotate-secret": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Webhook subscription UUID */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replace the signing secret; the new one is shown once (manager role)
+         * @description Attempts from now on are signed with the new secret only.
+         */
+        post: operations["rotateWebhookSecret_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/webhooks/{webhookId}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Webhook subscription UUID */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a webhook.test event to this subscription (manager role)
+         * @description Queued after what is already pending for the subscription; see its deliveries and log for the outcome.
+         */
+        post: operations["sendWebhookTest_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/webhooks/{webhookId}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Webhook subscription UUID */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        /** A subscription's deliveries, newest first (manager role) */
+        get: operations["listWebhookDeliveries_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Webhook subscription UUID */
+                webhookId: string;
+                /** @description Delivery UUID */
+                deliveryId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a delivery's event again (manager role)
+         * @description A new delivery of the same event (same `webhook-id`, so receivers can de-duplicate), queued after what is pending.
+         */
+        post: operations["redeliverWebhook_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/webhooks/{webhookId}/log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Webhook subscription UUID */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * A subscription's delivery log, newest first (manager role)
+         * @description Every attempt (request, response status, the first 2048 characters of the answer, duration) and the `webhook.paused` / `webhook.resumed` entries.
+         */
+        get: operations["listWebhookLog_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -8331,6 +8515,146 @@ export interface components {
             platform: "facebook" | "instagram" | "x";
             /** Format: date-time */
             updatedAt: string;
+        };
+        /**
+         * @description A lifecycle event type a subscription can ask for (docs/webhooks.md describes each payload).
+         * @enum {string}
+         */
+        WebhookEventType: "content.created" | "content.scheduled" | "content.published" | "content.failed" | "content.awaiting_confirmation" | "content.deleted" | "review.sent" | "review.decided" | "review.completed" | "inbox.message.received";
+        WebhookSubscription: {
+            /** Format: uuid */
+            id: string;
+            /** @description Where the events are POSTed */
+            url: string;
+            /** @description The event types wanted, sorted */
+            events: components["schemas"]["WebhookEventType"][];
+            description: string | null;
+            /** @description false while paused; events still queue and go out in order once resumed */
+            active: boolean;
+            /**
+             * @description manual: paused by a manager; failures: after webhook_pause_after_failures failed attempts in a row
+             * @enum {string|null}
+             */
+            pausedReason: "manual" | "failures" | null;
+            consecutiveFailures: number;
+            pendingDeliveries: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+        };
+        /** @description A subscription with its signing secret, shown in this answer only (create and rotate-secret). */
+        WebhookSubscriptionWithSecret: {
+            /** Format: uuid */
+            id: string;
+            /** @description Where the events are POSTed */
+            url: string;
+            /** @description The event types wanted, sorted */
+            events: components["schemas"]["WebhookEventType"][];
+            description: string | null;
+            /** @description false while paused; events still queue and go out in order once resumed */
+            active: boolean;
+            /**
+             * @description manual: paused by a manager; failures: after webhook_pause_after_failures failed attempts in a row
+             * @enum {string|null}
+             */
+            pausedReason: "manual" | "failures" | null;
+            consecutiveFailures: number;
+            pendingDeliveries: number;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            updatedAt: string;
+            /** @description The Standard Webhooks secret (whsec_ + base64 of 32 bytes); shown once */
+            secret: string;
+        };
+        CreateWebhookSubscriptionDto: {
+            /** @description http(s) URL; its host must resolve to public addresses (the SSRF guard of server/net/ssrf.ts) */
+            url: string;
+            events: components["schemas"]["WebhookEventType"][];
+            description?: string | null;
+            /** @default true */
+            active: boolean;
+        };
+        UpdateWebhookSubscriptionDto: {
+            url?: string;
+            events?: components["schemas"]["WebhookEventType"][];
+            description?: string | null;
+            /** @description false pauses, true resumes (the backlog goes out in order) */
+            active?: boolean;
+        };
+        WebhookSubscriptionDeletion: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {boolean} */
+            deleted: true;
+        };
+        WebhookTestResult: {
+            /**
+             * Format: uuid
+             * @description The webhook-id of the test message
+             */
+            eventId: string;
+            /** Format: uuid */
+            deliveryId: string;
+            /** @description false when the subscription is paused (it goes out on resume) */
+            queued: boolean;
+        };
+        WebhookDelivery: {
+            /** Format: uuid */
+            id: string;
+            /**
+             * Format: uuid
+             * @description The event, also the webhook-id header (a redelivery keeps it)
+             */
+            eventId: string;
+            /** @description A WebhookEventType or webhook.test */
+            eventType: string;
+            /**
+             * Format: uuid
+             * @description The content item, review, inbox thread or subscription the event is about
+             */
+            subjectId: string | null;
+            /** @enum {string} */
+            state: "pending" | "delivered";
+            attempts: number;
+            /** Format: date-time */
+            nextAttemptAt: string | null;
+            /** @description HTTP status of the last attempt; null when none came */
+            lastStatus: number | null;
+            lastError: string | null;
+            /** Format: date-time */
+            deliveredAt: string | null;
+            /** Format: uuid */
+            redeliveryOf: string | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        WebhookLogEntry: {
+            /** Format: uuid */
+            id: string;
+            /** @enum {string} */
+            kind: "attempt" | "webhook.paused" | "webhook.resumed";
+            /** Format: uuid */
+            deliveryId: string | null;
+            eventType: string | null;
+            attempt: number | null;
+            /** @description The request sent: url, headers (without the signature) and body */
+            request: {
+                [key: string]: unknown;
+            } | null;
+            responseStatus: number | null;
+            /** @description The first 2048 characters of the answer */
+            responseExcerpt: string | null;
+            error: string | null;
+            durationMs: number | null;
+            /** Format: date-time */
+            createdAt: string;
+        };
+        WebhookPageMeta: {
+            limit: number;
+            offset: number;
+            total: number;
         };
     };
     responses: {
@@ -18960,6 +19284,392 @@ export interface operations {
             };
             500: components["responses"]["InternalError"];
             503: components["responses"]["InboxHookSecretUnreadable"];
+        };
+    };
+    listWebhookSubscriptions_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WebhookSubscription"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    createWebhookSubscription_v1: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a retry safe; see Idempotency in the introduction. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "url": "https://hooks.example.com/pressroom",
+                 *       "events": [
+                 *         "content.published",
+                 *         "content.failed"
+                 *       ],
+                 *       "description": "Publishing alerts"
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreateWebhookSubscriptionDto"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WebhookSubscriptionWithSecret"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getWebhookSubscription_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Webhook subscription UUID */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WebhookSubscription"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    deleteWebhookSubscription_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Webhook subscription UUID */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WebhookSubscriptionDeletion"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    updateWebhookSubscription_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Webhook subscription UUID */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "active": true
+                 *     }
+                 */
+                "application/json": components["schemas"]["UpdateWebhookSubscriptionDto"];
+            };
+        };
+        responses: {
+            /** @description Updated */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WebhookSubscription"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    rotateWebhookSecret_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Webhook subscription UUID */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Rotated */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WebhookSubscriptionWithSecret"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    sendWebhookTest_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Webhook subscription UUID */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WebhookTestResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listWebhookDeliveries_v1: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+                state?: "pending" | "delivered";
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Webhook subscription UUID */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WebhookDelivery"][];
+                        meta: components["schemas"]["WebhookPageMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    redeliverWebhook_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Webhook subscription UUID */
+                webhookId: string;
+                /** @description Delivery UUID */
+                deliveryId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Queued */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WebhookDelivery"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    listWebhookLog_v1: {
+        parameters: {
+            query?: {
+                limit?: number;
+                offset?: number;
+            };
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                /** @description Webhook subscription UUID */
+                webhookId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["WebhookLogEntry"][];
+                        meta: components["schemas"]["WebhookPageMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
         };
     };
 }

@@ -42,6 +42,9 @@ export const QUERY_DEFAULTS = {
   // Inbox
   listInboxThreads_v1: ['limit'],
   listInboxMessages_v1: ['limit'],
+  // Lifecycle webhooks
+  listWebhookDeliveries_v1: ['limit', 'offset'],
+  listWebhookLog_v1: ['limit', 'offset'],
 } as const satisfies { [K in OperationId]?: readonly (keyof QueryOf<K>)[] };
 
 type QueryOf<K extends OperationId> = OrEmpty<operations[K]['parameters']['query']>;

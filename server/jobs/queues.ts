@@ -20,11 +20,14 @@ export const QUEUES = {
   inboxFold: 'inbox.fold',
   inboxAction: 'inbox.action',
   inboxPurgeDeliveries: 'inbox.purge-deliveries',
+  // Lifecycle webhooks (server/jobs/lifecycle.ts): one queued per subscription.
+  webhooksDeliver: 'webhooks.deliver',
 } as const;
 
 /** Queues that need options of their own: one queued fold per integration at a time (singleton key). */
 const QUEUE_OPTIONS: Partial<Record<string, { policy: 'stately' }>> = {
   [QUEUES.inboxFold]: { policy: 'stately' },
+  [QUEUES.webhooksDeliver]: { policy: 'stately' },
 };
 
 /**

@@ -5,6 +5,7 @@ import { asWorker } from '../db/worker.ts';
 import type { AppDeps } from '../deps.ts';
 import { registerAnalyticsJobs } from './analytics.ts';
 import { registerInboxJobs } from './inbox.ts';
+import { registerLifecycleJobs } from './lifecycle.ts';
 import { registerMediaJobs } from './media.ts';
 import { registerPublishJobs } from './publish.ts';
 import { PGBOSS_SCHEMA, QUEUES } from './queues.ts';
@@ -45,6 +46,7 @@ export async function startWorker(deps: AppDeps, opts: { ownerUrl: string }) {
   await registerAnalyticsJobs(boss, deps);
   await registerReviewJobs(boss, pool, log); // reviews: expiry
   await registerInboxJobs(boss, deps);
+  await registerLifecycleJobs(boss, deps); // lifecycle webhooks
   // Upkeep that must not wait for the first cron tick.
   await maintenance.ensureAuditPartitions(pool);
   return {

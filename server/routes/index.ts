@@ -18,6 +18,8 @@ import { gridRoutes } from './grid.ts';
 // Reviews and approval workflows
 import { approvalWorkflowRoutes, notificationRoutes, reviewLinkRoutes, reviewRoutes } from './reviews.ts';
 import { workbenchRoutes } from './workbench.ts';
+// Lifecycle webhooks
+import { webhookSubscriptionRoutes } from './webhookSubscriptions.ts';
 
 /**
  * One handler for every operationId of server/generated/api.d.ts, typed by it:
@@ -46,6 +48,8 @@ const table = {
   ...reviewLinkRoutes,
   ...workbenchRoutes,
   ...inboxRoutes,
+  // Lifecycle webhooks
+  ...webhookSubscriptionRoutes,
 } satisfies RouteTable;
 
 /**
