@@ -1,6 +1,6 @@
 // Lifecycle webhook subscriptions (docs/webhooks.md): the rules (manager
 // role, event types, limits, pausing) are in SQL
-// (db/migrations/current/22-webhook-subscriptions.sql); here the URL's host is
+// (db/migrations/committed/000018-lifecycle-webhooks.sql); here the URL's host is
 // checked by the SSRF guard and the signing secret generated and encrypted
 // (server/webhooks/secret.ts) between two short transactions (PhasedRoute:
 // no DNS lookup and no key load inside a transaction); the secret is shown once.

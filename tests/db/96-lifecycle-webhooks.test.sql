@@ -1,4 +1,4 @@
--- Lifecycle webhooks in the database (db/migrations/current/22-webhook-subscriptions.sql):
+-- Lifecycle webhooks in the database (db/migrations/committed/000018-lifecycle-webhooks.sql):
 -- subscriptions need the manager role and stay in their workspace; a change
 -- writes its event and deliveries in its own transaction and queues one
 -- delivery job per subscription; the worker gets deliveries in outbox order,

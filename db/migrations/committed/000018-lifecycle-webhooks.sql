@@ -1,3 +1,8 @@
+--! Previous: sha1:b224309a106600763500fed6620fe4b92f8b4c49
+--! Hash: sha1:79180b391ef85ab2d4eae83767ba375b9c69d429
+--! Message: lifecycle webhooks
+
+--! split: 22-webhook-subscriptions.sql
 -- Lifecycle webhooks: outbound, signed notifications of what happens to a
 -- workspace's content, reviews and inbox (docs/webhooks.md).
 --
