@@ -63,7 +63,6 @@ const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 /** Turns an OpenAPI 3.0 schema (with `#/` references into `doc`) into self-contained JSON Schema. */
 export function toJsonSchema(doc: any, schema: any, seen: string[] = []): JsonSchema {
   if (schema === null || typeof schema !== 'object') return schema;
-  if (Array.isArray(schema)) return schema.map((s) => toJsonSchema(doc, s, seen)) as any;
   if (typeof schema.$ref === 'string') {
     const ref: string = schema.$ref;
     if (seen.includes(ref)) return {}; // a recursive schema: left open below this depth
@@ -80,7 +79,8 @@ export function toJsonSchema(doc: any, schema: any, seen: string[] = []): JsonSc
     if (k === 'properties' || k === 'patternProperties') {
       out[k] = Object.fromEntries(Object.entries(v as object).map(([p, s]) => [p, toJsonSchema(doc, s, seen)]));
     } else if (typeof v === 'object' && v !== null && k !== 'enum' && k !== 'required' && k !== 'default') {
-      out[k] = toJsonSchema(doc, v, seen);
+      // allOf, anyOf, oneOf and tuple items are arrays of schemas
+      out[k] = Array.isArray(v) ? v.map((s) => toJsonSchema(doc, s, seen)) : toJsonSchema(doc, v, seen);
     } else {
       out[k] = v;
     }
@@ -146,7 +146,7 @@ export function operationTools(doc: any = loadContract()): OperationTool[] {
 
 /** The media upload tool: the three steps of the signed upload flow in one call. */
 export function uploadToolSchema(doc: any = loadContract(), allowLocalFiles: boolean): JsonSchema & { type: 'object' } {
-  const init = toJsonSchema(doc, { $ref: '#/components/schemas/InitUploadDto' }) as any;
+  const init = toJsonSchema(doc, { $ref: '#/components/schemas/InitUploadDto' }) as { properties: Record<string, JsonSchema> };
   const source: Record<string, JsonSchema> = {
     url: { type: 'string', format: 'uri', maxLength: 2048, description: 'An http(s) URL to fetch the file from (public addresses only)' },
   };
