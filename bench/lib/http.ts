@@ -24,11 +24,28 @@ export class HttpClient {
 
   /** An op doing GET path with these headers; only a 200 is a success (the body is drained unread). */
   getOp(path: string, headers: Record<string, string>): Op {
-    const options: http.RequestOptions = { host: this.host, port: this.port, path, method: 'GET', agent: this.agent, headers };
+    return this.requestOp('GET', path, 200, () => ({ headers }));
+  }
+
+  /** An op sending `body` as JSON with a bearer token; only `expect` is a success (the body is drained unread). */
+  jsonOp(method: string, path: string, token: string, body: unknown, expect: number): Op {
+    const payload = Buffer.from(JSON.stringify(body));
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': String(payload.length) };
+    return this.requestOp(method, path, expect, () => ({ headers, body: payload }));
+  }
+
+  /**
+   * An op whose headers and body `make` builds for each request (a signed
+   * body, a new id); only `expect` is a success (the body is drained unread),
+   * any other status fails with the start of the answer.
+   */
+  requestOp(method: string, path: string, expect: number, make: () => { headers: http.OutgoingHttpHeaders; body?: string | Buffer }): Op {
+    const { host, port, agent, timeoutMs } = this;
     return () =>
       new Promise<void>((resolve, reject) => {
-        const req = http.request(options, (res) => {
-          if (res.statusCode === 200) {
+        const { headers, body } = make();
+        const req = http.request({ host, port, path, method, agent, headers }, (res) => {
+          if (res.statusCode === expect) {
             res.on('end', resolve);
             res.on('error', reject);
             res.resume();
@@ -36,12 +53,12 @@ export class HttpClient {
           }
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => reject(new Error(`GET ${path} -> ${res.statusCode}: ${Buffer.concat(chunks).toString('utf8').slice(0, 500)}`)));
+          res.on('end', () => reject(new Error(`${method} ${path} -> ${res.statusCode}: ${Buffer.concat(chunks).toString('utf8').slice(0, 500)}`)));
           res.on('error', reject);
         });
-        req.setTimeout(this.timeoutMs, () => req.destroy(new Error(`GET ${path}: no answer within ${this.timeoutMs} ms`)));
+        req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${path}: no answer within ${timeoutMs} ms`)));
         req.on('error', reject);
-        req.end();
+        req.end(body);
       });
   }
 

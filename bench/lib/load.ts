@@ -10,6 +10,7 @@
 // of whichever happened to run at the time.
 import os from 'node:os';
 import { addDeltas, cpuDelta, cpuReport, snapshot, type CpuDelta, type CpuReport, type CpuSnapshot, type Watch } from './cpu.ts';
+import type { Knobs } from './knobs.ts';
 
 /** One request; resolves when it succeeded, throws (with a useful message) when it did not. */
 export type Op = () => Promise<void>;
@@ -25,6 +26,18 @@ export interface LoadOptions {
   requestTimeoutMs: number;
   /** Processes to account CPU to: the server child, the PostgreSQL postmaster. */
   watch: Watch;
+}
+
+/** The load options of the knobs (loops, warm-up, measured time, slices, timeout), CPU accounted to `watch`. */
+export function loadOptions(knobs: Knobs, watch: Watch): LoadOptions {
+  return {
+    concurrency: knobs.concurrency,
+    warmupMs: knobs.warmupSeconds * 1000,
+    durationMs: knobs.seconds * 1000,
+    sliceMs: knobs.sliceSeconds * 1000,
+    requestTimeoutMs: knobs.requestTimeoutMs,
+    watch,
+  };
 }
 
 export interface LatencyStats {

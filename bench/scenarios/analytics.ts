@@ -23,7 +23,7 @@
 // tests/db/93-analytics.test.sql proves equal to what the triggers keep.
 import pg from 'pg';
 import { HttpClient, jsonRequest } from '../lib/http.ts';
-import { measureSides, type LoadOptions, type Side } from '../lib/load.ts';
+import { loadOptions, measureSides, type Side } from '../lib/load.ts';
 import { ratiosFor, type Row, type ScenarioReport } from '../lib/report.ts';
 import type { Scenario, ScenarioContext } from '../lib/scenario.ts';
 import { cloneForBench, startServer } from '../lib/stack.ts';
@@ -183,14 +183,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioReport> {
     }
   }
 
-  const loadOpts: LoadOptions = {
-    concurrency: knobs.concurrency,
-    warmupMs: knobs.warmupSeconds * 1000,
-    durationMs: knobs.seconds * 1000,
-    sliceMs: knobs.sliceSeconds * 1000,
-    requestTimeoutMs: knobs.requestTimeoutMs,
-    watch: { serverPid: server.pid, postgresPid: ctx.machine.postmasterPid },
-  };
+  const loadOpts = loadOptions(knobs, { serverPid: server.pid, postgresPid: ctx.machine.postmasterPid });
   const rows: Row[] = [];
   for (const r of routes) {
     log(`analytics: ${r.group}: ${knobs.seconds} s per side, large and small interleaved`);

@@ -23,14 +23,13 @@
 // insert at seconds instead of minutes (no status guard, publish job,
 // publishability check or version row per edition). Everything measured
 // afterwards runs with all triggers.
-import http from 'node:http';
 import pg from 'pg';
 import { loadConfig } from '../../server/config.ts';
 import { openPool } from '../../server/db/pool.ts';
 import { loadOpenApi } from '../../server/http/openapi.ts';
 import { routes } from '../../server/routes/index.ts';
 import { HttpClient, jsonRequest } from '../lib/http.ts';
-import { measureSides, type LoadOptions, type Op, type Side } from '../lib/load.ts';
+import { loadOptions, measureSides, type Op, type Side } from '../lib/load.ts';
 import { ratiosFor, type Row, type ScenarioReport } from '../lib/report.ts';
 import type { Scenario, ScenarioContext } from '../lib/scenario.ts';
 import { cloneForBench, startServer } from '../lib/stack.ts';
@@ -199,37 +198,6 @@ interface BenchRoute extends DirectRoute {
   query: Record<string, string>;
 }
 
-/** An HTTP op sending a JSON body on the client's keep-alive agent; only `expect` is a success (body drained unread). */
-function httpJsonOp(client: HttpClient, method: string, path: string, token: string, body: unknown, expect: number): Op {
-  const payload = Buffer.from(JSON.stringify(body));
-  const options: http.RequestOptions = {
-    host: client.host,
-    port: client.port,
-    path,
-    method,
-    agent: client.agent,
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': String(payload.length) },
-  };
-  return () =>
-    new Promise<void>((resolve, reject) => {
-      const req = http.request(options, (res) => {
-        if (res.statusCode === expect) {
-          res.on('end', resolve);
-          res.on('error', reject);
-          res.resume();
-          return;
-        }
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => reject(new Error(`${method} ${path} -> ${res.statusCode}: ${Buffer.concat(chunks).toString('utf8').slice(0, 500)}`)));
-        res.on('error', reject);
-      });
-      req.setTimeout(client.timeoutMs, () => req.destroy(new Error(`${method} ${path}: no answer within ${client.timeoutMs} ms`)));
-      req.on('error', reject);
-      req.end(payload);
-    });
-}
-
 function listCheck(group: string, expectItems: number, minTotal: number, itemCheck?: (item: any) => boolean) {
   return (status: number, data: any, meta: any) => {
     if (status !== 200 || !Array.isArray(data) || data.length !== expectItems || !meta || meta.total < minTotal) {
@@ -319,14 +287,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioReport> {
     await directOp(pool, route, config)();
   }
 
-  const loadOpts: LoadOptions = {
-    concurrency: knobs.concurrency,
-    warmupMs: knobs.warmupSeconds * 1000,
-    durationMs: knobs.seconds * 1000,
-    sliceMs: knobs.sliceSeconds * 1000,
-    requestTimeoutMs: knobs.requestTimeoutMs,
-    watch: { serverPid: server.pid, postgresPid: ctx.machine.postmasterPid },
-  };
+  const loadOpts = loadOptions(knobs, { serverPid: server.pid, postgresPid: ctx.machine.postmasterPid });
   const rows: Row[] = [];
   for (const route of benchRoutes) {
     const how = `${knobs.concurrency} loops, ${knobs.warmupSeconds} s warm-up`;
@@ -337,7 +298,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioReport> {
     const client = new HttpClient(server.baseUrl, knobs.concurrency, knobs.requestTimeoutMs);
     try {
       const headers = { authorization: `Bearer ${route.token}` };
-      const httpOp = () => (route.method === 'GET' ? client.getOp(route.path, headers) : httpJsonOp(client, 'POST', route.path, route.token, route.body, 201));
+      const httpOp = () => (route.method === 'GET' ? client.getOp(route.path, headers) : client.jsonOp('POST', route.path, route.token, route.body, 201));
       const sides: Side[] = [
         { name: 'http', makeOp: httpOp, onStart: () => log(`content:   http (${how})`) },
         { name: 'direct', makeOp: () => directOp(pool, route, config), onStart: () => log(`content:   direct (${how})`) },

@@ -18,7 +18,7 @@ import { openPool } from '../../server/db/pool.ts';
 import { loadOpenApi } from '../../server/http/openapi.ts';
 import { routes } from '../../server/routes/index.ts';
 import { HttpClient, jsonRequest } from '../lib/http.ts';
-import { measureSides, type LoadOptions, type Side } from '../lib/load.ts';
+import { loadOptions, measureSides, type Side } from '../lib/load.ts';
 import { ratiosFor, type Row, type ScenarioReport } from '../lib/report.ts';
 import type { Scenario, ScenarioContext } from '../lib/scenario.ts';
 import { cloneForBench, startServer } from '../lib/stack.ts';
@@ -175,14 +175,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioReport> {
     await directOp(pool, route, config)();
   }
 
-  const loadOpts: LoadOptions = {
-    concurrency: knobs.concurrency,
-    warmupMs: knobs.warmupSeconds * 1000,
-    durationMs: knobs.seconds * 1000,
-    sliceMs: knobs.sliceSeconds * 1000,
-    requestTimeoutMs: knobs.requestTimeoutMs,
-    watch: { serverPid: server.pid, postgresPid: ctx.machine.postmasterPid },
-  };
+  const loadOpts = loadOptions(knobs, { serverPid: server.pid, postgresPid: ctx.machine.postmasterPid });
   const rows: Row[] = [];
   for (const route of benchRoutes) {
     const how = `${knobs.concurrency} loops, ${knobs.warmupSeconds} s warm-up`;

@@ -15,7 +15,6 @@
 // `set local session_replication_role = replica` (content rows without their
 // triggers, as in the content scenario), and the tiles with evenly spaced keys
 // (app.grid_key_at): the state the placement trigger would leave.
-import http from 'node:http';
 import pg from 'pg';
 import { loadConfig } from '../../server/config.ts';
 import { openPool } from '../../server/db/pool.ts';
@@ -23,7 +22,7 @@ import { loadOpenApi } from '../../server/http/openapi.ts';
 import { routes } from '../../server/routes/index.ts';
 import { directOp, operation, type DirectRoute } from '../lib/direct.ts';
 import { HttpClient, jsonRequest } from '../lib/http.ts';
-import { measureSides, type LoadOptions, type Op, type Side } from '../lib/load.ts';
+import { loadOptions, measureSides, type Op, type Side } from '../lib/load.ts';
 import { ratiosFor, type Ratio, type Row, type ScenarioReport } from '../lib/report.ts';
 import type { Scenario, ScenarioContext } from '../lib/scenario.ts';
 import { cloneForBench, startServer } from '../lib/stack.ts';
@@ -162,33 +161,6 @@ interface BenchRoute extends DirectRoute {
   query: Record<string, string>;
 }
 
-/** An HTTP op with a JSON body; only `expect` is a success (body drained unread). */
-function httpJsonOp(client: HttpClient, method: string, path: string, token: string, body: unknown, expect: number): Op {
-  const payload = Buffer.from(JSON.stringify(body));
-  const options: http.RequestOptions = {
-    host: client.host, port: client.port, path, method, agent: client.agent,
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': String(payload.length) },
-  };
-  return () =>
-    new Promise<void>((resolve, reject) => {
-      const req = http.request(options, (res) => {
-        if (res.statusCode === expect) {
-          res.on('end', resolve);
-          res.on('error', reject);
-          res.resume();
-          return;
-        }
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => reject(new Error(`${method} ${path} -> ${res.statusCode}: ${Buffer.concat(chunks).toString('utf8').slice(0, 500)}`)));
-        res.on('error', reject);
-      });
-      req.setTimeout(client.timeoutMs, () => req.destroy(new Error(`${method} ${path}: no answer within ${client.timeoutMs} ms`)));
-      req.on('error', reject);
-      req.end(payload);
-    });
-}
-
 /** Alternates between ops (a move there and back). */
 function alternate(ops: Op[]): Op {
   let i = 0;
@@ -277,14 +249,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioReport> {
     await directOp(pool, route, config)();
   }
 
-  const loadOpts: LoadOptions = {
-    concurrency: knobs.concurrency,
-    warmupMs: knobs.warmupSeconds * 1000,
-    durationMs: knobs.seconds * 1000,
-    sliceMs: knobs.sliceSeconds * 1000,
-    requestTimeoutMs: knobs.requestTimeoutMs,
-    watch: { serverPid: server.pid, postgresPid: ctx.machine.postmasterPid },
-  };
+  const loadOpts = loadOptions(knobs, { serverPid: server.pid, postgresPid: ctx.machine.postmasterPid });
   const rows: Row[] = [];
   const how = `${knobs.concurrency} loops, ${knobs.warmupSeconds} s warm-up`;
   const groups: { group: string; http: (c: HttpClient) => Op; direct: () => Op; what: string }[] = [
@@ -296,7 +261,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioReport> {
     })),
     {
       group: moves[0]!.group,
-      http: (c: HttpClient) => alternate(moves.map((m) => httpJsonOp(c, 'POST', m.path, m.token, m.body, 200))),
+      http: (c: HttpClient) => alternate(moves.map((m) => c.jsonOp('POST', m.path, m.token, m.body, 200))),
       direct: () => alternate(moves.map((m) => directOp(pool, m, config))),
       what: `POST ${moves[0]!.path} with position ${big.published + 350} and ${big.size - 1} in turn`,
     },

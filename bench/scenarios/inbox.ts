@@ -16,13 +16,12 @@
 //    written by the superuser; the ratio 100k/1k of p99 is the figure to hold
 //    within 1.5.
 import { createHmac } from 'node:crypto';
-import http from 'node:http';
 import pg from 'pg';
 import { loadConfig } from '../../server/config.ts';
 import { jsonResult, openPool, sql } from '../../server/db/pool.ts';
 import { normalizeDelivery } from '../../server/inbox/normalize.ts';
 import { HttpClient, jsonRequest } from '../lib/http.ts';
-import { latencyStats, measureSides, type LoadOptions, type LoadResult, type Op } from '../lib/load.ts';
+import { latencyStats, loadOptions, measureSides, type LoadResult, type Op } from '../lib/load.ts';
 import { ratiosFor, type Row, type ScenarioReport } from '../lib/report.ts';
 import type { Scenario, ScenarioContext } from '../lib/scenario.ts';
 import { cloneForBench, startServer } from '../lib/stack.ts';
@@ -57,27 +56,10 @@ class DeliveryStream {
 const sign = (body: string) => `sha256=${createHmac('sha256', APP_SECRET).update(body).digest('hex')}`;
 
 function postOp(client: HttpClient, path: string, stream: DeliveryStream): Op {
-  return () =>
-    new Promise<void>((resolve, reject) => {
-      const body = stream.next();
-      const req = http.request(
-        { host: client.host, port: client.port, path, method: 'POST', agent: client.agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-hub-signature-256': sign(body) } },
-        (res) => {
-          if (res.statusCode === 200) {
-            res.on('end', resolve);
-            res.on('error', reject);
-            res.resume();
-            return;
-          }
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => reject(new Error(`POST ${path} -> ${res.statusCode}: ${Buffer.concat(chunks).toString('utf8').slice(0, 300)}`)));
-        },
-      );
-      req.setTimeout(client.timeoutMs, () => req.destroy(new Error(`POST ${path}: no answer within ${client.timeoutMs} ms`)));
-      req.on('error', reject);
-      req.end(body);
-    });
+  return client.requestOp('POST', path, 200, () => {
+    const body = stream.next();
+    return { headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'x-hub-signature-256': sign(body) }, body };
+  });
 }
 
 async function run(ctx: ScenarioContext): Promise<ScenarioReport> {
@@ -98,14 +80,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioReport> {
   const intake: string = (await jsonRequest(server.baseUrl, 'POST', `/v1/workspaces/${wsIntake}/integrations`, { token, expect: 201, body: { connector: 'sandbox', platform: 'facebook', name: 'Bench page' } })).data.id;
   await jsonRequest(server.baseUrl, 'PUT', `/v1/workspaces/${wsIntake}/integrations/${intake}/inbox-hooks/facebook`, { token, body: { secret: APP_SECRET, verifyToken: 'bench-verify-token' } });
 
-  const loadOpts: LoadOptions = {
-    concurrency: knobs.concurrency,
-    warmupMs: knobs.warmupSeconds * 1000,
-    durationMs: knobs.seconds * 1000,
-    sliceMs: knobs.sliceSeconds * 1000,
-    requestTimeoutMs: knobs.requestTimeoutMs,
-    watch: { serverPid: server.pid, postgresPid: ctx.machine.postmasterPid },
-  };
+  const loadOpts = loadOptions(knobs, { serverPid: server.pid, postgresPid: ctx.machine.postmasterPid });
   const rows: Row[] = [];
   const pool = await openPool(db.appUrl, knobs.poolSize);
   const endPool = cleanup.add('end the direct pool', () => pool.end());

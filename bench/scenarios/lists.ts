@@ -23,7 +23,7 @@
 import pg from 'pg';
 import { rebuildListCounters } from '../lib/counters.ts';
 import { HttpClient, jsonRequest } from '../lib/http.ts';
-import { measureSides, type LoadOptions, type Side } from '../lib/load.ts';
+import { loadOptions, measureSides, type Side } from '../lib/load.ts';
 import { ratiosFor, type Row, type ScenarioReport } from '../lib/report.ts';
 import type { Scenario, ScenarioContext } from '../lib/scenario.ts';
 import { cloneForBench, startServer } from '../lib/stack.ts';
@@ -137,14 +137,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioReport> {
     for (const [i] of SIZES.entries()) await jsonRequest(server.baseUrl, 'GET', list.path(workspaces[i], integrations[i]), { token, expect: 200 });
   }
 
-  const loadOpts: LoadOptions = {
-    concurrency: knobs.concurrency,
-    warmupMs: knobs.warmupSeconds * 1000,
-    durationMs: knobs.seconds * 1000,
-    sliceMs: knobs.sliceSeconds * 1000,
-    requestTimeoutMs: knobs.requestTimeoutMs,
-    watch: { serverPid: server.pid, postgresPid: ctx.machine.postmasterPid },
-  };
+  const loadOpts = loadOptions(knobs, { serverPid: server.pid, postgresPid: ctx.machine.postmasterPid });
   const rows: Row[] = [];
   for (const list of LISTS) {
     log(`lists: ${list.group}: ${knobs.seconds} s per size, interleaved`);

@@ -13,7 +13,7 @@
 //    page, a deep page through a cursor, each sort, search, label, folder,
 //    usage and state filters, over HTTP; and api.list_media alone through
 //    the driver (the database's share) for the default page and a sort.
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { createReadStream, createWriteStream, writeFileSync } from 'node:fs';
 import { copyFile, mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
@@ -23,8 +23,9 @@ import { pipeline } from 'node:stream/promises';
 import pg from 'pg';
 import { jsonResult, openPool, sql } from '../../server/db/pool.ts';
 import { setContext, type Principal } from '../../server/http/pipeline.ts';
+import { mp4 } from '../../tests/api/media-fixtures.ts';
 import { HttpClient, jsonRequest } from '../lib/http.ts';
-import { measureSides, type LoadOptions, type LoadResult, type Op, type Side } from '../lib/load.ts';
+import { loadOptions, measureSides, type LoadResult, type Op, type Side } from '../lib/load.ts';
 import type { Row, ScenarioReport } from '../lib/report.ts';
 import type { Scenario, ScenarioContext } from '../lib/scenario.ts';
 import { cloneForBench, startServer } from '../lib/stack.ts';
@@ -89,14 +90,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioReport> {
   const auth = { authorization: `Bearer ${token}` };
   const base = `/v1/workspaces/${ws}/media`;
 
-  const loadOpts = (concurrency: number): LoadOptions => ({
-    concurrency,
-    warmupMs: knobs.warmupSeconds * 1000,
-    durationMs: knobs.seconds * 1000,
-    sliceMs: knobs.sliceSeconds * 1000,
-    requestTimeoutMs: knobs.requestTimeoutMs,
-    watch: { serverPid: server.pid, postgresPid: ctx.machine.postmasterPid },
-  });
+  const loadOpts = (concurrency: number) => ({ ...loadOptions(knobs, { serverPid: server.pid, postgresPid: ctx.machine.postmasterPid }), concurrency });
   /** Sides compared with each other run interleaved (BENCH_SLICE_SECONDS). */
   const measure = (sides: Side[], concurrency: number) => measureSides(sides, loadOpts(concurrency));
   const rows: Row[] = [];
@@ -104,14 +98,10 @@ async function run(ctx: ScenarioContext): Promise<ScenarioReport> {
   // -------------------------------------------------------------------------
   // 1. Upload throughput
   // -------------------------------------------------------------------------
-  // An MP4 as far as the upload's verification can tell: ftyp, then one mdat box.
-  const body = randomBytes(uploadBytes);
-  body.writeUInt32BE(24, 0);
-  body.write('ftypisom', 4, 'latin1');
-  body.writeUInt32BE(0x200, 12);
-  body.write('isommp41', 16, 'latin1');
-  body.writeUInt32BE(uploadBytes - 24, 24);
-  body.write('mdat', 28, 'latin1');
+  // A real MP4 of exactly uploadBytes (ftyp, moov, then mdat): the upload's
+  // verification reads the movie header, as it does for any client.
+  const mp4Of = (mdatBytes: number) => mp4({ width: 1080, height: 1920, durationMs: 15_000, mdatBytes });
+  const body = mp4Of(uploadBytes - mp4Of(0).length);
   const newSession = async (i: number) => {
     const s = await jsonRequest(server.baseUrl, 'POST', `${base}/upload`, {
       token, expect: 201, body: { filename: `bench-${i}.mp4`, contentType: 'video/mp4', size: uploadBytes },

@@ -20,7 +20,7 @@
 // the other reviews are completed (their items approved).
 import pg from 'pg';
 import { HttpClient, jsonRequest } from '../lib/http.ts';
-import { measureSides, type LoadOptions, type Side } from '../lib/load.ts';
+import { loadOptions, measureSides, type Side } from '../lib/load.ts';
 import type { Ratio, Row, ScenarioReport } from '../lib/report.ts';
 import type { Scenario, ScenarioContext } from '../lib/scenario.ts';
 import { cloneForBench, startServer } from '../lib/stack.ts';
@@ -110,14 +110,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioReport> {
     }
   }
 
-  const loadOpts: LoadOptions = {
-    concurrency: knobs.concurrency,
-    warmupMs: knobs.warmupSeconds * 1000,
-    durationMs: knobs.seconds * 1000,
-    sliceMs: knobs.sliceSeconds * 1000,
-    requestTimeoutMs: knobs.requestTimeoutMs,
-    watch: { serverPid: server.pid, postgresPid: ctx.machine.postmasterPid },
-  };
+  const loadOpts = loadOptions(knobs, { serverPid: server.pid, postgresPid: ctx.machine.postmasterPid });
   const rows: Row[] = [];
   const ratios: Ratio[] = [];
   const notes: string[] = [];
