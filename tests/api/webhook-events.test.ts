@@ -24,6 +24,7 @@ let server: TestServer;
 let api: ReturnType<typeof client>;
 let boss: PgBoss;
 let owner: Awaited<ReturnType<typeof signup>>;
+let lifecycle: { stop: () => Promise<void> } | undefined;
 
 interface Received {
   id: string;
@@ -66,10 +67,11 @@ beforeAll(async () => {
   boss.on('error', () => {});
   await boss.start();
   await registerPublishJobs(boss, server.deps, { pollingIntervalSeconds: 0.5 });
-  await registerLifecycleJobs(boss, server.deps, { pollingIntervalSeconds: 0.5 });
+  lifecycle = await registerLifecycleJobs(boss, server.deps, { pollingIntervalSeconds: 0.5, listenUrl: server.db.ownerUrl });
   owner = await signup(api);
 }, 60_000);
 afterAll(async () => {
+  await lifecycle?.stop();
   await boss?.stop({ graceful: false, close: true, timeout: 2000 }).catch(() => {});
   receiverServer?.closeAllConnections();
   await new Promise<void>((r) => (receiverServer ? receiverServer.close(() => r()) : r()));
