@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { foldInbox } from '../../server/jobs/inbox.ts';
 import { registerLifecycleJobs } from '../../server/jobs/lifecycle.ts';
 import { registerPublishJobs } from '../../server/jobs/publish.ts';
-import { PGBOSS_SCHEMA } from '../../server/jobs/queues.ts';
+import { PGBOSS_SCHEMA, QUEUES } from '../../server/jobs/queues.ts';
 import { client, signup } from '../support/http.ts';
 import { deliver, hookIntegration, sandboxDelivery } from '../support/inbox.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -42,7 +42,7 @@ const CONTENT_FIELDS = ['contentId', 'rootId', 'integrationId', 'kind', 'status'
 const REVIEW_FIELDS = ['reviewId', 'status', 'sentAt', 'completedAt'].sort();
 
 beforeAll(async () => {
-  server = await startTestServer('webhook-events', { WEBHOOK_ALLOW_PRIVATE_NETWORKS: true });
+  server = await startTestServer('webhook-events', { WEBHOOK_ALLOW_PRIVATE_NETWORKS: true, WEBHOOK_RETENTION_DAYS: 7 });
   api = client(server);
   receiverServer = http.createServer((req, res) => {
     let raw = '';
@@ -289,5 +289,29 @@ describe('lifecycle webhook payloads, produced by the real flows', () => {
     expect((await api.patch(`${ws()}/webhooks/${sub.id}`, { active: true }, t())).body.data).toMatchObject({ active: true, pausedReason: null });
     await waitFor('the held event', () => receiver.got.length > before);
     expect(receiver.got.at(-1)!.body.type).toBe('content.created');
+  });
+
+  it('job webhooks.purge (real pg-boss) deletes delivered history past WEBHOOK_RETENTION_DAYS and keeps what is pending', async () => {
+    expect((await server.owner.query(`select value from app.settings where key = 'webhook_retention_days'`)).rows[0].value).toBe(7);
+    // a pending delivery: the subscription paused, then an event
+    expect((await api.patch(`${ws()}/webhooks/${sub.id}`, { active: false }, t())).status).toBe(200);
+    const ch = await sandbox('succeed', 'kept');
+    const pending = await create({ intent: 'draft', caption: 'held', channels: [{ integrationId: ch }] });
+    const q = (sql: string) => server.owner.query(sql, [owner.workspaceId]);
+    const n = async (table: string) => Number((await q(`select count(*) from app.${table} where workspace_id = $1`)).rows[0].count);
+    const deliveredEvents = Number((await q(`select count(*) from app.webhook_events e where e.workspace_id = $1 and not exists (select 1 from app.webhook_deliveries d where d.event_id = e.id and d.state = 'pending')`)).rows[0].count);
+    expect(deliveredEvents).toBeGreaterThan(10);
+    const events = await n('webhook_events');
+    await q(`update app.webhook_events set occurred_at = occurred_at - interval '8 days' where workspace_id = $1`);
+    await q(`update app.webhook_deliveries set created_at = created_at - interval '8 days', delivered_at = delivered_at - interval '8 days' where workspace_id = $1`);
+    await q(`update app.webhook_delivery_log set created_at = created_at - interval '8 days' where workspace_id = $1`);
+    await boss.send(QUEUES.webhooksPurge, {});
+    await waitFor('the purge', async () => (await n('webhook_events')) === events - deliveredEvents);
+    const left = (await q(`select e.type, e.subject_id, d.state from app.webhook_events e join app.webhook_deliveries d on d.event_id = e.id where e.workspace_id = $1`)).rows;
+    expect(left).toEqual([{ type: 'content.created', subject_id: pending, state: 'pending' }]);
+    // the log keeps nothing of delivered events, nor the old paused/resumed entries of no delivery
+    const log = (await q(`select kind, delivery_id from app.webhook_delivery_log where workspace_id = $1`)).rows;
+    expect(log.every((l: any) => l.delivery_id !== null)).toBe(true);
+    expect((await api.get(`${ws()}/webhooks/${sub.id}`, t())).body.data).toMatchObject({ active: false, pendingDeliveries: 1 });
   });
 });
