@@ -694,6 +694,7 @@ CREATE INDEX content_items_workspace_created_idx ON app.content_items USING btre
 CREATE INDEX content_items_workspace_deleted_idx ON app.content_items USING btree (workspace_id, deleted_at) WHERE (deleted_at IS NOT NULL);
 CREATE INDEX content_items_workspace_list_idx ON app.content_items USING btree (workspace_id, status, scheduled_at, id) WHERE (deleted_at IS NULL);
 CREATE INDEX content_items_workspace_live_updated_idx ON app.content_items USING btree (workspace_id, updated_at DESC, id) WHERE (deleted_at IS NULL);
+CREATE INDEX content_items_workspace_scheduled_range_idx ON app.content_items USING btree (workspace_id, scheduled_at, id) WHERE (deleted_at IS NULL);
 CREATE INDEX content_items_workspace_sent_idx ON app.content_items USING btree (workspace_id, sent_at) WHERE (status = 'sent'::text);
 CREATE INDEX content_items_workspace_status_idx ON app.content_items USING btree (workspace_id, status) INCLUDE (organization_id) WHERE (deleted_at IS NULL);
 CREATE INDEX content_items_workspace_status_scheduled_idx ON app.content_items USING btree (workspace_id, status, scheduled_at DESC NULLS LAST, id DESC) INCLUDE (organization_id) WHERE (deleted_at IS NULL);
@@ -19292,6 +19293,8 @@ declare
   v_status text := p_query ->> 'status';
   v_workflow text[];
   v_integration uuid := (p_query ->> 'integrationId')::uuid;
+  v_from timestamptz := (p_query ->> 'scheduledFrom')::timestamptz;
+  v_to timestamptz := (p_query ->> 'scheduledTo')::timestamptz;
   v_review boolean := coalesce((p_query ->> 'includeReviewLifecycle')::boolean, false);
   v_sort text := coalesce(p_query ->> 'sortBy', 'updatedAt');
   v_dir text := coalesce(p_query ->> 'sortDirection', case when v_since is not null then 'asc' else 'desc' end);
@@ -19309,6 +19312,10 @@ declare
     'batchId', p_query -> 'reviewLifecycleBatchId', 'itemId', p_query -> 'reviewLifecycleItemId'));
 begin
   perform app.require_role('viewer');
+  if v_from is not null and v_to is not null and v_to <= v_from then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('scheduledTo', 'before_start', 'scheduledTo must be after scheduledFrom')),
+      'The request is not valid; see details.fields.');
+  end if;
   if jsonb_typeof(p_query -> 'workflowStatuses') = 'array' then
     v_workflow := array(select distinct btrim(s) from jsonb_array_elements_text(p_query -> 'workflowStatuses') e,
                         regexp_split_to_table(e, ',') s where btrim(s) <> '');
@@ -19348,6 +19355,13 @@ begin
   if v_integration is not null then
     v_where := v_where || ' and i.integration_id = $5';
   end if;
+  -- the time range of the calendar (db/migrations/current/30-webhooks-retention-content-check.sql)
+  if v_from is not null then
+    v_live := v_live || ' and i.scheduled_at >= $9';
+  end if;
+  if v_to is not null then
+    v_live := v_live || ' and i.scheduled_at < $10';
+  end if;
   if v_since is not null then
     v_where := v_where || format(' and ((%s and i.updated_at > $2) or (i.deleted_at is not null and i.deleted_at > $2))', v_live);
   else
@@ -19369,19 +19383,19 @@ begin
   if v_total is null then
     execute format('select count(*) from app.content_items i where %s', v_where)
     into v_total
-    using app.current_workspace_id(), v_since, v_status, v_workflow, v_integration, null::int, null::bigint, v_lc;
+    using app.current_workspace_id(), v_since, v_status, v_workflow, v_integration, null::int, null::bigint, v_lc, v_from, v_to;
   end if;
   execute format('select array(select i.id from app.content_items i %s where %s order by %s limit $6 offset $7)',
                  v_join, v_where, v_order)
   into v_ids
-  using app.current_workspace_id(), v_since, v_status, v_workflow, v_integration, v_limit, v_offset, v_lc;
+  using app.current_workspace_id(), v_since, v_status, v_workflow, v_integration, v_limit, v_offset, v_lc, v_from, v_to;
   return jsonb_build_object('items', (select app.content_list_items_json(v_ids, v_review)),
     'meta', jsonb_build_object('limit', v_limit, 'offset', v_offset, 'total', v_total,
                                'hasMore', v_offset + cardinality(v_ids) < v_total));
 end
 $function$;
 alter function api.list_content(jsonb) owner to pressroom_api;
-comment on function api.list_content(jsonb) is 'Serves GET /v1/workspaces/{workspaceId}/content (listContent_v1). A page of editions filtered by status, workflow statuses, integration and the reviewLifecycle* filters (any of them opts pending_approval and rejected content in and adds reviewLifecycle), sorted as asked; with since, the editions changed after it and tombstones of those deleted after it. Returns items and meta (limit, offset, total, hasMore). Requires the viewer role.';
+comment on function api.list_content(jsonb) is 'Serves GET /v1/workspaces/{workspaceId}/content (listContent_v1). A page of editions filtered by status, workflow statuses, integration, the time range scheduledFrom (inclusive) to scheduledTo (exclusive) on scheduled_at, and the reviewLifecycle* filters (any of them opts pending_approval and rejected content in and adds reviewLifecycle), sorted as asked; with since, the editions changed after it and tombstones of those deleted after it. Returns items and meta (limit, offset, total, hasMore). Requires the viewer role; 400 VALIDATION_FAILED when scheduledTo is not after scheduledFrom.';
 grant execute on function api.list_content(jsonb) to pressroom_request;
 revoke all on function api.list_content(jsonb) from public;
 

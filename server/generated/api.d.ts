@@ -10376,6 +10376,16 @@ export interface operations {
                 reviewLifecycleItemId?: string;
                 /** @description Only editions of this channel. */
                 integrationId?: string;
+                /**
+                 * @description Only editions whose `scheduledAt` is at or after this instant (editions without a time are left out). What a calendar shows.
+                 * @example 2030-05-01T00:00:00Z
+                 */
+                scheduledFrom?: string;
+                /**
+                 * @description Only editions whose `scheduledAt` is before this instant; after `scheduledFrom` when both are given (else 400 `VALIDATION_FAILED`, field `scheduledTo`).
+                 * @example 2030-06-01T00:00:00Z
+                 */
+                scheduledTo?: string;
                 /** @description `updatedAt` (default), `createdAt`, `scheduledAt` (unscheduled last), `status` or `platform`; ties by id. */
                 sortBy?: "updatedAt" | "createdAt" | "scheduledAt" | "status" | "platform";
                 /** @description `desc` by default; `asc` by default with `since`. */

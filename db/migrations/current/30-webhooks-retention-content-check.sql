@@ -19,6 +19,8 @@
 --                worker fetches the job at the commit instead of at its next poll.
 --   Check        api.check_content: the body of content create, checked channel by
 --                channel with app.content_item_problems, nothing written.
+--   Range        api.list_content takes scheduledFrom / scheduledTo (the calendar
+--                fetches the visible weeks only); index content_items_workspace_scheduled_range_idx.
 
 insert into app.settings (key, value, kind, minimum, description) values
   ('webhook_retention_days', '30', 'integer', 1, 'Days lifecycle webhook events, deliveries and delivery log entries are kept once delivered (WEBHOOK_RETENTION_DAYS); job webhooks.purge deletes older ones (app.webhook_purge). Pending deliveries and their events are never deleted.')
@@ -332,5 +334,124 @@ begin
 end
 $$;
 comment on function api.check_content(jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/content/check (checkContent_v1). Checks the body of content create without writing anything: the time for the intent asked for (scheduledAt required, in_past), then the body through api.create_content as a draft in a subtransaction that is rolled back (references, channels, settings) and every edition against its platform''s rules (app.content_item_problems), whatever the intent. Answers {valid, problems (not of one channel), channels: [{index, integrationId, platform, valid, problems}]}. Requires the editor role (create''s); 400 VALIDATION_FAILED for a body that is not an object; other refusals of create (409 MEDIA_IN_BIN, ...) as create answers them.';
+
+------------------------------------------------------------------------------
+-- The content list by time range (the calendar asks for the visible weeks only)
+------------------------------------------------------------------------------
+create index content_items_workspace_scheduled_range_idx on app.content_items (workspace_id, scheduled_at, id)
+  where deleted_at is null;
+comment on index app.content_items_workspace_scheduled_range_idx is 'GET content?scheduledFrom=&scheduledTo= without a status (api.list_content); with a status, content_items_workspace_list_idx serves the range.';
+
+create or replace function api.list_content(p_query jsonb) returns jsonb
+language plpgsql stable as $$
+declare
+  v_limit int := coalesce((p_query ->> 'limit')::int, 20);
+  v_offset bigint := coalesce((p_query ->> 'offset')::bigint, 0);
+  v_since timestamptz := (p_query ->> 'since')::timestamptz;
+  v_status text := p_query ->> 'status';
+  v_workflow text[];
+  v_integration uuid := (p_query ->> 'integrationId')::uuid;
+  v_from timestamptz := (p_query ->> 'scheduledFrom')::timestamptz;
+  v_to timestamptz := (p_query ->> 'scheduledTo')::timestamptz;
+  v_review boolean := coalesce((p_query ->> 'includeReviewLifecycle')::boolean, false);
+  v_sort text := coalesce(p_query ->> 'sortBy', 'updatedAt');
+  v_dir text := coalesce(p_query ->> 'sortDirection', case when v_since is not null then 'asc' else 'desc' end);
+  v_live text := 'i.deleted_at is null';
+  v_where text := 'i.workspace_id = $1';
+  v_join text := '';
+  v_order text;
+  v_total bigint;
+  v_ids uuid[];
+  -- reviews: the reviewLifecycle* filters (migration 000010, split 10c-content-review-filters.sql)
+  v_lc jsonb := jsonb_strip_nulls(jsonb_build_object(
+    'phase', p_query -> 'reviewLifecyclePhase', 'state', p_query -> 'reviewLifecycleState',
+    'actor', p_query -> 'reviewLifecycleActor', 'nextAction', p_query -> 'reviewLifecycleNextAction',
+    'blocker', p_query -> 'reviewLifecycleBlocker', 'blocksPublishing', p_query -> 'reviewLifecycleBlocksPublishing',
+    'batchId', p_query -> 'reviewLifecycleBatchId', 'itemId', p_query -> 'reviewLifecycleItemId'));
+begin
+  perform app.require_role('viewer');
+  if v_from is not null and v_to is not null and v_to <= v_from then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('scheduledTo', 'before_start', 'scheduledTo must be after scheduledFrom')),
+      'The request is not valid; see details.fields.');
+  end if;
+  if jsonb_typeof(p_query -> 'workflowStatuses') = 'array' then
+    v_workflow := array(select distinct btrim(s) from jsonb_array_elements_text(p_query -> 'workflowStatuses') e,
+                        regexp_split_to_table(e, ',') s where btrim(s) <> '');
+  elsif p_query ->> 'workflowStatuses' is not null then
+    v_workflow := array(select distinct btrim(s) from regexp_split_to_table(p_query ->> 'workflowStatuses', ',') s where btrim(s) <> '');
+  elsif p_query ->> 'workflowStatus' is not null then
+    v_workflow := array[p_query ->> 'workflowStatus'];
+  end if;
+  v_dir := case when lower(v_dir) = 'asc' then 'asc' else 'desc' end;
+  -- Filters of live editions; without any, the default statuses.
+  if v_status is not null then
+    v_live := v_live || ' and i.status = $3';
+  end if;
+  if v_workflow is not null then
+    -- The statuses the workflow statuses cover narrow the scan (an index
+    -- serves them); only when exactly one of scheduled/publishing is asked
+    -- does a plain comparison of scheduled_at split them (the same rule as
+    -- app.content_workflow_status, written so the planner can use an index).
+    v_live := v_live || format(' and i.status = any (%L::text[])',
+      array(select distinct case w when 'in_review' then 'pending_approval' when 'changes_requested' then 'rejected'
+                                   when 'publishing' then 'scheduled' when 'published' then 'sent' else w end
+            from unnest(v_workflow) w));
+    if 'scheduled' = any (v_workflow) and not 'publishing' = any (v_workflow) then
+      v_live := v_live || $w$ and (i.status <> 'scheduled' or i.scheduled_at > now() or i.scheduled_at is null)$w$;
+    elsif 'publishing' = any (v_workflow) and not 'scheduled' = any (v_workflow) then
+      v_live := v_live || $w$ and (i.status <> 'scheduled' or i.scheduled_at <= now())$w$;
+    end if;
+  end if;
+  if v_status is null and v_workflow is null and v_lc = '{}' then
+    v_live := v_live || $w$ and i.status in ('draft', 'scheduled', 'sent', 'failed')$w$;
+  end if;
+  -- reviews: any reviewLifecycle filter opts review-held content in and adds reviewLifecycle to items.
+  if v_lc <> '{}' then
+    v_review := true;
+    v_live := v_live || ' and app.content_review_lifecycle_matches(i, $8)';
+  end if;
+  if v_integration is not null then
+    v_where := v_where || ' and i.integration_id = $5';
+  end if;
+  -- the time range of the calendar (db/migrations/current/30-webhooks-retention-content-check.sql)
+  if v_from is not null then
+    v_live := v_live || ' and i.scheduled_at >= $9';
+  end if;
+  if v_to is not null then
+    v_live := v_live || ' and i.scheduled_at < $10';
+  end if;
+  if v_since is not null then
+    v_where := v_where || format(' and ((%s and i.updated_at > $2) or (i.deleted_at is not null and i.deleted_at > $2))', v_live);
+  else
+    v_where := v_where || ' and ' || v_live;
+  end if;
+  v_order := case v_sort
+    when 'createdAt' then format('i.created_at %s, i.id %s', v_dir, v_dir)
+    when 'scheduledAt' then format('i.scheduled_at %s nulls last, i.id %s', v_dir, v_dir)
+    when 'status' then format('i.status %s, i.updated_at desc, i.id %s', v_dir, v_dir)
+    when 'platform' then format('g.platform %s, i.updated_at desc, i.id %s', v_dir, v_dir)
+    else format('i.updated_at %s, i.id %s', v_dir, v_dir)
+  end;
+  if v_sort = 'platform' then
+    v_join := 'join app.integrations g on g.id = i.integration_id';
+  end if;
+  -- The total: from the per-workspace counters when the query allows it
+  -- (app.content_list_total), else an exact count of the filtered set.
+  v_total := app.content_list_total(p_query);
+  if v_total is null then
+    execute format('select count(*) from app.content_items i where %s', v_where)
+    into v_total
+    using app.current_workspace_id(), v_since, v_status, v_workflow, v_integration, null::int, null::bigint, v_lc, v_from, v_to;
+  end if;
+  execute format('select array(select i.id from app.content_items i %s where %s order by %s limit $6 offset $7)',
+                 v_join, v_where, v_order)
+  into v_ids
+  using app.current_workspace_id(), v_since, v_status, v_workflow, v_integration, v_limit, v_offset, v_lc, v_from, v_to;
+  return jsonb_build_object('items', (select app.content_list_items_json(v_ids, v_review)),
+    'meta', jsonb_build_object('limit', v_limit, 'offset', v_offset, 'total', v_total,
+                               'hasMore', v_offset + cardinality(v_ids) < v_total));
+end
+$$;
+comment on function api.list_content(jsonb) is 'Serves GET /v1/workspaces/{workspaceId}/content (listContent_v1). A page of editions filtered by status, workflow statuses, integration, the time range scheduledFrom (inclusive) to scheduledTo (exclusive) on scheduled_at, and the reviewLifecycle* filters (any of them opts pending_approval and rejected content in and adds reviewLifecycle), sorted as asked; with since, the editions changed after it and tombstones of those deleted after it. Returns items and meta (limit, offset, total, hasMore). Requires the viewer role; 400 VALIDATION_FAILED when scheduledTo is not after scheduledFrom.';
 
 select app.harden_api_functions();
