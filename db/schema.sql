@@ -3914,6 +3914,7 @@ create policy webhook_deliveries_definer on app.webhook_deliveries as permissive
 create policy webhook_deliveries_worker on app.webhook_deliveries as permissive for all to pressroom_worker
   using (true)
   with check (true);
+CREATE TRIGGER webhook_deliveries_95_wake AFTER INSERT ON app.webhook_deliveries FOR EACH STATEMENT EXECUTE FUNCTION app.tg_webhook_deliveries_wake();
 grant select on table app.webhook_deliveries to pressroom_api;
 grant delete, insert, select, update on table app.webhook_deliveries to pressroom_definer;
 grant delete, insert, select, update on table app.webhook_deliveries to pressroom_worker;
@@ -13505,6 +13506,23 @@ grant execute on function app.tg_taxonomy_normalize() to pressroom_definer;
 grant execute on function app.tg_taxonomy_normalize() to pressroom_worker;
 revoke all on function app.tg_taxonomy_normalize() from public;
 
+CREATE OR REPLACE FUNCTION app.tg_webhook_deliveries_wake()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog'
+AS $function$
+begin
+  -- sent at the commit, once per transaction however many statements (identical notifications fold)
+  perform pg_notify('pressroom_webhooks', '');
+  return null;
+end
+$function$;
+comment on function app.tg_webhook_deliveries_wake() is 'Notifies channel pressroom_webhooks when deliveries are written (an event, a test event, a redelivery), so the worker listening on it (server/jobs/lifecycle.ts) fetches the delivery job at the commit rather than at its next poll. A hint only: polling stays the floor.';
+grant execute on function app.tg_webhook_deliveries_wake() to pressroom_api;
+grant execute on function app.tg_webhook_deliveries_wake() to pressroom_definer;
+grant execute on function app.tg_webhook_deliveries_wake() to pressroom_worker;
+revoke all on function app.tg_webhook_deliveries_wake() from public;
+
 CREATE OR REPLACE FUNCTION app.tg_workbench_rows_same_workspace()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -13863,15 +13881,11 @@ begin
     where j.name = 'webhooks.deliver' and j.singleton_key = p_subscription::text and j.state in ('created', 'retry')
       and j.start_after > p_start;
   end if;
-  if p_start <= now() then
-    -- delivered at the commit (identical notifications of a transaction are sent once)
-    perform pg_notify('pressroom_webhooks', '');
-  end if;
   return case when v_rows = 1 then v_job end;
 end
 $function$;
 alter function app.webhook_enqueue(uuid,timestamp with time zone) owner to pressroom_definer;
-comment on function app.webhook_enqueue(uuid,timestamp with time zone) is 'Queues job webhooks.deliver for a subscription in the caller''s transaction; one queued per subscription (queue policy stately), so a burst of events makes one job; when one is queued already it is made due no later than p_start. A job due now also notifies channel pressroom_webhooks, which the worker listens on to fetch it at the commit rather than at its next poll. Returns the job id or null when one was already queued.';
+comment on function app.webhook_enqueue(uuid,timestamp with time zone) is 'Queues job webhooks.deliver for a subscription in the caller''s transaction; one queued per subscription (queue policy stately), so a burst of events makes one job; when one is queued already it is made due no later than p_start. Returns the job id or null when one was already queued.';
 grant execute on function app.webhook_enqueue(uuid,timestamp with time zone) to pressroom_api;
 grant execute on function app.webhook_enqueue(uuid,timestamp with time zone) to pressroom_worker;
 revoke all on function app.webhook_enqueue(uuid,timestamp with time zone) from public;

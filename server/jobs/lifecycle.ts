@@ -27,9 +27,9 @@
 //                     log entries older than setting webhook_retention_days
 //                     (WEBHOOK_RETENTION_DAYS) once delivered; never a pending one.
 //
-// With `listenUrl`, a LISTEN on channel pressroom_webhooks (notified by
-// app.webhook_enqueue at the commit of an event) wakes the delivery worker at
-// once instead of at its next poll.
+// With `listenUrl`, a LISTEN on channel pressroom_webhooks (notified at the
+// commit of new deliveries by trigger webhook_deliveries_95_wake) wakes the
+// delivery worker at once instead of at its next poll.
 import http from 'node:http';
 import https from 'node:https';
 import pg from 'pg';
@@ -258,7 +258,7 @@ export async function purgeWebhookHistory(deps: Pick<AppDeps, 'pool'>): Promise<
   return { events, logEntries, retentionDays };
 }
 
-/** Channel app.webhook_enqueue notifies when a delivery job is due now. */
+/** Channel trigger webhook_deliveries_95_wake notifies when deliveries are written. */
 export const WAKE_CHANNEL = 'pressroom_webhooks';
 
 /**

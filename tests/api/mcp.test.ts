@@ -190,14 +190,18 @@ describe('MCP over Streamable HTTP (/mcp)', () => {
     }
   });
 
-  it("check_content checks a draft against each channel's rules through POST content/check and writes nothing", async () => {
-    const t = await tenant();
-    const insta: string = (
+  /** An Instagram channel (its posts need media) in the tenant's workspace. */
+  const instagramOf = async (t: { organizationId: string; workspaceId: string }): Promise<string> =>
+    (
       await server.owner.query(`insert into app.integrations (organization_id, workspace_id, connector, platform, name) values ($1, $2, 'sandbox', 'instagram', 'IG') returning id`, [
         t.organizationId,
         t.workspaceId,
       ])
     ).rows[0].id;
+
+  it("check_content checks a draft against each channel's rules through POST content/check and writes nothing", async () => {
+    const t = await tenant();
+    const insta = await instagramOf(t);
     const items = async () => Number((await server.owner.query(`select count(*) from app.content_items where workspace_id = $1`, [t.workspaceId])).rows[0].count);
     const before = await items();
     const c = await httpClient(t.key);
@@ -221,12 +225,7 @@ describe('MCP over Streamable HTTP (/mcp)', () => {
 
   it("check_schedule checks drafts against their platform's rules and writes nothing", async () => {
     const t = await tenant();
-    const insta: string = (
-      await server.owner.query(`insert into app.integrations (organization_id, workspace_id, connector, platform, name) values ($1, $2, 'sandbox', 'instagram', 'IG') returning id`, [
-        t.organizationId,
-        t.workspaceId,
-      ])
-    ).rows[0].id;
+    const insta = await instagramOf(t);
     const wb = `/v2/workspaces/${t.workspaceId}/workbench`;
     const page = await api.post(`${wb}/pages`, { name: 'Plan', sections: [{ name: 'Week 1' }] }, { token: t.token });
     expect(page.status, JSON.stringify(page.body)).toBe(201);

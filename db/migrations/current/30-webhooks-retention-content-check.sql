@@ -15,8 +15,8 @@
 --                sends them one after the other (stopping at the first failure)
 --                and records them in one transaction, which hands back the next
 --                batch. Order and "nothing passes a failed delivery" are as before.
---   Wake-up      app.webhook_enqueue notifies channel pressroom_webhooks, so an idle
---                worker fetches the job at the commit instead of at its next poll.
+--   Wake-up      trigger webhook_deliveries_95_wake notifies channel pressroom_webhooks,
+--                so an idle worker fetches the job at the commit instead of at its next poll.
 --   Check        api.check_content: the body of content create, checked channel by
 --                channel with app.content_item_problems, nothing written.
 --   Range        api.list_content takes scheduledFrom / scheduledTo (the calendar
@@ -176,39 +176,18 @@ grant execute on function app.webhook_record_attempts(uuid, jsonb, int) to press
 ------------------------------------------------------------------------------
 -- Wake-up: notify the worker at the commit
 ------------------------------------------------------------------------------
-create or replace function app.webhook_enqueue(p_subscription uuid, p_start timestamptz default now()) returns uuid
-language plpgsql security definer set search_path = pg_catalog as $$
-declare
-  v_queue record;
-  v_job uuid := gen_random_uuid();
-  v_rows int;
+create function app.tg_webhook_deliveries_wake() returns trigger
+language plpgsql set search_path = pg_catalog as $$
 begin
-  select * into v_queue from pgboss.queue where name = 'webhooks.deliver';
-  if v_queue.name is null then
-    raise exception 'pg-boss queue webhooks.deliver is not installed (server/jobs/queues.ts installQueues)';
-  end if;
-  insert into pgboss.job (id, name, data, priority, start_after, singleton_key, expire_seconds, deletion_seconds,
-    keep_until, retry_limit, retry_delay, retry_backoff, retry_delay_max, policy, dead_letter, heartbeat_seconds)
-  values (v_job, 'webhooks.deliver', jsonb_build_object('subscriptionId', p_subscription), 0, p_start, p_subscription::text,
-    v_queue.expire_seconds, v_queue.deletion_seconds, p_start + v_queue.retention_seconds * interval '1 second',
-    v_queue.retry_limit, v_queue.retry_delay, v_queue.retry_backoff, v_queue.retry_delay_max, v_queue.policy,
-    v_queue.dead_letter, v_queue.heartbeat_seconds)
-  on conflict do nothing;
-  get diagnostics v_rows = row_count;
-  if v_rows = 0 then
-    -- one is queued already: make it due no later than asked (a resume, a new event after a retry wait)
-    update pgboss.job j set start_after = p_start
-    where j.name = 'webhooks.deliver' and j.singleton_key = p_subscription::text and j.state in ('created', 'retry')
-      and j.start_after > p_start;
-  end if;
-  if p_start <= now() then
-    -- delivered at the commit (identical notifications of a transaction are sent once)
-    perform pg_notify('pressroom_webhooks', '');
-  end if;
-  return case when v_rows = 1 then v_job end;
+  -- sent at the commit, once per transaction however many statements (identical notifications fold)
+  perform pg_notify('pressroom_webhooks', '');
+  return null;
 end
 $$;
-comment on function app.webhook_enqueue(uuid, timestamptz) is 'Queues job webhooks.deliver for a subscription in the caller''s transaction; one queued per subscription (queue policy stately), so a burst of events makes one job; when one is queued already it is made due no later than p_start. A job due now also notifies channel pressroom_webhooks, which the worker listens on to fetch it at the commit rather than at its next poll. Returns the job id or null when one was already queued.';
+comment on function app.tg_webhook_deliveries_wake() is 'Notifies channel pressroom_webhooks when deliveries are written (an event, a test event, a redelivery), so the worker listening on it (server/jobs/lifecycle.ts) fetches the delivery job at the commit rather than at its next poll. A hint only: polling stays the floor.';
+grant execute on function app.tg_webhook_deliveries_wake() to pressroom_api, pressroom_definer, pressroom_worker;
+create trigger webhook_deliveries_95_wake after insert on app.webhook_deliveries
+  for each statement execute function app.tg_webhook_deliveries_wake();
 
 ------------------------------------------------------------------------------
 -- Retention (job webhooks.purge)
