@@ -5009,7 +5009,7 @@ export interface paths {
         };
         /**
          * A subscription's delivery log, newest first (manager role)
-         * @description Every attempt (request, response status, the first 2048 characters of the answer, duration) and the `webhook.paused` / `webhook.resumed` entries.
+         * @description Every attempt (request, response status, the first 2048 characters of the answer, duration) and the `webhook.paused` / `webhook.resumed` entries (a pause names its reason, a run of failures, a 410 Gone answer or a manager). Entries of delivered events older than `WEBHOOK_RETENTION_DAYS` are purged with them.
          */
         get: operations["listWebhookLog_v1"];
         put?: never;
@@ -5838,6 +5838,31 @@ export interface components {
         };
         ContentCount: {
             count: number;
+        };
+        ContentCheckResult: {
+            /** @description No problem, general or of any channel: create with intent schedule would pass the rules */
+            valid: boolean;
+            /** @description Problems that are not of one channel (time, root media, campaign, tags, ...) */
+            problems: components["schemas"]["ContentCheckProblem"][];
+            /** @description One result per entry of `channels`, in request order */
+            channels: {
+                /** @description Position in the request's `channels` */
+                index: number;
+                integrationId: string;
+                /** @description The channel's platform; null when no connected channel of this workspace has the id */
+                platform: string | null;
+                valid: boolean;
+                /** @description This channel's problems (fields `channels.N.*`): its platform's rules (caption length, media count and types, threads, settings) and its reference */
+                problems: components["schemas"]["ContentCheckProblem"][];
+            }[];
+        };
+        /** @description One problem, as content create would list it in `details.fields` of its 400 `VALIDATION_FAILED`. */
+        ContentCheckProblem: {
+            /** @description The body path, e.g. `scheduledAt`, `mediaIds.0`, `channels.1.caption` */
+            field: string;
+            /** @description e.g. `caption_too_long`, `content_empty`, `media_required`, `integration_not_found`, `in_past` */
+            code: string;
+            message: string;
         };
         ContentMedia: {
             /** Format: uuid */
@@ -8689,31 +8714,6 @@ export interface components {
             limit: number;
             offset: number;
             total: number;
-        };
-        /** @description One problem, as content create would list it in `details.fields` of its 400 `VALIDATION_FAILED`. */
-        ContentCheckProblem: {
-            /** @description The body path, e.g. `scheduledAt`, `mediaIds.0`, `channels.1.caption` */
-            field: string;
-            /** @description e.g. `caption_too_long`, `content_empty`, `media_required`, `integration_not_found`, `in_past` */
-            code: string;
-            message: string;
-        };
-        ContentCheckResult: {
-            /** @description No problem, general or of any channel: create with intent schedule would pass the rules */
-            valid: boolean;
-            /** @description Problems that are not of one channel (time, root media, campaign, tags, ...) */
-            problems: components["schemas"]["ContentCheckProblem"][];
-            /** @description One result per entry of `channels`, in request order */
-            channels: {
-                /** @description Position in the request's `channels` */
-                index: number;
-                integrationId: string;
-                /** @description The channel's platform; null when no connected channel of this workspace has the id */
-                platform: string | null;
-                valid: boolean;
-                /** @description This channel's problems (fields `channels.N.*`): its platform's rules (caption length, media count and types, threads, settings) and its reference */
-                problems: components["schemas"]["ContentCheckProblem"][];
-            }[];
         };
     };
     responses: {
