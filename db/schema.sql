@@ -694,6 +694,7 @@ CREATE INDEX content_items_workspace_created_idx ON app.content_items USING btre
 CREATE INDEX content_items_workspace_deleted_idx ON app.content_items USING btree (workspace_id, deleted_at) WHERE (deleted_at IS NOT NULL);
 CREATE INDEX content_items_workspace_list_idx ON app.content_items USING btree (workspace_id, status, scheduled_at, id) WHERE (deleted_at IS NULL);
 CREATE INDEX content_items_workspace_live_updated_idx ON app.content_items USING btree (workspace_id, updated_at DESC, id) WHERE (deleted_at IS NULL);
+CREATE INDEX content_items_workspace_scheduled_range_idx ON app.content_items USING btree (workspace_id, scheduled_at, id) WHERE (deleted_at IS NULL);
 CREATE INDEX content_items_workspace_sent_idx ON app.content_items USING btree (workspace_id, sent_at) WHERE (status = 'sent'::text);
 CREATE INDEX content_items_workspace_status_idx ON app.content_items USING btree (workspace_id, status) INCLUDE (organization_id) WHERE (deleted_at IS NULL);
 CREATE INDEX content_items_workspace_status_scheduled_idx ON app.content_items USING btree (workspace_id, status, scheduled_at DESC NULLS LAST, id DESC) INCLUDE (organization_id) WHERE (deleted_at IS NULL);
@@ -3892,6 +3893,7 @@ create table app.webhook_deliveries (
   constraint webhook_deliveries_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.webhook_deliveries is 'One event to one subscription: pending until the receiver answers 2xx, then delivered. The worker sends a subscription''s pending deliveries in seq order and never passes a failed one (app.webhook_claim). A manual redelivery is a new row (redelivery_of). Written by triggers, api functions and the worker; tenant policies (select; writes need manager).';
+CREATE INDEX webhook_deliveries_event_id_idx ON app.webhook_deliveries USING btree (event_id);
 CREATE INDEX webhook_deliveries_pending ON app.webhook_deliveries USING btree (subscription_id, seq) WHERE (state = 'pending'::text);
 CREATE INDEX webhook_deliveries_subscription_id_seq_idx ON app.webhook_deliveries USING btree (subscription_id, seq DESC);
 alter table app.webhook_deliveries enable row level security;
@@ -3912,6 +3914,7 @@ create policy webhook_deliveries_definer on app.webhook_deliveries as permissive
 create policy webhook_deliveries_worker on app.webhook_deliveries as permissive for all to pressroom_worker
   using (true)
   with check (true);
+CREATE TRIGGER webhook_deliveries_95_wake AFTER INSERT ON app.webhook_deliveries FOR EACH STATEMENT EXECUTE FUNCTION app.tg_webhook_deliveries_wake();
 grant select on table app.webhook_deliveries to pressroom_api;
 grant delete, insert, select, update on table app.webhook_deliveries to pressroom_definer;
 grant delete, insert, select, update on table app.webhook_deliveries to pressroom_worker;
@@ -3948,7 +3951,9 @@ create table app.webhook_delivery_log (
   constraint webhook_delivery_log_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.webhook_delivery_log is 'What happened to a subscription''s deliveries: every attempt (request URL, headers and body; response status and the first 2048 characters of its body; error; duration) and the webhook.paused / webhook.resumed entries. Written by the worker (app.webhook_record_attempt) and api functions. Tenant policies (select only).';
+CREATE INDEX webhook_delivery_log_delivery_id_idx ON app.webhook_delivery_log USING btree (delivery_id);
 CREATE INDEX webhook_delivery_log_subscription_id_seq_idx ON app.webhook_delivery_log USING btree (subscription_id, seq DESC);
+CREATE INDEX webhook_delivery_log_undelivered_created_at_idx ON app.webhook_delivery_log USING btree (created_at) WHERE (delivery_id IS NULL);
 alter table app.webhook_delivery_log enable row level security;
 alter table app.webhook_delivery_log force row level security;
 create policy webhook_delivery_log_api_insert on app.webhook_delivery_log as permissive for insert to pressroom_api
@@ -3988,6 +3993,7 @@ create table app.webhook_events (
   constraint webhook_events_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.webhook_events is 'The outbox of lifecycle events: written by triggers (app.webhook_emit) in the transaction of the change, so an event exists exactly when its change committed. subject_id names the content item, review or message. Read by the worker; requests read it through the delivery log. Tenant policies (select only).';
+CREATE INDEX webhook_events_occurred_at_idx ON app.webhook_events USING btree (occurred_at);
 CREATE INDEX webhook_events_workspace_id_seq_idx ON app.webhook_events USING btree (workspace_id, seq);
 alter table app.webhook_events enable row level security;
 alter table app.webhook_events force row level security;
@@ -4032,13 +4038,13 @@ create table app.webhook_subscriptions (
   constraint webhook_subscriptions_description_check CHECK (((description IS NULL) OR (length(description) <= 500))),
   constraint webhook_subscriptions_events_check CHECK (((cardinality(events) >= 1) AND (cardinality(events) <= 50))),
   constraint webhook_subscriptions_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint webhook_subscriptions_paused_reason_check CHECK ((paused_reason = ANY (ARRAY['manual'::text, 'failures'::text]))),
+  constraint webhook_subscriptions_paused_reason_check CHECK ((paused_reason = ANY (ARRAY['manual'::text, 'failures'::text, 'gone'::text]))),
   constraint webhook_subscriptions_pkey PRIMARY KEY (id),
   constraint webhook_subscriptions_secret_ciphertext_check CHECK (((length(secret_ciphertext) >= 29) AND (length(secret_ciphertext) <= 2048))),
   constraint webhook_subscriptions_url_check CHECK (((url ~ '^https?://'::text) AND (length(url) <= 2048))),
   constraint webhook_subscriptions_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
-comment on table app.webhook_subscriptions is 'A workspace''s lifecycle webhook subscription: URL (checked by the server''s SSRF guard, server/net/ssrf.ts), the event types wanted, active or paused (manual, or failures after webhook_pause_after_failures failed attempts in a row), and its Standard Webhooks secret encrypted with AES-256-GCM by the server (server/webhooks/secret.ts), never readable by requests. Tenant policies (writes need editor; every api function manager).';
+comment on table app.webhook_subscriptions is 'A workspace''s lifecycle webhook subscription: URL (checked by the server''s SSRF guard, server/net/ssrf.ts), the event types wanted, active or paused (manual; failures after webhook_pause_after_failures failed attempts in a row; gone when the receiver answered 410 Gone), and its Standard Webhooks secret encrypted with AES-256-GCM by the server (server/webhooks/secret.ts), never readable by requests. Tenant policies (writes need editor; every api function manager).';
 CREATE INDEX webhook_subscriptions_workspace_id_created_at_idx ON app.webhook_subscriptions USING btree (workspace_id, created_at);
 alter table app.webhook_subscriptions enable row level security;
 alter table app.webhook_subscriptions force row level security;
@@ -13500,6 +13506,23 @@ grant execute on function app.tg_taxonomy_normalize() to pressroom_definer;
 grant execute on function app.tg_taxonomy_normalize() to pressroom_worker;
 revoke all on function app.tg_taxonomy_normalize() from public;
 
+CREATE OR REPLACE FUNCTION app.tg_webhook_deliveries_wake()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog'
+AS $function$
+begin
+  -- sent at the commit, once per transaction however many statements (identical notifications fold)
+  perform pg_notify('pressroom_webhooks', '');
+  return null;
+end
+$function$;
+comment on function app.tg_webhook_deliveries_wake() is 'Notifies channel pressroom_webhooks when deliveries are written (an event, a test event, a redelivery), so the worker listening on it (server/jobs/lifecycle.ts) fetches the delivery job at the commit rather than at its next poll. A hint only: polling stays the floor.';
+grant execute on function app.tg_webhook_deliveries_wake() to pressroom_api;
+grant execute on function app.tg_webhook_deliveries_wake() to pressroom_definer;
+grant execute on function app.tg_webhook_deliveries_wake() to pressroom_worker;
+revoke all on function app.tg_webhook_deliveries_wake() from public;
+
 CREATE OR REPLACE FUNCTION app.tg_workbench_rows_same_workspace()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -13725,6 +13748,46 @@ comment on function app.webhook_claim(uuid) is 'The next delivery of a subscript
 grant execute on function app.webhook_claim(uuid) to pressroom_worker;
 revoke all on function app.webhook_claim(uuid) from public;
 
+CREATE OR REPLACE FUNCTION app.webhook_claim_batch(p_subscription uuid, p_limit integer)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog'
+AS $function$
+declare
+  s app.webhook_subscriptions;
+  v_first app.webhook_deliveries;
+  v_items jsonb;
+begin
+  select * into s from app.webhook_subscriptions x where x.id = p_subscription;
+  if s.id is null or not s.active then
+    return jsonb_build_object('action', 'stop');
+  end if;
+  select * into v_first from app.webhook_deliveries x where x.subscription_id = s.id and x.state = 'pending' order by x.seq limit 1;
+  if v_first.id is null then
+    return jsonb_build_object('action', 'stop');
+  end if;
+  if v_first.next_attempt_at > now() then
+    return jsonb_build_object('action', 'wait', 'until', v_first.next_attempt_at);
+  end if;
+  -- the due prefix of the pending deliveries, in outbox order (a delivery not yet due ends it)
+  select jsonb_agg(jsonb_build_object('deliveryId', p.id, 'attempt', p.attempts + 1,
+           'event', jsonb_build_object('id', e.id, 'type', e.type, 'workspaceId', e.workspace_id, 'subjectId', e.subject_id,
+                                       'occurredAt', e.occurred_at, 'data', e.data)) order by p.seq)
+  into v_items
+  from (select x.*, bool_and(x.next_attempt_at <= now()) over (order by x.seq) as due
+        from app.webhook_deliveries x where x.subscription_id = s.id and x.state = 'pending'
+        order by x.seq limit least(greatest(coalesce(p_limit, 1), 1), 500)) p
+  join app.webhook_events e on e.id = p.event_id
+  where p.due;
+  return jsonb_build_object('action', 'send', 'timeoutMs', app.setting_int('webhook_timeout_ms'),
+    'subscription', jsonb_build_object('id', s.id, 'url', s.url, 'secretCiphertext', encode(s.secret_ciphertext, 'base64')),
+    'deliveries', v_items);
+end
+$function$;
+comment on function app.webhook_claim_batch(uuid,integer) is 'Up to p_limit (at most 500) due deliveries of a subscription, in outbox order, to send one after the other (with URL, encrypted secret and events); or wait until the first one''s retry time, or stop (none pending, or paused). The batch form of app.webhook_claim.';
+grant execute on function app.webhook_claim_batch(uuid,integer) to pressroom_worker;
+revoke all on function app.webhook_claim_batch(uuid,integer) from public;
+
 CREATE OR REPLACE FUNCTION app.webhook_content_data(i app.content_items)
  RETURNS jsonb
  LANGUAGE sql
@@ -13843,7 +13906,100 @@ grant execute on function app.webhook_event_types() to pressroom_definer;
 grant execute on function app.webhook_event_types() to pressroom_worker;
 revoke all on function app.webhook_event_types() from public;
 
+CREATE OR REPLACE FUNCTION app.webhook_purge(p_limit integer DEFAULT 500)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v_days int := app.setting_int('webhook_retention_days');
+  v_cutoff timestamptz := now() - make_interval(days => v_days);
+  v_limit int := least(greatest(coalesce(p_limit, 500), 1), 10000);
+  v_events int;
+  v_entries int;
+begin
+  -- Events older than the retention whose deliveries are all delivered, and delivered before it
+  -- (a paused subscription's backlog, or a late redelivery, keeps its event and log).
+  with old as (
+    select e.id from app.webhook_events e
+    where e.occurred_at < v_cutoff
+      and not exists (select 1 from app.webhook_deliveries d where d.event_id = e.id
+                        and (d.state = 'pending' or d.delivered_at >= v_cutoff or d.created_at >= v_cutoff))
+    order by e.occurred_at
+    limit v_limit
+    for update of e skip locked),
+  del as (delete from app.webhook_events e using old where e.id = old.id returning 1)
+  select count(*) into v_events from del;
+  -- webhook.paused / webhook.resumed entries of no delivery (their deliveries' entries go with them)
+  with old as (
+    select l.id from app.webhook_delivery_log l
+    where l.delivery_id is null and l.created_at < v_cutoff
+    order by l.created_at
+    limit v_limit
+    for update of l skip locked),
+  del as (delete from app.webhook_delivery_log l using old where l.id = old.id returning 1)
+  select count(*) into v_entries from del;
+  return jsonb_build_object('events', v_events, 'logEntries', v_entries,
+    'more', v_events >= v_limit or v_entries >= v_limit, 'retentionDays', v_days);
+end
+$function$;
+alter function app.webhook_purge(integer) owner to pressroom_definer;
+comment on function app.webhook_purge(integer) is 'Job webhooks.purge: deletes at most p_limit lifecycle webhook events older than setting webhook_retention_days whose every delivery is delivered and was created and delivered before that too (oldest first, skipping rows another run holds), with their deliveries and log entries (foreign keys on delete cascade), and at most p_limit webhook.paused / webhook.resumed log entries of no delivery older than that. A pending delivery and its event are never deleted. Answers {events, logEntries, more, retentionDays}.';
+grant execute on function app.webhook_purge(integer) to pressroom_worker;
+revoke all on function app.webhook_purge(integer) from public;
+
 CREATE OR REPLACE FUNCTION app.webhook_record_attempt(p_delivery uuid, p_ok boolean, p_request jsonb, p_status integer, p_excerpt text, p_error text, p_duration_ms integer)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog'
+AS $function$
+declare
+  v jsonb := app.webhook_record_one(p_delivery, p_ok, p_request, p_status, p_excerpt, p_error, p_duration_ms);
+begin
+  if not (v->>'recorded')::boolean then
+    return jsonb_build_object('recorded', false);
+  end if;
+  -- the next claim in the same transaction: one round trip per delivery
+  return (v - 'subscriptionId') || jsonb_build_object('next', app.webhook_claim((v->>'subscriptionId')::uuid));
+end
+$function$;
+comment on function app.webhook_record_attempt(uuid,boolean,jsonb,integer,text,text,integer) is 'Records one attempt (app.webhook_record_one) and returns the subscription''s next claim (app.webhook_claim) with it.';
+grant execute on function app.webhook_record_attempt(uuid,boolean,jsonb,integer,text,text,integer) to pressroom_worker;
+revoke all on function app.webhook_record_attempt(uuid,boolean,jsonb,integer,text,text,integer) from public;
+
+CREATE OR REPLACE FUNCTION app.webhook_record_attempts(p_subscription uuid, p_attempts jsonb, p_next_limit integer)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog'
+AS $function$
+declare
+  a jsonb;
+  r jsonb;
+  v_delivered int := 0;
+  v_failed int := 0;
+  v_paused boolean := false;
+begin
+  if jsonb_typeof(p_attempts) is distinct from 'array' then
+    raise exception 'p_attempts must be a JSON array';
+  end if;
+  for a in select x from jsonb_array_elements(p_attempts) x loop
+    r := app.webhook_record_one((a->>'deliveryId')::uuid, (a->>'ok')::boolean, a->'request', (a->>'status')::int,
+      a->>'excerpt', a->>'error', (a->>'durationMs')::int);
+    if (r->>'recorded')::boolean then
+      if (r->>'delivered')::boolean then v_delivered := v_delivered + 1; else v_failed := v_failed + 1; end if;
+      v_paused := v_paused or coalesce((r->>'paused')::boolean, false);
+    end if;
+  end loop;
+  return jsonb_build_object('delivered', v_delivered, 'failed', v_failed, 'paused', v_paused,
+    'next', app.webhook_claim_batch(p_subscription, p_next_limit));
+end
+$function$;
+comment on function app.webhook_record_attempts(uuid,jsonb,integer) is 'Records a batch of attempts of one subscription in the order they were made (each as app.webhook_record_one: [{deliveryId, ok, request, status, excerpt, error, durationMs}]) in one transaction, and returns the next batch (app.webhook_claim_batch) with the counts.';
+grant execute on function app.webhook_record_attempts(uuid,jsonb,integer) to pressroom_worker;
+revoke all on function app.webhook_record_attempts(uuid,jsonb,integer) from public;
+
+CREATE OR REPLACE FUNCTION app.webhook_record_one(p_delivery uuid, p_ok boolean, p_request jsonb, p_status integer, p_excerpt text, p_error text, p_duration_ms integer)
  RETURNS jsonb
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog'
@@ -13856,7 +14012,7 @@ declare
 begin
   select * into d from app.webhook_deliveries x where x.id = p_delivery for update;
   if d.id is null or d.state <> 'pending' then
-    return jsonb_build_object('recorded', false);
+    return jsonb_build_object('recorded', false, 'subscriptionId', d.subscription_id);
   end if;
   select * into s from app.webhook_subscriptions x where x.id = d.subscription_id for update;
   insert into app.webhook_delivery_log (organization_id, workspace_id, subscription_id, delivery_id, kind, attempt, request,
@@ -13867,8 +14023,7 @@ begin
     update app.webhook_deliveries x set state = 'delivered', attempts = x.attempts + 1, last_status = p_status,
       last_error = null, delivered_at = now() where x.id = d.id;
     update app.webhook_subscriptions x set consecutive_failures = 0 where x.id = s.id and x.consecutive_failures <> 0;
-    -- the next claim in the same transaction: one round trip per delivery
-    return jsonb_build_object('recorded', true, 'delivered', true, 'next', app.webhook_claim(s.id));
+    return jsonb_build_object('recorded', true, 'delivered', true, 'subscriptionId', s.id);
   end if;
   v_delay_ms := least(app.setting_int('webhook_retry_max_ms')::bigint,
                       app.setting_int('webhook_retry_base_ms')::bigint * (2 ^ least(d.attempts, 20))::bigint);
@@ -13876,20 +14031,26 @@ begin
     next_attempt_at = now() + v_delay_ms * interval '1 millisecond' where x.id = d.id;
   update app.webhook_subscriptions x set consecutive_failures = x.consecutive_failures + 1 where x.id = s.id
   returning * into s;
-  if s.active and s.consecutive_failures >= app.setting_int('webhook_pause_after_failures') then
+  if s.active and p_status = 410 then
+    -- Standard Webhooks: 410 Gone means the endpoint is gone for good; stop at once.
+    update app.webhook_subscriptions x set active = false, paused_reason = 'gone', updated_at = now() where x.id = s.id;
+    insert into app.webhook_delivery_log (organization_id, workspace_id, subscription_id, delivery_id, kind, error)
+    values (s.organization_id, s.workspace_id, s.id, d.id, 'webhook.paused',
+      'Paused at once: the receiver answered 410 Gone (the endpoint no longer exists). Resume it when the URL works again.');
+    v_paused := true;
+  elsif s.active and s.consecutive_failures >= app.setting_int('webhook_pause_after_failures') then
     update app.webhook_subscriptions x set active = false, paused_reason = 'failures', updated_at = now() where x.id = s.id;
     insert into app.webhook_delivery_log (organization_id, workspace_id, subscription_id, delivery_id, kind, error)
     values (s.organization_id, s.workspace_id, s.id, d.id, 'webhook.paused',
       format('Paused after %s failed attempts in a row.', s.consecutive_failures));
     v_paused := true;
   end if;
-  return jsonb_build_object('recorded', true, 'delivered', false, 'paused', v_paused, 'retryInMs', v_delay_ms,
-    'next', app.webhook_claim(s.id));
+  return jsonb_build_object('recorded', true, 'delivered', false, 'paused', v_paused, 'retryInMs', v_delay_ms, 'subscriptionId', s.id);
 end
 $function$;
-comment on function app.webhook_record_attempt(uuid,boolean,jsonb,integer,text,text,integer) is 'Records an attempt in the log; on success marks the delivery delivered and clears the failure run; on failure schedules the retry (webhook_retry_base_ms doubling up to webhook_retry_max_ms) and pauses the subscription after webhook_pause_after_failures failures in a row (log entry webhook.paused). Returns the subscription''s next claim (app.webhook_claim) with it.';
-grant execute on function app.webhook_record_attempt(uuid,boolean,jsonb,integer,text,text,integer) to pressroom_worker;
-revoke all on function app.webhook_record_attempt(uuid,boolean,jsonb,integer,text,text,integer) from public;
+comment on function app.webhook_record_one(uuid,boolean,jsonb,integer,text,text,integer) is 'Records one attempt in the log; on success marks the delivery delivered and clears the failure run; on failure schedules the retry (webhook_retry_base_ms doubling up to webhook_retry_max_ms) and pauses the subscription at once on 410 Gone (paused_reason gone) or after webhook_pause_after_failures failures in a row (failures), with a webhook.paused log entry.';
+grant execute on function app.webhook_record_one(uuid,boolean,jsonb,integer,text,text,integer) to pressroom_worker;
+revoke all on function app.webhook_record_one(uuid,boolean,jsonb,integer,text,text,integer) from public;
 
 CREATE OR REPLACE FUNCTION app.webhook_secret_key_length(p_secret text)
  RETURNS integer
@@ -15872,6 +16033,90 @@ alter function api.cancel_review(uuid) owner to pressroom_api;
 comment on function api.cancel_review(uuid) is 'Serves POST /v1/workspaces/{workspaceId}/reviews/{reviewId}/cancel (cancelReview_v1): draft or active -> cancelled; pending items'' content returns to where it was. Editor role; 409 INVALID_REVIEW_STATUS.';
 grant execute on function api.cancel_review(uuid) to pressroom_request;
 revoke all on function api.cancel_review(uuid) from public;
+
+CREATE OR REPLACE FUNCTION api.check_content(p_body jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v_intent text;
+  v_at timestamptz;
+  v_channels jsonb;
+  v_draft jsonb;
+  v_created jsonb;
+  v_general jsonb := '[]';
+  v_fields jsonb := '[]';
+  v_detail text;
+  v_hint text;
+  v_out jsonb := '[]';
+  v_channel jsonb;
+  v_i int := 0;
+  v_mine jsonb;
+  v_platform text;
+begin
+  perform app.require_role('editor');
+  if jsonb_typeof(p_body) is distinct from 'object' then
+    perform app.raise(400, 'VALIDATION_FAILED', 'The body is the body of content create, a JSON object.', '{}'::jsonb);
+  end if;
+  v_intent := coalesce(p_body ->> 'intent', 'draft');
+  v_channels := case when jsonb_typeof(p_body -> 'channels') = 'array' then p_body -> 'channels' else '[]' end;
+  -- The time, as create checks it for the intent asked for.
+  if v_intent = 'schedule' then
+    v_at := (p_body ->> 'scheduledAt')::timestamptz;
+    if v_at is null then
+      v_general := v_general || app.field_problem('scheduledAt', 'required', 'intent schedule needs scheduledAt');
+    elsif v_at < now() then
+      v_general := v_general || app.field_problem('scheduledAt', 'in_past', 'a time in the past cannot be scheduled');
+    end if;
+  end if;
+  if v_intent <> 'draft' and jsonb_array_length(v_channels) = 0 then
+    v_general := v_general || app.field_problem('channels', 'required', format('intent %s needs at least one channel', v_intent));
+  end if;
+  -- The rest through content create itself, as a draft (not held to the rules on create), in a
+  -- subtransaction that is always rolled back; then every edition against its platform's rules.
+  v_draft := (p_body - 'recurrence' - 'scheduledAt' - 'intendedPublishAt') || jsonb_build_object('intent', 'draft');
+  begin
+    v_created := api.create_content(v_draft);
+    for v_i in 0 .. jsonb_array_length(coalesce(v_created -> 'editions', '[]')) - 1 loop
+      v_fields := v_fields || app.content_item_problems((v_created -> 'editions' -> v_i ->> 'id')::uuid, 'channels.' || v_i || '.');
+    end loop;
+    raise exception using errcode = 'PRCHK', message = 'check_content: rolled back';
+  exception
+    when sqlstate 'PRCHK' then
+      null;
+    when sqlstate 'PT400' then
+      get stacked diagnostics v_detail = pg_exception_detail, v_hint = pg_exception_hint;
+      if v_detail <> 'VALIDATION_FAILED' or coalesce(v_hint, '') = '' or (v_hint::jsonb -> 'fields') is null then
+        raise;
+      end if;
+      v_fields := v_hint::jsonb -> 'fields';
+  end;
+  -- One result per channel: its problems (fields channels.N.*); the others apply to every channel.
+  v_general := v_general || coalesce((select jsonb_agg(f) from jsonb_array_elements(v_fields) f
+                                      where (f ->> 'field') !~ '^channels\.\d+\.'), '[]');
+  v_i := 0;
+  for v_channel in select e from jsonb_array_elements(v_channels) e loop
+    select g.platform into v_platform from app.integrations g
+    where (v_channel ->> 'integrationId') ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
+      and g.id = (v_channel ->> 'integrationId')::uuid and g.workspace_id = app.current_workspace_id() and g.deleted_at is null;
+    v_mine := coalesce((select jsonb_agg(f) from jsonb_array_elements(v_fields) f
+                        where (f ->> 'field') like 'channels.' || v_i || '.%'), '[]');
+    v_out := v_out || jsonb_build_object('index', v_i, 'integrationId', v_channel ->> 'integrationId', 'platform', v_platform,
+      'valid', jsonb_array_length(v_mine) = 0, 'problems', v_mine);
+    v_platform := null;
+    v_i := v_i + 1;
+  end loop;
+  return jsonb_build_object('valid', jsonb_array_length(v_general) = 0 and not exists (
+      select 1 from jsonb_array_elements(v_out) c where not (c ->> 'valid')::boolean),
+    'problems', v_general, 'channels', v_out);
+end
+$function$;
+alter function api.check_content(jsonb) owner to pressroom_api;
+comment on function api.check_content(jsonb) is 'Serves POST /v1/workspaces/{workspaceId}/content/check (checkContent_v1). Checks the body of content create without writing anything: the time for the intent asked for (scheduledAt required, in_past), then the body through api.create_content as a draft in a subtransaction that is rolled back (references, channels, settings) and every edition against its platform''s rules (app.content_item_problems), whatever the intent. Answers {valid, problems (not of one channel), channels: [{index, integrationId, platform, valid, problems}]}. Requires the editor role (create''s); 400 VALIDATION_FAILED for a body that is not an object; other refusals of create (409 MEDIA_IN_BIN, ...) as create answers them.';
+grant execute on function api.check_content(jsonb) to pressroom_request;
+revoke all on function api.check_content(jsonb) from public;
 
 CREATE OR REPLACE FUNCTION api.claim_article_platform_draft(p_id uuid, p_claim_seconds integer)
  RETURNS jsonb
@@ -19062,6 +19307,8 @@ declare
   v_status text := p_query ->> 'status';
   v_workflow text[];
   v_integration uuid := (p_query ->> 'integrationId')::uuid;
+  v_from timestamptz := (p_query ->> 'scheduledFrom')::timestamptz;
+  v_to timestamptz := (p_query ->> 'scheduledTo')::timestamptz;
   v_review boolean := coalesce((p_query ->> 'includeReviewLifecycle')::boolean, false);
   v_sort text := coalesce(p_query ->> 'sortBy', 'updatedAt');
   v_dir text := coalesce(p_query ->> 'sortDirection', case when v_since is not null then 'asc' else 'desc' end);
@@ -19079,6 +19326,10 @@ declare
     'batchId', p_query -> 'reviewLifecycleBatchId', 'itemId', p_query -> 'reviewLifecycleItemId'));
 begin
   perform app.require_role('viewer');
+  if v_from is not null and v_to is not null and v_to <= v_from then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('scheduledTo', 'before_start', 'scheduledTo must be after scheduledFrom')),
+      'The request is not valid; see details.fields.');
+  end if;
   if jsonb_typeof(p_query -> 'workflowStatuses') = 'array' then
     v_workflow := array(select distinct btrim(s) from jsonb_array_elements_text(p_query -> 'workflowStatuses') e,
                         regexp_split_to_table(e, ',') s where btrim(s) <> '');
@@ -19118,6 +19369,13 @@ begin
   if v_integration is not null then
     v_where := v_where || ' and i.integration_id = $5';
   end if;
+  -- the time range of the calendar (db/migrations/current/30-webhooks-retention-content-check.sql)
+  if v_from is not null then
+    v_live := v_live || ' and i.scheduled_at >= $9';
+  end if;
+  if v_to is not null then
+    v_live := v_live || ' and i.scheduled_at < $10';
+  end if;
   if v_since is not null then
     v_where := v_where || format(' and ((%s and i.updated_at > $2) or (i.deleted_at is not null and i.deleted_at > $2))', v_live);
   else
@@ -19139,19 +19397,19 @@ begin
   if v_total is null then
     execute format('select count(*) from app.content_items i where %s', v_where)
     into v_total
-    using app.current_workspace_id(), v_since, v_status, v_workflow, v_integration, null::int, null::bigint, v_lc;
+    using app.current_workspace_id(), v_since, v_status, v_workflow, v_integration, null::int, null::bigint, v_lc, v_from, v_to;
   end if;
   execute format('select array(select i.id from app.content_items i %s where %s order by %s limit $6 offset $7)',
                  v_join, v_where, v_order)
   into v_ids
-  using app.current_workspace_id(), v_since, v_status, v_workflow, v_integration, v_limit, v_offset, v_lc;
+  using app.current_workspace_id(), v_since, v_status, v_workflow, v_integration, v_limit, v_offset, v_lc, v_from, v_to;
   return jsonb_build_object('items', (select app.content_list_items_json(v_ids, v_review)),
     'meta', jsonb_build_object('limit', v_limit, 'offset', v_offset, 'total', v_total,
                                'hasMore', v_offset + cardinality(v_ids) < v_total));
 end
 $function$;
 alter function api.list_content(jsonb) owner to pressroom_api;
-comment on function api.list_content(jsonb) is 'Serves GET /v1/workspaces/{workspaceId}/content (listContent_v1). A page of editions filtered by status, workflow statuses, integration and the reviewLifecycle* filters (any of them opts pending_approval and rejected content in and adds reviewLifecycle), sorted as asked; with since, the editions changed after it and tombstones of those deleted after it. Returns items and meta (limit, offset, total, hasMore). Requires the viewer role.';
+comment on function api.list_content(jsonb) is 'Serves GET /v1/workspaces/{workspaceId}/content (listContent_v1). A page of editions filtered by status, workflow statuses, integration, the time range scheduledFrom (inclusive) to scheduledTo (exclusive) on scheduled_at, and the reviewLifecycle* filters (any of them opts pending_approval and rejected content in and adds reviewLifecycle), sorted as asked; with since, the editions changed after it and tombstones of those deleted after it. Returns items and meta (limit, offset, total, hasMore). Requires the viewer role; 400 VALIDATION_FAILED when scheduledTo is not after scheduledFrom.';
 grant execute on function api.list_content(jsonb) to pressroom_request;
 revoke all on function api.list_content(jsonb) from public;
 

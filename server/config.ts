@@ -42,6 +42,9 @@ export const ConfigSchema = z.object({
   // Connectors: webhook URLs that resolve to loopback or private networks are
   // refused (server-side request forgery) unless this is true.
   WEBHOOK_ALLOW_PRIVATE_NETWORKS: bool.default(false),
+  // Lifecycle webhooks: days delivered events, their deliveries and delivery
+  // log are kept (job webhooks.purge; app.settings webhook_retention_days).
+  WEBHOOK_RETENTION_DAYS: int(30, 1),
   PUBLISH_TIMEOUT_MS: int(15_000, 100),
   // Transient publish failures: retried with exponential backoff.
   PUBLISH_MAX_ATTEMPTS: int(5, 1),

@@ -184,11 +184,26 @@ for (const box of document.querySelectorAll('input[name=status]')) box.addEventL
 
 // ---- events --------------------------------------------------------------------------------
 
-/** Every edition of the given status (and channel), newest schedule last, up to MAX_PAGES pages. */
-async function editions(status: string, channel: string): Promise<Edition[]> {
+/** A sent edition shows at its sentAt, which can come after its scheduledAt (retries, a late confirmation). */
+const SENT_MARGIN_MS = 7 * 24 * 3600_000;
+
+/**
+ * The editions of the given status (and channel) scheduled in [from, to) — only the visible range
+ * is asked for (GET content?scheduledFrom=&scheduledTo=) — earliest first, up to MAX_PAGES pages.
+ */
+async function editions(status: string, channel: string, from: Date, to: Date): Promise<Edition[]> {
   const out: Edition[] = [];
+  const margin = status === 'sent' ? SENT_MARGIN_MS : 0;
   for (let page = 0; page < MAX_PAGES; page++) {
-    const q = new URLSearchParams({ status, sortBy: 'scheduledAt', sortDirection: 'asc', limit: '100', offset: String(page * 100) });
+    const q = new URLSearchParams({
+      status,
+      scheduledFrom: new Date(from.getTime() - margin).toISOString(),
+      scheduledTo: to.toISOString(),
+      sortBy: 'scheduledAt',
+      sortDirection: 'asc',
+      limit: '100',
+      offset: String(page * 100),
+    });
     if (channel) q.set('integrationId', channel);
     const rows = await api<Edition[]>('GET', `/v1/workspaces/${currentWs().id}/content?${q}`);
     out.push(...rows);
@@ -202,7 +217,7 @@ const label = (e: Edition) => e.organizationalTitle || e.title || e.caption || '
 async function loadEvents(info: EventSourceFuncArg): Promise<EventInput[]> {
   const channel = $<HTMLSelectElement>('#channel').value;
   const canEdit = currentWs().role !== 'viewer';
-  const lists = await Promise.all(statuses().map((s) => editions(s, channel)));
+  const lists = await Promise.all(statuses().map((s) => editions(s, channel, info.start, info.end)));
   const events: EventInput[] = [];
   for (const e of lists.flat()) {
     const at = e.status === 'sent' ? (e.sentAt ?? e.scheduledAt) : e.scheduledAt;

@@ -52,6 +52,10 @@ export const CLIENT_USAGE = `API client (needs a running server and an API key):
   content create --caption TEXT [--channel INTEGRATION_ID]... [--media MEDIA_ID]...
                  [--title T] [--at ISO_TIME | --now]
                   A draft unless --at (scheduled) or --now (published at once).
+  content check --caption TEXT [--channel INTEGRATION_ID]... [--media MEDIA_ID]...
+                 [--title T] [--at ISO_TIME | --now]
+                  The same body checked against each channel's platform rules;
+                  nothing is written. Exit status 1 when a problem is found.
   content schedule ID --at ISO_TIME
   content publish ID
   content revert ID
@@ -192,6 +196,8 @@ function sdkFor(s: { baseUrl: string; apiKey: string }, io: ClientIO, json: bool
 interface Result {
   json: unknown;
   human: string;
+  /** Default EXIT.OK. */
+  exitCode?: number;
 }
 
 type Cell = string | number | boolean | null | undefined;
@@ -346,6 +352,31 @@ function mutation(r: Schema<'ContentMutationResult'>, verb: string): Result {
   };
 }
 
+/** The options of content create and content check, and the create body they make. */
+const CONTENT_BODY_OPTIONS = {
+  caption: { type: 'string' },
+  title: { type: 'string' },
+  channel: { type: 'string', multiple: true },
+  media: { type: 'string', multiple: true },
+  at: { type: 'string' },
+  now: { type: 'boolean' },
+} as const;
+
+function contentBody(v: Values): Schema<'CreatePublicPostDto'> {
+  if (v.at !== undefined && v.now) throw new CliUsage('Give --at or --now, not both');
+  const scheduledAt = isoFlag(v, 'at');
+  const channels = ((v.channel as string[] | undefined) ?? []).map((c) => ({ integrationId: uuidArg(c, '--channel') }));
+  const mediaIds = ((v.media as string[] | undefined) ?? []).map((m) => uuidArg(m, '--media'));
+  return {
+    intent: scheduledAt ? 'schedule' : v.now ? 'publish_now' : 'draft',
+    ...(scheduledAt ? { scheduledAt } : {}),
+    ...(v.caption !== undefined ? { caption: v.caption as string } : {}),
+    ...(v.title !== undefined ? { title: v.title as string } : {}),
+    ...(channels.length ? { channels } : {}),
+    ...(mediaIds.length ? { mediaIds } : {}),
+  };
+}
+
 const CONTENT_TYPES: Record<string, string> = {
   '.png': 'image/png',
   '.jpg': 'image/jpeg',
@@ -458,32 +489,35 @@ const COMMANDS: Record<string, Record<string, Sub>> = {
       },
     },
     create: {
-      options: {
-        caption: { type: 'string' },
-        title: { type: 'string' },
-        channel: { type: 'string', multiple: true },
-        media: { type: 'string', multiple: true },
-        at: { type: 'string' },
-        now: { type: 'boolean' },
-      },
+      options: CONTENT_BODY_OPTIONS,
       args: { min: 0, max: 0, names: '' },
       async run(ctx) {
-        const v = ctx.values;
-        if (v.at !== undefined && v.now) throw new CliUsage('Give --at or --now, not both');
-        const scheduledAt = isoFlag(v, 'at');
-        const channels = ((v.channel as string[] | undefined) ?? []).map((c) => ({ integrationId: uuidArg(c, '--channel') }));
-        const mediaIds = ((v.media as string[] | undefined) ?? []).map((m) => uuidArg(m, '--media'));
+        const body = contentBody(ctx.values);
         const { sdk, ws } = await workspaceOf(ctx);
-        const body: Schema<'CreatePublicPostDto'> = {
-          intent: scheduledAt ? 'schedule' : v.now ? 'publish_now' : 'draft',
-          ...(scheduledAt ? { scheduledAt } : {}),
-          ...(v.caption !== undefined ? { caption: v.caption as string } : {}),
-          ...(v.title !== undefined ? { title: v.title as string } : {}),
-          ...(channels.length ? { channels } : {}),
-          ...(mediaIds.length ? { mediaIds } : {}),
-        };
         const { data } = await unwrap(sdk.POST('/v1/workspaces/{workspaceId}/content', { params: { path: { workspaceId: ws } }, body }));
         return mutation(data, 'Created');
+      },
+    },
+    check: {
+      options: CONTENT_BODY_OPTIONS,
+      args: { min: 0, max: 0, names: '' },
+      async run(ctx) {
+        const body = contentBody(ctx.values);
+        const { sdk, ws } = await workspaceOf(ctx);
+        const { data } = await unwrap(sdk.POST('/v1/workspaces/{workspaceId}/content/check', { params: { path: { workspaceId: ws } }, body }));
+        const rows: Cell[][] = [
+          ...data.problems.map((p): Cell[] => ['-', '-', p.field, p.code, p.message]),
+          ...data.channels.flatMap((c) =>
+            c.problems.length
+              ? c.problems.map((p): Cell[] => [c.integrationId, c.platform, p.field, p.code, p.message])
+              : [[c.integrationId, c.platform, '-', 'ok', '-'] as Cell[]],
+          ),
+        ];
+        return {
+          json: data,
+          human: `${data.valid ? 'Valid' : 'Problems found'}\n` + table(['CHANNEL', 'PLATFORM', 'FIELD', 'CODE', 'MESSAGE'], rows, { stdoutIsTTY: false } as ClientIO),
+          exitCode: data.valid ? EXIT.OK : EXIT.REFUSED,
+        };
       },
     },
     schedule: {
@@ -671,7 +705,7 @@ export async function runClient(argv: string[], io: ClientIO): Promise<ClientOut
   }
   try {
     const result = await sub.run({ io, values, positionals, json });
-    return { exitCode: EXIT.OK, stdout: json ? JSON.stringify(result.json, null, 2) + '\n' : result.human };
+    return { exitCode: result.exitCode ?? EXIT.OK, stdout: json ? JSON.stringify(result.json, null, 2) + '\n' : result.human };
   } catch (e) {
     if (e instanceof CliUsage) return failure('USAGE', `${label}: ${e.message}`, EXIT.USAGE, json);
     if (e instanceof CliFailure) return failure(e.code, e.message, e.exitCode, json);

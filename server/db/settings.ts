@@ -22,6 +22,7 @@ export function settingsOf(config: Config) {
     auth_failure_audit: config.AUTH_FAILURE_AUDIT,
     media_bin_retention_seconds: config.MEDIA_BIN_RETENTION_SECONDS,
     upload_session_ttl_seconds: config.UPLOAD_SESSION_TTL_SECONDS,
+    webhook_retention_days: config.WEBHOOK_RETENTION_DAYS,
   };
 }
 

@@ -572,6 +572,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workspaces/{workspaceId}/content/check": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Check a draft against its channels' rules, writing nothing (editor role)
+         * @description Takes the body of `POST content` and answers what creating it would find, channel by
+         *     channel, without writing anything: the time for the `intent` asked for (`scheduledAt`
+         *     `required` or `in_past`), the body's references and shape as create checks them
+         *     (`channels.N.integrationId` `integration_not_found`/`duplicate_channel`, `mediaIds.N`,
+         *     `campaignId`, `tagIds.N`, `channels.N.settings.X`), and every channel's platform rules
+         *     (`caption_too_long`, `content_empty`, `media_required`, `too_many_media`, `threads_not_supported`,
+         *     ...) whatever the intent — drafts are not held to the rules on create, but would be when
+         *     scheduled. The rules are the database's own (`app.content_item_problems`, the same as
+         *     create, schedule and publish): the body is created as a draft in a subtransaction that is
+         *     rolled back. A problem in the references stops before the platform rules are checked.
+         *     `recurrence` is ignored (a series' editions are checked like one root's). Editor role,
+         *     as create. Other refusals of create (409 `MEDIA_IN_BIN`, ...) are answered as create answers them.
+         */
+        post: operations["checkContent_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workspaces/{workspaceId}/content/failed-count": {
         parameters: {
             query?: never;
@@ -4975,7 +5009,7 @@ export interface paths {
         };
         /**
          * A subscription's delivery log, newest first (manager role)
-         * @description Every attempt (request, response status, the first 2048 characters of the answer, duration) and the `webhook.paused` / `webhook.resumed` entries.
+         * @description Every attempt (request, response status, the first 2048 characters of the answer, duration) and the `webhook.paused` / `webhook.resumed` entries (a pause names its reason, a run of failures, a 410 Gone answer or a manager). Entries of delivered events older than `WEBHOOK_RETENTION_DAYS` are purged with them.
          */
         get: operations["listWebhookLog_v1"];
         put?: never;
@@ -5804,6 +5838,31 @@ export interface components {
         };
         ContentCount: {
             count: number;
+        };
+        ContentCheckResult: {
+            /** @description No problem, general or of any channel: create with intent schedule would pass the rules */
+            valid: boolean;
+            /** @description Problems that are not of one channel (time, root media, campaign, tags, ...) */
+            problems: components["schemas"]["ContentCheckProblem"][];
+            /** @description One result per entry of `channels`, in request order */
+            channels: {
+                /** @description Position in the request's `channels` */
+                index: number;
+                integrationId: string;
+                /** @description The channel's platform; null when no connected channel of this workspace has the id */
+                platform: string | null;
+                valid: boolean;
+                /** @description This channel's problems (fields `channels.N.*`): its platform's rules (caption length, media count and types, threads, settings) and its reference */
+                problems: components["schemas"]["ContentCheckProblem"][];
+            }[];
+        };
+        /** @description One problem, as content create would list it in `details.fields` of its 400 `VALIDATION_FAILED`. */
+        ContentCheckProblem: {
+            /** @description The body path, e.g. `scheduledAt`, `mediaIds.0`, `channels.1.caption` */
+            field: string;
+            /** @description e.g. `caption_too_long`, `content_empty`, `media_required`, `integration_not_found`, `in_past` */
+            code: string;
+            message: string;
         };
         ContentMedia: {
             /** Format: uuid */
@@ -8532,10 +8591,10 @@ export interface components {
             /** @description false while paused; events still queue and go out in order once resumed */
             active: boolean;
             /**
-             * @description manual: paused by a manager; failures: after webhook_pause_after_failures failed attempts in a row
+             * @description manual: paused by a manager; failures: after webhook_pause_after_failures failed attempts in a row; gone: at once, the receiver answered 410 Gone
              * @enum {string|null}
              */
-            pausedReason: "manual" | "failures" | null;
+            pausedReason: "manual" | "failures" | "gone" | null;
             consecutiveFailures: number;
             pendingDeliveries: number;
             /** Format: date-time */
@@ -8555,10 +8614,10 @@ export interface components {
             /** @description false while paused; events still queue and go out in order once resumed */
             active: boolean;
             /**
-             * @description manual: paused by a manager; failures: after webhook_pause_after_failures failed attempts in a row
+             * @description manual: paused by a manager; failures: after webhook_pause_after_failures failed attempts in a row; gone: at once, the receiver answered 410 Gone
              * @enum {string|null}
              */
-            pausedReason: "manual" | "failures" | null;
+            pausedReason: "manual" | "failures" | "gone" | null;
             consecutiveFailures: number;
             pendingDeliveries: number;
             /** Format: date-time */
@@ -10317,6 +10376,16 @@ export interface operations {
                 reviewLifecycleItemId?: string;
                 /** @description Only editions of this channel. */
                 integrationId?: string;
+                /**
+                 * @description Only editions whose `scheduledAt` is at or after this instant (editions without a time are left out). What a calendar shows.
+                 * @example 2030-05-01T00:00:00Z
+                 */
+                scheduledFrom?: string;
+                /**
+                 * @description Only editions whose `scheduledAt` is before this instant; after `scheduledFrom` when both are given (else 400 `VALIDATION_FAILED`, field `scheduledTo`).
+                 * @example 2030-06-01T00:00:00Z
+                 */
+                scheduledTo?: string;
                 /** @description `updatedAt` (default), `createdAt`, `scheduledAt` (unscheduled last), `status` or `platform`; ties by id. */
                 sortBy?: "updatedAt" | "createdAt" | "scheduledAt" | "status" | "platform";
                 /** @description `desc` by default; `asc` by default with `since`. */
@@ -10416,6 +10485,58 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["Unprocessable"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    checkContent_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "intent": "schedule",
+                 *       "scheduledAt": "2030-05-04T09:00:00Z",
+                 *       "caption": "Our spring collection is here.",
+                 *       "channels": [
+                 *         {
+                 *           "integrationId": "3d1c2a4e-8a4b-4c7e-9f63-2b5f0c1d7e21"
+                 *         }
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["CreatePublicPostDto"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ContentCheckResult"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
         };

@@ -22,6 +22,8 @@ export const QUEUES = {
   inboxPurgeDeliveries: 'inbox.purge-deliveries',
   // Lifecycle webhooks (server/jobs/lifecycle.ts): one queued per subscription.
   webhooksDeliver: 'webhooks.deliver',
+  // ... and the hourly purge of what is past webhook_retention_days.
+  webhooksPurge: 'webhooks.purge',
 } as const;
 
 /** Queues that need options of their own: one queued fold per integration at a time (singleton key). */

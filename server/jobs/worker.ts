@@ -46,12 +46,15 @@ export async function startWorker(deps: AppDeps, opts: { ownerUrl: string }) {
   await registerAnalyticsJobs(boss, deps);
   await registerReviewJobs(boss, pool, log); // reviews: expiry
   await registerInboxJobs(boss, deps);
-  await registerLifecycleJobs(boss, deps); // lifecycle webhooks
+  const lifecycle = await registerLifecycleJobs(boss, deps, { listenUrl: opts.ownerUrl }); // lifecycle webhooks
   // Upkeep that must not wait for the first cron tick.
   await maintenance.ensureAuditPartitions(pool);
   return {
     boss,
     /** Stops fetching, lets running jobs finish (up to timeoutMs), then closes. */
-    stop: (timeoutMs: number) => boss.stop({ graceful: true, timeout: timeoutMs, close: true }),
+    stop: async (timeoutMs: number) => {
+      await lifecycle.stop();
+      await boss.stop({ graceful: true, timeout: timeoutMs, close: true });
+    },
   };
 }

@@ -29,8 +29,8 @@ export interface OperationTool {
   readOnly: boolean;
 }
 
-/** name → operationId; a short title for the client's list. */
-export const OPERATION_TOOLS: { name: string; operationId: string; title: string }[] = [
+/** name → operationId; a short title for the client's list; readOnly for a POST that writes nothing. */
+export const OPERATION_TOOLS: { name: string; operationId: string; title: string; readOnly?: true }[] = [
   { name: 'list_workspaces', operationId: 'listWorkspaces_v1', title: 'List workspaces' },
   { name: 'list_integrations', operationId: 'listIntegrations_v1', title: 'List connected channels' },
   { name: 'get_integration', operationId: 'getIntegration_v1', title: "A channel and its platform's rules" },
@@ -41,7 +41,8 @@ export const OPERATION_TOOLS: { name: string; operationId: string; title: string
   { name: 'schedule_content', operationId: 'scheduleContent_v1', title: 'Schedule content' },
   { name: 'publish_content', operationId: 'publishContent_v1', title: 'Publish content now' },
   { name: 'revert_content_to_draft', operationId: 'revertContentToDraft_v1', title: 'Revert content to draft' },
-  { name: 'check_schedule', operationId: 'validateWorkbenchSchedule_v2', title: "Check drafts against their platform's rules (dry run)" },
+  { name: 'check_content', operationId: 'checkContent_v1', title: "Check a draft against its channels' rules (nothing written)", readOnly: true },
+  { name: 'check_schedule', operationId: 'validateWorkbenchSchedule_v2', title: 'Dry run of scheduling workbench rows' },
   { name: 'list_workbench_pages', operationId: 'listWorkbenchPages_v2', title: 'List workbench pages' },
   { name: 'list_workbench_rows', operationId: 'listWorkbenchRows_v2', title: 'List workbench rows' },
   { name: 'pull_content_into_workbench', operationId: 'pullContentIntoWorkbench_v2', title: 'Pull content into a workbench section' },
@@ -106,7 +107,7 @@ export function operationTools(doc: any = loadContract()): OperationTool[] {
     for (const m of METHODS) if (item[m]?.operationId) byId.set(item[m].operationId, { path: p, method: m, item, op: item[m] });
   }
   const deref = (x: any) => (x?.$ref ? toJsonSchema(doc, x) : x);
-  return OPERATION_TOOLS.map(({ name, operationId, title }) => {
+  return OPERATION_TOOLS.map(({ name, operationId, title, readOnly }) => {
     const found = byId.get(operationId);
     if (!found) throw new Error(`MCP tool ${name}: no operation ${operationId} in openapi.yaml`);
     const { path, method, item, op } = found;
@@ -139,7 +140,7 @@ export function operationTools(doc: any = loadContract()): OperationTool[] {
       hasBody: Boolean(jsonBody),
       description,
       inputSchema: { type: 'object' as const, properties, required, additionalProperties: false },
-      readOnly: method === 'get',
+      readOnly: method === 'get' || readOnly === true,
     };
   });
 }

@@ -13,6 +13,10 @@ export const contentRoutes = {
   createContent_v1: {
     handle: async ({ call, body }) => ({ status: 201, data: await call(sql.fragment`api.create_content(${json(body)})`) }),
   },
+  // Nothing written: create as a draft in a rolled-back subtransaction, then each channel's rules.
+  checkContent_v1: {
+    handle: async ({ call, body }) => ({ data: await call(sql.fragment`api.check_content(${json(body)})`) }),
+  },
   listContent_v1: {
     handle: async ({ call, query }) => {
       const page = await call<ItemsPage<'listContent_v1'>>(sql.fragment`api.list_content(${json(query)})`);

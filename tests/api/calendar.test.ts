@@ -142,6 +142,12 @@ describe.skipIf(!chromiumPath)('the calendar in Chromium', () => {
         if (m.type() === 'error' || /Content Security Policy/i.test(m.text())) problems.push(m.text());
       });
       page.on('pageerror', (e) => problems.push(e.message));
+      // The page asks for the visible range only (GET content?scheduledFrom=&scheduledTo=).
+      const listed: URL[] = [];
+      page.on('request', (r) => {
+        const u = new URL(r.url());
+        if (r.method() === 'GET' && /\/content$/.test(u.pathname)) listed.push(u);
+      });
 
       await page.goto(`${server.baseUrl}/app#view=dayGridMonth&date=${day(viewDate)}`);
       await page.fill('input[name=email]', o.email);
@@ -158,6 +164,14 @@ describe.skipIf(!chromiumPath)('the calendar in Chromium', () => {
       expect(await launch.textContent()).toContain('Acme on X');
       const failed = cell(past).locator('.fc-event.st-failed', { hasText: 'Webinar recap' });
       expect(await failed.count()).toBe(1);
+      expect(listed.length).toBeGreaterThan(0);
+      for (const u of listed) {
+        const from = Date.parse(u.searchParams.get('scheduledFrom') ?? '');
+        const to = Date.parse(u.searchParams.get('scheduledTo') ?? '');
+        // a month view: at most six weeks, plus a week's margin before it for sent editions
+        expect(to - from).toBeGreaterThan(0);
+        expect(to - from).toBeLessThanOrEqual(49 * 86_400_000);
+      }
       expect(await failed.getAttribute('class')).not.toContain('fc-event-draggable');
       expect(await launch.getAttribute('class')).toContain('fc-event-draggable');
       await page.screenshot({ path: path.join(SHOTS, '1-month.png'), fullPage: true });

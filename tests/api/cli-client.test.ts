@@ -173,6 +173,19 @@ describe('content', () => {
     expect(r.stderr).toMatch(/^ {2}scheduledAt: /m);
   });
 
+  it("content check answers each channel's problems (exit 1 when there are), writing nothing", async () => {
+    const count = async () => (await server.owner.query('select count(*)::int as n from app.content_items')).rows[0].n as number;
+    const before = await count();
+    const good = await ok(['content', 'check', '--caption', 'Fits', '--channel', integrationId, '--json']);
+    expect(good.json).toMatchObject({ valid: true, channels: [{ integrationId, platform: 'x', valid: true, problems: [] }] });
+    const bad = await cli(['content', 'check', '--caption', 'z'.repeat(300), '--channel', integrationId]);
+    expect(bad.code).toBe(1);
+    expect(bad.stdout.split('\n')[0]).toBe('Problems found');
+    expect(bad.stdout).toMatch(/^CHANNEL\s+PLATFORM\s+FIELD\s+CODE\s+MESSAGE$/m);
+    expect(bad.stdout).toMatch(new RegExp(`${integrationId}\\s+x\\s+channels\\.0\\.caption\\s+caption_too_long`));
+    expect(await count()).toBe(before);
+  });
+
   it('a missing item is exit 5 with the request id the server logged', async () => {
     const missing = '00000000-0000-4000-8000-000000000000';
     const r = await cli(['content', 'get', missing, '--json']);
@@ -184,7 +197,7 @@ describe('content', () => {
 
   it('usage errors are exit 2 and name the problem', async () => {
     const cases: [string[], RegExp][] = [
-      [['content', 'frobnicate'], /content frobnicate: unknown; content takes list, get, create, schedule, publish, revert/],
+      [['content', 'frobnicate'], /content frobnicate: unknown; content takes list, get, create, check, schedule, publish, revert/],
       [['content', 'get', 'not-a-uuid'], /ID must be a UUID/],
       [['content', 'get'], /content get takes ID \(got none\)/],
       [['content', 'list', '--limit', '500'], /--limit must be a whole number from 1 to 100/],

@@ -161,6 +161,7 @@ async function plansOf(call: string, params: readonly unknown[]): Promise<{ stat
   return [...plans];
 }
 
+const inDays = (d: number) => new Date(Date.now() + d * 86_400_000).toISOString();
 const content = (query: Record<string, unknown>) => ['api.list_content($1::jsonb)', [JSON.stringify({ limit: 20, offset: 0, ...query })]] as const;
 const media = (filters: Record<string, unknown>) => ['api.list_media($1::jsonb, null, 50)', [JSON.stringify(filters)]] as const;
 
@@ -174,6 +175,10 @@ const cases: [string, () => readonly [string, readonly unknown[]]][] = [
   ['content: sortBy=createdAt', () => content({ sortBy: 'createdAt' })],
   ['content: workflowStatuses=scheduled,publishing', () => content({ workflowStatuses: ['scheduled', 'publishing'] })],
   ['content: workflowStatus=published', () => content({ workflowStatus: 'published' })],
+  // the calendar's visible range (GET content?scheduledFrom=&scheduledTo=)
+  ['content: scheduledFrom/scheduledTo (a day ahead)', () => content({ scheduledFrom: inDays(1), scheduledTo: inDays(2) })],
+  ['content: status=scheduled, a week ahead, sortBy=scheduledAt asc', () => content({ status: 'scheduled', scheduledFrom: inDays(1), scheduledTo: inDays(8), sortBy: 'scheduledAt', sortDirection: 'asc' })],
+  ['content: status=sent, a day past, sortBy=scheduledAt asc', () => content({ status: 'sent', scheduledFrom: inDays(-3), scheduledTo: inDays(-2), sortBy: 'scheduledAt', sortDirection: 'asc' })],
   ['content roots: default page', () => ['api.list_content_roots(20, 0)', []]],
   ['media: default page', () => media({})],
   ['media: search', () => media({ search: 'sunset-12' })],

@@ -190,14 +190,42 @@ describe('MCP over Streamable HTTP (/mcp)', () => {
     }
   });
 
-  it("check_schedule checks drafts against their platform's rules and writes nothing", async () => {
-    const t = await tenant();
-    const insta: string = (
+  /** An Instagram channel (its posts need media) in the tenant's workspace. */
+  const instagramOf = async (t: { organizationId: string; workspaceId: string }): Promise<string> =>
+    (
       await server.owner.query(`insert into app.integrations (organization_id, workspace_id, connector, platform, name) values ($1, $2, 'sandbox', 'instagram', 'IG') returning id`, [
         t.organizationId,
         t.workspaceId,
       ])
     ).rows[0].id;
+
+  it("check_content checks a draft against each channel's rules through POST content/check and writes nothing", async () => {
+    const t = await tenant();
+    const insta = await instagramOf(t);
+    const items = async () => Number((await server.owner.query(`select count(*) from app.content_items where workspace_id = $1`, [t.workspaceId])).rows[0].count);
+    const before = await items();
+    const c = await httpClient(t.key);
+    try {
+      const tools = (await c.listTools()).tools;
+      const tool = tools.find((x) => x.name === 'check_content');
+      expect(tool?.annotations?.readOnlyHint, 'a POST that writes nothing').toBe(true);
+      expect(Object.keys((tool!.inputSchema as any).properties.body.properties)).toEqual(expect.arrayContaining(['caption', 'channels', 'mediaIds', 'intent', 'scheduledAt']));
+      const r = data(await call(c, 'check_content', { workspaceId: t.workspaceId, body: { caption: 'pic of the day', channels: [{ integrationId: t.integrationId }, { integrationId: insta }] } }));
+      expect(r.valid).toBe(false);
+      expect(r.channels.map((x: any) => [x.integrationId, x.valid, x.problems.map((p: any) => p.code)])).toEqual([
+        [t.integrationId, true, []],
+        [insta, false, ['media_required']],
+      ]);
+      expect(data(await call(c, 'check_content', { workspaceId: t.workspaceId, body: { caption: 'ok', channels: [{ integrationId: t.integrationId }] } })).valid).toBe(true);
+      expect(await items()).toBe(before);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it("check_schedule checks drafts against their platform's rules and writes nothing", async () => {
+    const t = await tenant();
+    const insta = await instagramOf(t);
     const wb = `/v2/workspaces/${t.workspaceId}/workbench`;
     const page = await api.post(`${wb}/pages`, { name: 'Plan', sections: [{ name: 'Week 1' }] }, { token: t.token });
     expect(page.status, JSON.stringify(page.body)).toBe(201);
