@@ -19369,7 +19369,7 @@ begin
   if v_integration is not null then
     v_where := v_where || ' and i.integration_id = $5';
   end if;
-  -- the time range of the calendar (db/migrations/current/30-webhooks-retention-content-check.sql)
+  -- the time range of the calendar (db/migrations/committed/000019-webhooks-retention-batched-delivery-content-check-and-time-range.sql)
   if v_from is not null then
     v_live := v_live || ' and i.scheduled_at >= $9';
   end if;

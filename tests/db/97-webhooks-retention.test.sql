@@ -1,4 +1,4 @@
--- Lifecycle webhooks continued (db/migrations/current/30-webhooks-retention-content-check.sql):
+-- Lifecycle webhooks continued (db/migrations/committed/000019-webhooks-retention-batched-delivery-content-check-and-time-range.sql):
 -- retention (app.webhook_purge deletes old finished events with their deliveries
 -- and log, never a pending one), 410 Gone pauses at once, the batch claim and
 -- record keep outbox order and stop at a delivery not yet due; and

@@ -1,3 +1,8 @@
+--! Previous: sha1:79180b391ef85ab2d4eae83767ba375b9c69d429
+--! Hash: sha1:1f595ae13372296a78eaf48c32b5c91140f93b66
+--! Message: webhooks retention batched delivery content check and time range
+
+--! split: 30-webhooks-retention-content-check.sql
 -- Lifecycle webhooks, continued (docs/webhooks.md; committed/000018-lifecycle-webhooks.sql),
 -- and checking a draft against the platforms' rules without writing it (docs/mcp.md):
 --
@@ -392,7 +397,7 @@ begin
   if v_integration is not null then
     v_where := v_where || ' and i.integration_id = $5';
   end if;
-  -- the time range of the calendar (db/migrations/current/30-webhooks-retention-content-check.sql)
+  -- the time range of the calendar (db/migrations/committed/000019-webhooks-retention-batched-delivery-content-check-and-time-range.sql)
   if v_from is not null then
     v_live := v_live || ' and i.scheduled_at >= $9';
   end if;
