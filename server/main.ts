@@ -52,8 +52,12 @@ export async function main() {
     try {
       if (server) {
         const closed = new Promise<void>((resolve) => server!.close(() => resolve()));
+        // Kept-alive connections close as soon as they are idle: now, and each
+        // one whose request in flight has been answered (keepAliveTimeout is 65 s).
         server.closeIdleConnections();
+        const sweep = setInterval(() => server!.closeIdleConnections(), 50);
         await closed;
+        clearInterval(sweep);
       }
       if (metrics) await new Promise<void>((resolve) => metrics.close(() => resolve()));
       if (worker) await worker.stop(config.SHUTDOWN_TIMEOUT_MS);

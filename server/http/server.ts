@@ -47,5 +47,11 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): v
 export function createHttpServer(app: RequestListener): Server {
   const server = createServer(app);
   server.on('clientError', answerClientError);
+  // An idle keep-alive connection stays open 65 s, longer than the idle
+  // timeout of the usual proxies and load balancers (60 s) and of HTTP
+  // clients' pools (undici 4 s): the client or proxy closes it first, so a
+  // request is never sent on a socket the server is closing at that moment
+  // (Node's default of 5 s races clients on a busy machine).
+  server.keepAliveTimeout = 65_000;
   return server;
 }
