@@ -33,6 +33,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
+import { cpuDelta, postmasterOf, procSeconds, snapshot } from '../lib/cpu.ts';
 import { latencyStats, type LoadResult } from '../lib/load.ts';
 import type { Row, ScenarioReport } from '../lib/report.ts';
 import type { Scenario, ScenarioContext } from '../lib/scenario.ts';
@@ -62,6 +63,8 @@ const SHAPES: Shape[] = [
   { label: '100 integrations, no limits', workers: 1, integrations: 100, spreadSeconds: 0, limited: false },
 ];
 const SHAPE_FILTER = process.env.BENCH_PUBLISH_SHAPES ?? '0,1,2,3'; // e.g. "0,3": run only those
+// 1: per-function profile of the publishing window (track_functions = 'all', pg_stat_user_functions) in the JSON.
+const PROFILE = process.env.BENCH_PUBLISH_PROFILE === '1';
 
 const CHILD = (root: string) => `
 import { PgBoss } from ${JSON.stringify(pathToFileURL(path.join(root, 'node_modules/pg-boss/dist/index.js')).href)};
@@ -149,12 +152,22 @@ async function runOnce(ctx: ScenarioContext, shape: Shape, script: string) {
     );
     await owner.query('commit');
     await owner.query('analyze');
+    // Before the workers connect: their sessions count calls and time per function.
+    if (PROFILE) await owner.query(`alter database "${db.name}" set track_functions = 'all'`);
 
     const children: ChildProcess[] = [];
     const stopAll = cleanup.add(`stop ${workers} publish worker(s)`, () => {
       for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
     });
     for (let i = 0; i < workers; i++) children.push(await startWorker(script, db.ownerUrl, db.appUrl));
+
+    // CPU of the cluster (postmaster and children) and of the workers over the publishing window.
+    const [{ pid, dir }] = (await owner.query(`select pg_backend_pid() pid, current_setting('data_directory') dir`)).rows;
+    const postgresPid = postmasterOf(Number(pid), dir);
+    if (PROFILE) await owner.query('select pg_stat_reset()');
+    const workerSeconds = () => children.reduce((t, c) => t + (procSeconds(c.pid!) ?? 0), 0);
+    const cpuStart = snapshot({ serverPid: null, postgresPid });
+    const workersStart = workerSeconds();
 
     // Due 3 s from now, at one instant or evenly spread (triggers off: the jobs are moved here).
     await owner.query('begin');
@@ -180,7 +193,22 @@ async function runOnce(ctx: ScenarioContext, shape: Shape, script: string) {
       if (Date.now() > deadline) throw new Error(`${tag}: only ${n} of ${EDITIONS} published after 30 min`);
       await new Promise((r) => setTimeout(r, 250));
     }
+    const cpu = cpuDelta(cpuStart, snapshot({ serverPid: null, postgresPid }));
+    const workersCpu = workerSeconds() - workersStart;
     await stopAll();
+    let profile: { name: string; calls: number; selfMs: number; totalMs: number }[] = [];
+    if (PROFILE) {
+      await new Promise((r) => setTimeout(r, 1500)); // the workers' backends flush their statistics on exit
+      profile = (
+        await owner.query(
+          `select schemaname || '.' || funcname as name, calls::int, round(self_time::numeric, 1)::float8 as "selfMs",
+                  round(total_time::numeric, 1)::float8 as "totalMs"
+           from pg_stat_user_functions order by self_time desc limit 40`,
+        )
+      ).rows;
+      for (const f of profile)
+        log(`  ${f.name.padEnd(48)} calls ${String(f.calls).padStart(7)}  self ${(f.selfMs / EDITIONS).toFixed(3)} ms/ed  total ${(f.totalMs / EDITIONS).toFixed(3)} ms/ed`);
+    }
 
     const rows = (
       await owner.query(
@@ -222,6 +250,10 @@ async function runOnce(ctx: ScenarioContext, shape: Shape, script: string) {
       lastSeconds: Number(last), lateness: latencyStats(late),
       // Spread runs: the rate is bounded by the calendar, so editions/s is over the whole span.
       perSecond: sent / Number(last), database: db.name,
+      // CPU milliseconds per edition over the window from the due time to the last edition.
+      cpuMsPerEdition: { postgres: cpu.postgres === null ? null : (cpu.postgres * 1000) / EDITIONS, workers: (workersCpu * 1000) / EDITIONS },
+      machineBusyCores: cpu.machine === null ? null : cpu.machine / cpu.wall,
+      profile,
     };
   } finally {
     await closeOwner();
@@ -271,7 +303,8 @@ async function run(ctx: ScenarioContext): Promise<ScenarioReport> {
       (r) =>
         `${r.shape}, ${r.workers} worker(s), ${r.integrations} integration(s): ${r.sent}/${r.editions} sent, last ${r.lastSeconds.toFixed(1)} s after the first due time; ` +
         `lateness p50 ${(r.lateness.p50 / 1000).toFixed(2)} s, p99 ${(r.lateness.p99 / 1000).toFixed(2)} s; ${r.perSecond.toFixed(0)} editions/s; ` +
-        `sandbox posts ${r.posts}, re-sent ${r.duplicates}; ${r.attempts} attempts in ${r.claimBatches} claim batches (avg ${r.avgClaimBatch})` +
+        `sandbox posts ${r.posts}, re-sent ${r.duplicates}; ${r.attempts} attempts in ${r.claimBatches} claim batches (avg ${r.avgClaimBatch}); ` +
+        `CPU per edition: PostgreSQL ${r.cpuMsPerEdition.postgres?.toFixed(3) ?? '-'} ms, worker(s) ${r.cpuMsPerEdition.workers.toFixed(3)} ms; machine busy ${r.machineBusyCores?.toFixed(2) ?? '-'} cores` +
         (r.limited ? `; limits ${LIMIT_IN_FLIGHT} in flight, ${LIMIT_PER_SECOND}/s per integration: at most ${r.maxPerIntegrationSecond} attempts of one integration in one calendar second` : ''),
     ),
   };
