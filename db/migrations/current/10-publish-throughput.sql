@@ -459,3 +459,45 @@ begin
 end
 $function$;
 comment on function app.publish_record_batch(jsonb) is 'Records a batch of publish outcomes in one statement: published outcomes of attempts in flight of editions still scheduled together (editions locked by id, then attempts; one UPDATE each of the attempts, the editions and their publishing states), every other outcome through app.publish_record (failed, retries, awaiting confirmation, late or settled attempts); returns one result per outcome, in the order given.';
+
+------------------------------------------------------------------------------
+-- The sandbox platform receives a group of posts in one INSERT
+------------------------------------------------------------------------------
+create or replace function app.sandbox_receive_posts(p_posts jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'app'
+ SET enable_seqscan TO 'off'
+AS $function$
+declare
+  v_out jsonb;
+begin
+  -- One token twice in the group (a post re-sent while the first delivery is in the same group):
+  -- one by one, in order, so the second counts as a repeated delivery.
+  if exists (select 1 from jsonb_array_elements(p_posts) p group by p ->> 'integrationId', p ->> 'token' having count(*) > 1) then
+    return (select coalesce(jsonb_agg(app.sandbox_receive_post((p ->> 'integrationId')::uuid, p ->> 'token', (p ->> 'contentId')::uuid,
+              p ->> 'platformPostId', p ->> 'permalink', p ->> 'caption', p -> 'payload') order by n), '[]')
+            from jsonb_array_elements(p_posts) with ordinality x (p, n));
+  end if;
+  with x as (
+      select (p ->> 'integrationId')::uuid as integration_id, p ->> 'token' as token, p, n
+      from jsonb_array_elements(p_posts) with ordinality x (p, n)
+    ),
+    ins as (
+      insert into app.sandbox_posts as sp (organization_id, workspace_id, integration_id, content_item_id, idempotency_token,
+        platform_post_id, permalink, caption, payload)
+      select g.organization_id, g.workspace_id, g.id, (x.p ->> 'contentId')::uuid, x.token, x.p ->> 'platformPostId',
+        x.p ->> 'permalink', x.p ->> 'caption', x.p -> 'payload'
+      from x join app.integrations g on g.id = x.integration_id
+      order by x.n
+      on conflict (integration_id, idempotency_token) do update set deliveries = sp.deliveries + 1, updated_at = clock_timestamp()
+      returning sp.integration_id, sp.idempotency_token, sp.platform_post_id, sp.permalink, sp.deliveries
+    )
+    select coalesce(jsonb_agg(jsonb_build_object('platformPostId', ins.platform_post_id, 'permalink', ins.permalink,
+             'deliveries', ins.deliveries) order by x.n), '[]')
+    into v_out
+    from x left join ins on ins.integration_id = x.integration_id and ins.idempotency_token = x.token;
+  return v_out;
+end
+$function$;
+comment on function app.sandbox_receive_posts(jsonb) is 'The sandbox platform receives a group of posts in one statement (one INSERT; one by one through app.sandbox_receive_post when a token comes twice in the group); returns one answer per post, in order.';
