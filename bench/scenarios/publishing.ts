@@ -26,8 +26,9 @@
 // content trigger (content_items_30_publish_job in db/schema.sql) writes it,
 // with the queue's settings. The due time is set a few seconds after the
 // workers are ready. Each worker runs with the server's defaults
-// (PUBLISH_CONCURRENCY, PUBLISH_BATCH_SIZE; BENCH_PUBLISH_CONCURRENCY and
-// BENCH_PUBLISH_BATCH_SIZE override them), pg-boss polling every 0.5 s.
+// (PUBLISH_CONCURRENCY, PUBLISH_BATCH_SIZE, PUBLISH_FETCH_LOOPS;
+// BENCH_PUBLISH_CONCURRENCY, BENCH_PUBLISH_BATCH_SIZE and
+// BENCH_PUBLISH_FETCH_LOOPS override them), pg-boss polling every 0.5 s.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -44,6 +45,7 @@ import { loadConfig } from '../../server/config.ts';
 const EDITIONS = Math.max(1, Number(process.env.BENCH_PUBLISH_EDITIONS ?? 10_000));
 const CONCURRENCY = Math.max(1, Number(process.env.BENCH_PUBLISH_CONCURRENCY ?? loadConfig({}).PUBLISH_CONCURRENCY));
 const BATCH_SIZE = Math.max(1, Number(process.env.BENCH_PUBLISH_BATCH_SIZE ?? loadConfig({}).PUBLISH_BATCH_SIZE));
+const FETCH_LOOPS = Math.max(1, Number(process.env.BENCH_PUBLISH_FETCH_LOOPS ?? loadConfig({}).PUBLISH_FETCH_LOOPS));
 const LIMIT_IN_FLIGHT = Math.max(1, Number(process.env.BENCH_PUBLISH_LIMIT_IN_FLIGHT ?? 8));
 const LIMIT_PER_SECOND = Math.max(1, Number(process.env.BENCH_PUBLISH_LIMIT_PER_SECOND ?? 20));
 
@@ -74,8 +76,8 @@ import { openPool } from ${JSON.stringify(pathToFileURL(path.join(root, 'server/
 import { createLogger } from ${JSON.stringify(pathToFileURL(path.join(root, 'server/log.ts')).href)};
 import { registerPublishJobs } from ${JSON.stringify(pathToFileURL(path.join(root, 'server/jobs/publish.ts')).href)};
 import { createAppDeps } from ${JSON.stringify(pathToFileURL(path.join(root, 'server/deps.ts')).href)};
-const [ownerUrl, appUrl, concurrency, batchSize] = process.argv.slice(2);
-const config = loadConfig({ LOG_LEVEL: 'silent' }, { PUBLISH_CONCURRENCY: Number(concurrency), PUBLISH_BATCH_SIZE: Number(batchSize) });
+const [ownerUrl, appUrl, concurrency, batchSize, fetchLoops] = process.argv.slice(2);
+const config = loadConfig({ LOG_LEVEL: 'silent' }, { PUBLISH_CONCURRENCY: Number(concurrency), PUBLISH_BATCH_SIZE: Number(batchSize), PUBLISH_FETCH_LOOPS: Number(fetchLoops) });
 const pool = await openPool(appUrl, 8);
 const boss = new PgBoss({ connectionString: ownerUrl, schema: 'pgboss', max: 4, superviseIntervalSeconds: 15 });
 boss.on('error', () => {});
@@ -85,7 +87,7 @@ process.stdout.write('ready\\n');
 `;
 
 function startWorker(script: string, ownerUrl: string, appUrl: string): Promise<ChildProcess> {
-  const child = spawn(nodeBinary(), [script, ownerUrl, appUrl, String(CONCURRENCY), String(BATCH_SIZE)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(nodeBinary(), [script, ownerUrl, appUrl, String(CONCURRENCY), String(BATCH_SIZE), String(FETCH_LOOPS)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   child.stderr!.on('data', (d) => (err = (err + d).slice(-4000)));
   return new Promise((resolve, reject) => {
@@ -168,7 +170,11 @@ async function runOnce(ctx: ScenarioContext, shape: Shape, script: string) {
     // CPU of the cluster (postmaster and children) and of the workers over the publishing window.
     const [{ pid, dir }] = (await owner.query(`select pg_backend_pid() pid, current_setting('data_directory') dir`)).rows;
     const postgresPid = postmasterOf(Number(pid), dir);
+    // With pg_stat_statements preloaded on the cluster (shared_preload_libraries), its statements too.
+    const statements =
+      PROFILE && (await owner.query(`select current_setting('shared_preload_libraries') ~ 'pg_stat_statements' as on`)).rows[0].on;
     if (PROFILE) await owner.query('select pg_stat_reset()');
+    if (statements) await owner.query('create extension if not exists pg_stat_statements; select pg_stat_statements_reset()');
     const workerSeconds = () => children.reduce((t, c) => t + (procSeconds(c.pid!) ?? 0), 0);
     const cpuStart = snapshot({ serverPid: null, postgresPid });
     const workersStart = workerSeconds();
@@ -212,6 +218,17 @@ async function runOnce(ctx: ScenarioContext, shape: Shape, script: string) {
       ).rows;
       for (const f of profile)
         log(`  ${f.name.padEnd(48)} calls ${String(f.calls).padStart(7)}  self ${(f.selfMs / EDITIONS).toFixed(3)} ms/ed  total ${(f.totalMs / EDITIONS).toFixed(3)} ms/ed`);
+      if (statements) {
+        const top = (
+          await owner.query(
+            `select calls::int, toplevel, round(total_exec_time::numeric, 1)::float8 as ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) as query
+             from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())
+             order by total_exec_time desc limit 30`,
+          )
+        ).rows;
+        for (const t of top) log(`  ${(t.ms / EDITIONS).toFixed(3)} ms/ed ${String(t.calls).padStart(7)} calls ${t.toplevel ? 'top' : 'nested'} ${t.query}`);
+        profile.push(...top.map((t) => ({ name: `statement: ${t.query}`, calls: t.calls, selfMs: t.ms, totalMs: t.ms })));
+      }
     }
 
     const rows = (
@@ -300,7 +317,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioReport> {
     finishedAt: new Date().toISOString(),
     knobs: ctx.knobs,
     machine: ctx.machine,
-    setup: { editions: EDITIONS, concurrencyPerWorker: CONCURRENCY, batchSize: BATCH_SIZE, limits: { inFlight: LIMIT_IN_FLIGHT, perSecond: LIMIT_PER_SECOND }, connector: 'sandbox (succeed)', runs },
+    setup: { editions: EDITIONS, concurrencyPerWorker: CONCURRENCY, batchSize: BATCH_SIZE, fetchLoops: FETCH_LOOPS, limits: { inFlight: LIMIT_IN_FLIGHT, perSecond: LIMIT_PER_SECOND }, connector: 'sandbox (succeed)', runs },
     rows,
     ratios: [],
     notes: runs.map(
