@@ -30,6 +30,14 @@
 -- 5. The publish-job trigger no longer reads the job's state when the engine
 --    marks an edition sent or failed (the state only decides a refusal that
 --    does not apply to those moves).
+-- 6. The batch entry points (app.publish_claim_batch, app.publish_record_batch,
+--    app.sandbox_receive_posts) plan with plan_cache_mode = force_generic_plan:
+--    their statements take arrays of ids whose size changes from call to call
+--    (one edition per integration over many channels, a hundred over one);
+--    a custom plan for a short array looks cheaper than the generic plan, so
+--    PL/pgSQL planned such a statement again at every call (about 2 ms each,
+--    once per integration of a batch). Every statement finds its rows by key
+--    (enable_seqscan off), so the generic plan is the right one.
 
 ------------------------------------------------------------------------------
 -- Indexes
@@ -171,10 +179,13 @@ $function$;
 ------------------------------------------------------------------------------
 create or replace function app.publish_editions_json(p_item_ids uuid[])
  RETURNS TABLE(id uuid, edition jsonb)
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
+begin
+  -- PL/pgSQL keeps this plan for the session (a SQL function would plan it at every call: once per integration of a batch).
+  return query
   select i.id, jsonb_build_object(
     'id', i.id, 'rootId', i.root_id, 'workspaceId', i.workspace_id, 'version', i.version,
     'caption', coalesce(i.caption, r.caption, ''),
@@ -198,7 +209,8 @@ AS $function$
   from app.content_items i
   join app.content_roots r on r.id = i.root_id
   join app.integrations g on g.id = i.integration_id
-  where i.id = any (p_item_ids)
+  where i.id = any (p_item_ids);
+end
 $function$;
 comment on function app.publish_editions_json(uuid[]) is 'What the engine sends to a connector for each of the editions given (caption, title, sanitized settings, media, thread, the integration with its webhook secret): one query for a claim batch. Worker only.';
 grant execute on function app.publish_editions_json(uuid[]) to pressroom_definer;
@@ -301,6 +313,7 @@ create or replace function app.publish_claim_batch(p_jobs jsonb, p_resendable te
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'app'
  SET enable_seqscan TO 'off'
+ SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
 declare
   v_batch uuid := gen_random_uuid();
@@ -403,6 +416,7 @@ create or replace function app.publish_record_batch(p_outcomes jsonb)
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app'
  SET enable_seqscan TO 'off'
+ SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
 declare
   v_sent uuid[];
@@ -473,6 +487,7 @@ create or replace function app.sandbox_receive_posts(p_posts jsonb)
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'app'
  SET enable_seqscan TO 'off'
+ SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
 declare
   v_out jsonb;
