@@ -9832,6 +9832,7 @@ CREATE OR REPLACE FUNCTION app.publish_claim_batch(p_jobs jsonb, p_resendable te
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'app'
  SET enable_seqscan TO 'off'
+ SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
 declare
   v_batch uuid := gen_random_uuid();
@@ -9933,7 +9934,8 @@ CREATE OR REPLACE FUNCTION app.publish_claim_editions(p_content_ids uuid[], p_jo
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
 declare
-  v_fast uuid[];
+  v_fast uuid[];         -- the jobs of the common case
+  v_sent jsonb := '{}';  -- their claims, by job id
   v_out jsonb[];
 begin
   -- The editions, locked in the order given (the claim's order: in flight first, then by id).
@@ -9943,61 +9945,65 @@ begin
   -- Their publishing states, by edition.
   perform 1 from app.publishing_states s where s.content_item_id = any (p_content_ids)
   order by s.content_item_id for update;
-  -- The common case: what app.publish_claim_attempt would send as a first attempt of this job.
-  select coalesce(array_agg(u.id), '{}') into v_fast
-  from unnest(p_content_ids, p_job_ids) u (id, job_id)
-  join app.content_items i on i.id = u.id
-  join app.integrations g on g.id = i.integration_id
-  left join app.publishing_states s on s.content_item_id = i.id
-  where i.deleted_at is null and i.status = 'scheduled' and i.publish_job_id = u.job_id
-    and not (s.state is not distinct from 'awaiting_confirmation' and s.job_id is not distinct from u.job_id)
-    and g.deleted_at is null and g.status <> 'disconnected'
-    and not exists (select 1 from app.publish_attempts a where a.content_item_id = i.id and a.finished_at is null);
+  -- The common case: what app.publish_claim_attempt would send as a first attempt of this job
+  -- (the edition's own job, so at most one per edition).
+  select coalesce(array_agg(f.job_id), '{}') into v_fast
+  from (select distinct on (u.id) u.job_id
+        from unnest(p_content_ids, p_job_ids) u (id, job_id)
+        join app.content_items i on i.id = u.id
+        join app.integrations g on g.id = i.integration_id
+        left join app.publishing_states s on s.content_item_id = i.id
+        where i.deleted_at is null and i.status = 'scheduled' and i.publish_job_id = u.job_id
+          and not (s.state is not distinct from 'awaiting_confirmation' and s.job_id is not distinct from u.job_id)
+          and g.deleted_at is null and g.status <> 'disconnected'
+          and not exists (select 1 from app.publish_attempts a where a.content_item_id = i.id and a.finished_at is null)
+        order by u.id) f;
 
-  with f as (
-    select u.id, u.job_id from unnest(p_content_ids, p_job_ids) u (id, job_id) where u.id = any (v_fast)
-  ),
-  a as (
-    insert into app.publish_attempts (organization_id, workspace_id, content_item_id, attempt, run_attempt, job_id, connector,
-      idempotency_token, integration_id, claim_batch)
-    select i.organization_id, i.workspace_id, i.id,
-      coalesce((select max(x.attempt) from app.publish_attempts x where x.content_item_id = i.id), 0) + 1,
-      case when s.job_id is not distinct from f.job_id then coalesce(s.run_attempts, 0) + 1 else 1 end,
-      f.job_id, g.connector,
-      -- One token per edition and version: the same post whatever the attempt.
-      'pr_' || replace(i.id::text, '-', '') || '_v' || i.version, i.integration_id, p_batch
-    from f
-    join app.content_items i on i.id = f.id
-    join app.integrations g on g.id = i.integration_id
-    left join app.publishing_states s on s.content_item_id = i.id
-    order by i.id
-    returning id, content_item_id, attempt, run_attempt, job_id, idempotency_token, organization_id, workspace_id
-  ),
-  s as (
-    insert into app.publishing_states as ps (content_item_id, organization_id, workspace_id, job_id, state, run_attempts)
-    select a.content_item_id, a.organization_id, a.workspace_id, a.job_id, 'publishing', a.run_attempt from a
-    order by a.content_item_id
-    on conflict (content_item_id) do update set job_id = excluded.job_id, state = 'publishing',
-      run_attempts = excluded.run_attempts, next_attempt_at = null, updated_at = now()
-    returning 1
-  )
-  -- (s, a data-modifying part, runs to completion whether read or not.)
-  select array_agg(jsonb_build_object('action', 'send', 'attemptId', a.id, 'attempt', a.attempt, 'runAttempt', a.run_attempt,
-           'token', a.idempotency_token, 'resend', false, 'edition', e.edition, 'jobId', a.job_id, 'contentId', a.content_item_id)
-           order by a.content_item_id)
-  into v_out
-  from a join app.publish_editions_json(v_fast) e on e.id = a.content_item_id;
+  if cardinality(v_fast) > 0 then
+    with f as (
+      select distinct u.id, u.job_id from unnest(p_content_ids, p_job_ids) u (id, job_id) where u.job_id = any (v_fast)
+    ),
+    a as (
+      insert into app.publish_attempts (organization_id, workspace_id, content_item_id, attempt, run_attempt, job_id, connector,
+        idempotency_token, integration_id, claim_batch)
+      select i.organization_id, i.workspace_id, i.id,
+        coalesce((select max(x.attempt) from app.publish_attempts x where x.content_item_id = i.id), 0) + 1,
+        case when s.job_id is not distinct from f.job_id then coalesce(s.run_attempts, 0) + 1 else 1 end,
+        f.job_id, g.connector,
+        -- One token per edition and version: the same post whatever the attempt.
+        'pr_' || replace(i.id::text, '-', '') || '_v' || i.version, i.integration_id, p_batch
+      from f
+      join app.content_items i on i.id = f.id
+      join app.integrations g on g.id = i.integration_id
+      left join app.publishing_states s on s.content_item_id = i.id
+      order by i.id
+      returning id, content_item_id, attempt, run_attempt, job_id, idempotency_token, organization_id, workspace_id
+    ),
+    s as (
+      insert into app.publishing_states as ps (content_item_id, organization_id, workspace_id, job_id, state, run_attempts)
+      select a.content_item_id, a.organization_id, a.workspace_id, a.job_id, 'publishing', a.run_attempt from a
+      order by a.content_item_id
+      on conflict (content_item_id) do update set job_id = excluded.job_id, state = 'publishing',
+        run_attempts = excluded.run_attempts, next_attempt_at = null, updated_at = now()
+    )
+    -- (s, a data-modifying part, runs to completion whether read or not.)
+    select jsonb_object_agg(a.job_id::text, jsonb_build_object('action', 'send', 'attemptId', a.id, 'attempt', a.attempt,
+             'runAttempt', a.run_attempt, 'token', a.idempotency_token, 'resend', false, 'edition', e.edition,
+             'jobId', a.job_id, 'contentId', a.content_item_id))
+    into v_sent
+    from a join app.publish_editions_json(array(select f.id from f)) e on e.id = a.content_item_id;
+  end if;
 
-  -- The rest, one by one, in the order given: exactly as a claim alone.
-  select coalesce(v_out, '{}') || coalesce(array_agg(app.publish_claim(u.id, u.job_id, p_resendable, p_batch)
-           || jsonb_build_object('jobId', u.job_id, 'contentId', u.id) order by u.n), '{}')
+  -- Every claim in the order given; the others one by one, exactly as a claim alone.
+  select array_agg(coalesce(v_sent -> u.job_id::text,
+           app.publish_claim(u.id, u.job_id, p_resendable, p_batch) || jsonb_build_object('jobId', u.job_id, 'contentId', u.id))
+         order by u.n)
   into v_out
-  from unnest(p_content_ids, p_job_ids) with ordinality u (id, job_id, n)
-  where not (u.id = any (v_fast));
-  return v_out;
+  from unnest(p_content_ids, p_job_ids) with ordinality u (id, job_id, n);
+  return coalesce(v_out, '{}');
 end
 $function$;
-comment on function app.publish_claim_editions(uuid[],uuid[],text[],uuid) is 'Claims editions of one integration that the limits allow, for app.publish_claim_batch: rows locked in the order given; the common case (scheduled, live, this job, no attempt in flight, not awaiting a confirmation, channel connected) in one INSERT of attempts and one upsert of publishing states; every other edition through app.publish_claim. Returns the claims, each with its jobId and contentId.';
+comment on function app.publish_claim_editions(uuid[],uuid[],text[],uuid) is 'Claims editions of one integration that the limits allow, for app.publish_claim_batch: rows locked in the order given; the common case (scheduled, live, this job, no attempt in flight, not awaiting a confirmation, channel connected) in one INSERT of attempts and one upsert of publishing states; every other edition through app.publish_claim. Returns the claims in the order given, each with its jobId and contentId.';
 grant execute on function app.publish_claim_editions(uuid[],uuid[],text[],uuid) to pressroom_definer;
 grant execute on function app.publish_claim_editions(uuid[],uuid[],text[],uuid) to pressroom_worker;
 revoke all on function app.publish_claim_editions(uuid[],uuid[],text[],uuid) from public;
@@ -10033,10 +10039,13 @@ revoke all on function app.publish_edition_json(uuid) from public;
 
 CREATE OR REPLACE FUNCTION app.publish_editions_json(p_item_ids uuid[])
  RETURNS TABLE(id uuid, edition jsonb)
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
+begin
+  -- PL/pgSQL keeps this plan for the session (a SQL function would plan it at every call: once per integration of a batch).
+  return query
   select i.id, jsonb_build_object(
     'id', i.id, 'rootId', i.root_id, 'workspaceId', i.workspace_id, 'version', i.version,
     'caption', coalesce(i.caption, r.caption, ''),
@@ -10060,7 +10069,8 @@ AS $function$
   from app.content_items i
   join app.content_roots r on r.id = i.root_id
   join app.integrations g on g.id = i.integration_id
-  where i.id = any (p_item_ids)
+  where i.id = any (p_item_ids);
+end
 $function$;
 comment on function app.publish_editions_json(uuid[]) is 'What the engine sends to a connector for each of the editions given (caption, title, sanitized settings, media, thread, the integration with its webhook secret): one query for a claim batch. Worker only.';
 grant execute on function app.publish_editions_json(uuid[]) to pressroom_definer;
@@ -10115,6 +10125,7 @@ CREATE OR REPLACE FUNCTION app.publish_record_batch(p_outcomes jsonb)
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app'
  SET enable_seqscan TO 'off'
+ SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
 declare
   v_sent uuid[];
@@ -11957,6 +11968,7 @@ CREATE OR REPLACE FUNCTION app.sandbox_receive_posts(p_posts jsonb)
  LANGUAGE plpgsql
  SET search_path TO 'pg_catalog', 'app'
  SET enable_seqscan TO 'off'
+ SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
 declare
   v_out jsonb;

@@ -28,17 +28,19 @@ language sql as $$
   select jsonb_agg(jsonb_build_object('jobId', i.publish_job_id, 'contentId', i.id))
   from unnest(p_labels) l join app.content_items i on i.id = pg_temp.id(l)
 $$;
-create function pg_temp.claim_batch(p_labels text[]) returns jsonb
+create function pg_temp.claim_jobs(p_jobs jsonb) returns jsonb
 language plpgsql as $$
 declare v jsonb;
 begin
   perform pg_temp.act_as_owner();
   set local role pressroom_worker;
-  v := app.publish_claim_batch(pg_temp.jobs(p_labels), '{sandbox}');
+  v := app.publish_claim_batch(p_jobs, '{sandbox}');
   reset role;
   return v;
 end
 $$;
+create function pg_temp.claim_batch(p_labels text[]) returns jsonb
+language sql as $$ select pg_temp.claim_jobs(pg_temp.jobs(p_labels)) $$;
 create function pg_temp.action(p_batch jsonb, p_label text) returns text
 language sql as $$
   select c ->> 'action' from jsonb_array_elements(p_batch -> 'claims') c where (c ->> 'contentId')::uuid = pg_temp.id(p_label)
@@ -94,17 +96,6 @@ select is((select count(*)::int from app.publish_attempts where claim_batch = (s
 
 -- Set-based claim and record (db/migrations/current/10-publish-throughput.sql): the common case
 -- together, every other edition exactly as alone, in one batch.
-create function pg_temp.claim_jobs(p_jobs jsonb) returns jsonb
-language plpgsql as $$
-declare v jsonb;
-begin
-  perform pg_temp.act_as_owner();
-  set local role pressroom_worker;
-  v := app.publish_claim_batch(p_jobs, '{sandbox}');
-  reset role;
-  return v;
-end
-$$;
 create function pg_temp.claim_of(p_batch jsonb, p_label text) returns jsonb
 language sql as $$
   select c from jsonb_array_elements(p_batch -> 'claims') c where (c ->> 'contentId')::uuid = pg_temp.id(p_label)
