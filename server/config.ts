@@ -55,6 +55,9 @@ export const ConfigSchema = z.object({
   PUBLISH_CONCURRENCY: int(32, 1),
   // Publish jobs fetched, claimed and recorded per statement.
   PUBLISH_BATCH_SIZE: int(100, 1),
+  // Publish batches in progress at once per worker process (pg-boss fetch
+  // loops): while one batch is claimed or recorded, the others' platform calls run.
+  PUBLISH_FETCH_LOOPS: int(2, 1),
   // Media storage: "disk" (files under DATA_DIR/media, HMAC-signed URLs served
   // by the API) or "s3" (any S3-compatible store, presigned URLs).
   STORAGE_DRIVER: z.enum(['disk', 's3']).default('disk'),

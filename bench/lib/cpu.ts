@@ -21,7 +21,7 @@ const ppidOf = (f: string[]) => Number(f[1]);
 const ownSeconds = (f: string[]) => (Number(f[11]) + Number(f[12])) / TICKS_PER_SECOND; // utime + stime
 const reapedSeconds = (f: string[]) => (Number(f[13]) + Number(f[14])) / TICKS_PER_SECOND; // cutime + cstime
 
-function procSeconds(pid: number): number | null {
+export function procSeconds(pid: number): number | null {
   const f = statFields(pid);
   return f ? ownSeconds(f) : null;
 }

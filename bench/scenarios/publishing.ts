@@ -21,18 +21,21 @@
 // sandbox integration(s) (platform x, behavior succeed); BENCH_PUBLISH_EDITIONS
 // (default 10,000) roots with one scheduled edition each, inserted by the
 // superuser with `session_replication_role = replica` (no triggers, seconds
-// instead of minutes), and for each edition the pg-boss job exactly as the
+// instead of minutes), each edition's first version (as its creation records
+// it), and for each edition the pg-boss job exactly as the
 // content trigger (content_items_30_publish_job in db/schema.sql) writes it,
 // with the queue's settings. The due time is set a few seconds after the
 // workers are ready. Each worker runs with the server's defaults
-// (PUBLISH_CONCURRENCY, PUBLISH_BATCH_SIZE; BENCH_PUBLISH_CONCURRENCY and
-// BENCH_PUBLISH_BATCH_SIZE override them), pg-boss polling every 0.5 s.
+// (PUBLISH_CONCURRENCY, PUBLISH_BATCH_SIZE, PUBLISH_FETCH_LOOPS;
+// BENCH_PUBLISH_CONCURRENCY, BENCH_PUBLISH_BATCH_SIZE and
+// BENCH_PUBLISH_FETCH_LOOPS override them), pg-boss polling every 0.5 s.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import pg from 'pg';
+import { cpuDelta, postmasterOf, procSeconds, snapshot } from '../lib/cpu.ts';
 import { latencyStats, type LoadResult } from '../lib/load.ts';
 import type { Row, ScenarioReport } from '../lib/report.ts';
 import type { Scenario, ScenarioContext } from '../lib/scenario.ts';
@@ -42,6 +45,7 @@ import { loadConfig } from '../../server/config.ts';
 const EDITIONS = Math.max(1, Number(process.env.BENCH_PUBLISH_EDITIONS ?? 10_000));
 const CONCURRENCY = Math.max(1, Number(process.env.BENCH_PUBLISH_CONCURRENCY ?? loadConfig({}).PUBLISH_CONCURRENCY));
 const BATCH_SIZE = Math.max(1, Number(process.env.BENCH_PUBLISH_BATCH_SIZE ?? loadConfig({}).PUBLISH_BATCH_SIZE));
+const FETCH_LOOPS = Math.max(1, Number(process.env.BENCH_PUBLISH_FETCH_LOOPS ?? loadConfig({}).PUBLISH_FETCH_LOOPS));
 const LIMIT_IN_FLIGHT = Math.max(1, Number(process.env.BENCH_PUBLISH_LIMIT_IN_FLIGHT ?? 8));
 const LIMIT_PER_SECOND = Math.max(1, Number(process.env.BENCH_PUBLISH_LIMIT_PER_SECOND ?? 20));
 
@@ -62,6 +66,8 @@ const SHAPES: Shape[] = [
   { label: '100 integrations, no limits', workers: 1, integrations: 100, spreadSeconds: 0, limited: false },
 ];
 const SHAPE_FILTER = process.env.BENCH_PUBLISH_SHAPES ?? '0,1,2,3'; // e.g. "0,3": run only those
+// 1: per-function profile of the publishing window (track_functions = 'all', pg_stat_user_functions) in the JSON.
+const PROFILE = process.env.BENCH_PUBLISH_PROFILE === '1';
 
 const CHILD = (root: string) => `
 import { PgBoss } from ${JSON.stringify(pathToFileURL(path.join(root, 'node_modules/pg-boss/dist/index.js')).href)};
@@ -70,8 +76,8 @@ import { openPool } from ${JSON.stringify(pathToFileURL(path.join(root, 'server/
 import { createLogger } from ${JSON.stringify(pathToFileURL(path.join(root, 'server/log.ts')).href)};
 import { registerPublishJobs } from ${JSON.stringify(pathToFileURL(path.join(root, 'server/jobs/publish.ts')).href)};
 import { createAppDeps } from ${JSON.stringify(pathToFileURL(path.join(root, 'server/deps.ts')).href)};
-const [ownerUrl, appUrl, concurrency, batchSize] = process.argv.slice(2);
-const config = loadConfig({ LOG_LEVEL: 'silent' }, { PUBLISH_CONCURRENCY: Number(concurrency), PUBLISH_BATCH_SIZE: Number(batchSize) });
+const [ownerUrl, appUrl, concurrency, batchSize, fetchLoops] = process.argv.slice(2);
+const config = loadConfig({ LOG_LEVEL: 'silent' }, { PUBLISH_CONCURRENCY: Number(concurrency), PUBLISH_BATCH_SIZE: Number(batchSize), PUBLISH_FETCH_LOOPS: Number(fetchLoops) });
 const pool = await openPool(appUrl, 8);
 const boss = new PgBoss({ connectionString: ownerUrl, schema: 'pgboss', max: 4, superviseIntervalSeconds: 15 });
 boss.on('error', () => {});
@@ -81,7 +87,7 @@ process.stdout.write('ready\\n');
 `;
 
 function startWorker(script: string, ownerUrl: string, appUrl: string): Promise<ChildProcess> {
-  const child = spawn(nodeBinary(), [script, ownerUrl, appUrl, String(CONCURRENCY), String(BATCH_SIZE)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(nodeBinary(), [script, ownerUrl, appUrl, String(CONCURRENCY), String(BATCH_SIZE), String(FETCH_LOOPS)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   child.stderr!.on('data', (d) => (err = (err + d).slice(-4000)));
   return new Promise((resolve, reject) => {
@@ -147,14 +153,31 @@ async function runOnce(ctx: ScenarioContext, shape: Shape, script: string) {
        update app.content_items i set publish_job_id = j.id from j where i.id = j.singleton_key::uuid`,
       [ws],
     );
+    // Each edition's first version, as creating it records (app.record_content_version): the move to
+    // sent then compares with it instead of writing a first version.
+    await owner.query(`select count(app.record_content_version(id, 'create')) from app.content_items where workspace_id = $1`, [ws]);
     await owner.query('commit');
     await owner.query('analyze');
+    // Before the workers connect: their sessions count calls and time per function.
+    if (PROFILE) await owner.query(`alter database "${db.name}" set track_functions = 'all'`);
 
     const children: ChildProcess[] = [];
     const stopAll = cleanup.add(`stop ${workers} publish worker(s)`, () => {
       for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
     });
     for (let i = 0; i < workers; i++) children.push(await startWorker(script, db.ownerUrl, db.appUrl));
+
+    // CPU of the cluster (postmaster and children) and of the workers over the publishing window.
+    const [{ pid, dir }] = (await owner.query(`select pg_backend_pid() pid, current_setting('data_directory') dir`)).rows;
+    const postgresPid = postmasterOf(Number(pid), dir);
+    // With pg_stat_statements preloaded on the cluster (shared_preload_libraries), its statements too.
+    const statements =
+      PROFILE && (await owner.query(`select current_setting('shared_preload_libraries') ~ 'pg_stat_statements' as on`)).rows[0].on;
+    if (PROFILE) await owner.query('select pg_stat_reset()');
+    if (statements) await owner.query('create extension if not exists pg_stat_statements; select pg_stat_statements_reset()');
+    const workerSeconds = () => children.reduce((t, c) => t + (procSeconds(c.pid!) ?? 0), 0);
+    const cpuStart = snapshot({ serverPid: null, postgresPid });
+    const workersStart = workerSeconds();
 
     // Due 3 s from now, at one instant or evenly spread (triggers off: the jobs are moved here).
     await owner.query('begin');
@@ -180,7 +203,33 @@ async function runOnce(ctx: ScenarioContext, shape: Shape, script: string) {
       if (Date.now() > deadline) throw new Error(`${tag}: only ${n} of ${EDITIONS} published after 30 min`);
       await new Promise((r) => setTimeout(r, 250));
     }
+    const cpu = cpuDelta(cpuStart, snapshot({ serverPid: null, postgresPid }));
+    const workersCpu = workerSeconds() - workersStart;
     await stopAll();
+    let profile: { name: string; calls: number; selfMs: number; totalMs: number }[] = [];
+    if (PROFILE) {
+      await new Promise((r) => setTimeout(r, 1500)); // the workers' backends flush their statistics on exit
+      profile = (
+        await owner.query(
+          `select schemaname || '.' || funcname as name, calls::int, round(self_time::numeric, 1)::float8 as "selfMs",
+                  round(total_time::numeric, 1)::float8 as "totalMs"
+           from pg_stat_user_functions order by self_time desc limit 40`,
+        )
+      ).rows;
+      for (const f of profile)
+        log(`  ${f.name.padEnd(48)} calls ${String(f.calls).padStart(7)}  self ${(f.selfMs / EDITIONS).toFixed(3)} ms/ed  total ${(f.totalMs / EDITIONS).toFixed(3)} ms/ed`);
+      if (statements) {
+        const top = (
+          await owner.query(
+            `select calls::int, toplevel, round(total_exec_time::numeric, 1)::float8 as ms, left(regexp_replace(query, '\\s+', ' ', 'g'), 110) as query
+             from pg_stat_statements where dbid = (select oid from pg_database where datname = current_database())
+             order by total_exec_time desc limit 30`,
+          )
+        ).rows;
+        for (const t of top) log(`  ${(t.ms / EDITIONS).toFixed(3)} ms/ed ${String(t.calls).padStart(7)} calls ${t.toplevel ? 'top' : 'nested'} ${t.query}`);
+        profile.push(...top.map((t) => ({ name: `statement: ${t.query}`, calls: t.calls, selfMs: t.ms, totalMs: t.ms })));
+      }
+    }
 
     const rows = (
       await owner.query(
@@ -222,6 +271,10 @@ async function runOnce(ctx: ScenarioContext, shape: Shape, script: string) {
       lastSeconds: Number(last), lateness: latencyStats(late),
       // Spread runs: the rate is bounded by the calendar, so editions/s is over the whole span.
       perSecond: sent / Number(last), database: db.name,
+      // CPU milliseconds per edition over the window from the due time to the last edition.
+      cpuMsPerEdition: { postgres: cpu.postgres === null ? null : (cpu.postgres * 1000) / EDITIONS, workers: (workersCpu * 1000) / EDITIONS },
+      machineBusyCores: cpu.machine === null ? null : cpu.machine / cpu.wall,
+      profile,
     };
   } finally {
     await closeOwner();
@@ -264,14 +317,15 @@ async function run(ctx: ScenarioContext): Promise<ScenarioReport> {
     finishedAt: new Date().toISOString(),
     knobs: ctx.knobs,
     machine: ctx.machine,
-    setup: { editions: EDITIONS, concurrencyPerWorker: CONCURRENCY, batchSize: BATCH_SIZE, limits: { inFlight: LIMIT_IN_FLIGHT, perSecond: LIMIT_PER_SECOND }, connector: 'sandbox (succeed)', runs },
+    setup: { editions: EDITIONS, concurrencyPerWorker: CONCURRENCY, batchSize: BATCH_SIZE, fetchLoops: FETCH_LOOPS, limits: { inFlight: LIMIT_IN_FLIGHT, perSecond: LIMIT_PER_SECOND }, connector: 'sandbox (succeed)', runs },
     rows,
     ratios: [],
     notes: runs.map(
       (r) =>
         `${r.shape}, ${r.workers} worker(s), ${r.integrations} integration(s): ${r.sent}/${r.editions} sent, last ${r.lastSeconds.toFixed(1)} s after the first due time; ` +
         `lateness p50 ${(r.lateness.p50 / 1000).toFixed(2)} s, p99 ${(r.lateness.p99 / 1000).toFixed(2)} s; ${r.perSecond.toFixed(0)} editions/s; ` +
-        `sandbox posts ${r.posts}, re-sent ${r.duplicates}; ${r.attempts} attempts in ${r.claimBatches} claim batches (avg ${r.avgClaimBatch})` +
+        `sandbox posts ${r.posts}, re-sent ${r.duplicates}; ${r.attempts} attempts in ${r.claimBatches} claim batches (avg ${r.avgClaimBatch}); ` +
+        `CPU per edition: PostgreSQL ${r.cpuMsPerEdition.postgres?.toFixed(3) ?? '-'} ms, worker(s) ${r.cpuMsPerEdition.workers.toFixed(3)} ms; machine busy ${r.machineBusyCores?.toFixed(2) ?? '-'} cores` +
         (r.limited ? `; limits ${LIMIT_IN_FLIGHT} in flight, ${LIMIT_PER_SECOND}/s per integration: at most ${r.maxPerIntegrationSecond} attempts of one integration in one calendar second` : ''),
     ),
   };

@@ -46,6 +46,7 @@ type PublishConfig = Pick<
   | 'JOB_HEARTBEAT_SECONDS'
   | 'PUBLISH_CONCURRENCY'
   | 'PUBLISH_BATCH_SIZE'
+  | 'PUBLISH_FETCH_LOOPS'
   | 'SIGNED_URL_TTL_SECONDS'
 >;
 
@@ -313,13 +314,13 @@ export async function registerPublishJobs(boss: PgBoss, deps: PublishDeps, opts:
     retryBackoff: false,
   });
   const engine = createPublishEngine(deps);
-  // Two fetch loops of PUBLISH_BATCH_SIZE jobs: one claims or records while
-  // the other's platform calls run. A full batch fetches the next one at once
-  // (burstWhenBatchFull); otherwise pg-boss polls.
+  // PUBLISH_FETCH_LOOPS fetch loops of PUBLISH_BATCH_SIZE jobs: one claims or
+  // records while the others' platform calls run. A full batch fetches the
+  // next one at once (burstWhenBatchFull); otherwise pg-boss polls.
   return boss.work<PublishJobData>(
     QUEUES.publish,
     {
-      localConcurrency: 2,
+      localConcurrency: config.PUBLISH_FETCH_LOOPS,
       batchSize: config.PUBLISH_BATCH_SIZE,
       burstWhenBatchFull: config.PUBLISH_BATCH_SIZE > 1,
       pollingIntervalSeconds: opts.pollingIntervalSeconds ?? 0.5,
