@@ -100,6 +100,7 @@ interface Profiler {
 /** BENCH_WORKBENCH_PROFILE: per-function and per-statement time of each one-shot call, to a text file. */
 async function openProfiler(ownerUrl: string, database: string, dir: string, log: (m: string) => void): Promise<Profiler> {
   const c = new pg.Client({ connectionString: ownerUrl });
+  c.on('error', () => {}); // the clone is dropped at the end, its connection with it
   await c.connect();
   await c.query(`alter database "${database}" set track_functions = 'all'`);
   const statements = (await c.query(`select 1 from pg_settings where name = 'shared_preload_libraries' and setting like '%pg_stat_statements%'`)).rowCount === 1;
@@ -172,7 +173,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioReport> {
   log('workbench: cloning the template');
   const db = await cloneForBench(ctx.cluster, cleanup, 'workbench');
   const profiler = PROFILE ? await openProfiler(db.ownerUrl, db.name, knobs.resultsDir, log) : null;
-  if (profiler) cleanup.add('end the profiler', () => profiler.end());
+  const endProfiler = cleanup.add('end the profiler', async () => profiler?.end());
   const server = await startServer({ ownerUrl: db.ownerUrl, appUrl: db.appUrl, poolSize: knobs.poolSize }, cleanup);
   const base = server.baseUrl;
   const signup = await jsonRequest(base, 'POST', '/v1/auth/signup', {
@@ -342,6 +343,7 @@ async function run(ctx: ScenarioContext): Promise<ScenarioReport> {
   );
 
   await endPool();
+  await endProfiler();
   await server.release();
   await db.release();
   return {

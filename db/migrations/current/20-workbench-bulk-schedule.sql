@@ -14,17 +14,20 @@
 -- (the in-time-order check, the key by time, the check for long keys):
 -- quadratic in the grid.
 --
--- 1. app.schedule_edition checks the platform rules once: the update's own
---    constraint trigger skips the edition it is about to check
+-- 1. The rules of scheduling move to app.schedule_editions (a set of
+--    editions, one lock statement, one update); app.schedule_edition is it
+--    for one edition. The platform rules are checked once: the update's own
+--    constraint trigger skips the editions it is about to check
 --    (pressroom.publishable_checked, set around the update only), then
---    app.assert_publishable checks it, as before, after the update's other
+--    app.assert_publishable checks them, as before, after the update's other
 --    triggers (so the errors come in the same order).
--- 2. app.content_item_problems runs as pressroom_definer: it reads one
---    edition its caller already holds, and its statements no longer evaluate
---    the tenant policies.
+-- 2. app.content_item_problems and app.assert_publishable run as
+--    pressroom_definer: they read editions their caller already holds, and
+--    their statements no longer evaluate the tenant policies.
 -- 3. api.schedule_workbench_rows reads the rows and their editions in one
 --    statement, schedules the rows that can succeed in chunks of 50 without a
---    subtransaction per row or edition, and takes the careful path (a
+--    subtransaction per row or edition (one app.schedule_editions per chunk),
+--    and takes the careful path (a
 --    subtransaction per row and per edition, one result each) only for rows
 --    that fail their own checks and for a chunk in which something failed.
 --    Its statements plan with enable_seqscan off.
@@ -48,9 +51,9 @@ declare
   v_problems jsonb;
 begin
   if tg_table_name = 'content_items' then
-    -- app.schedule_edition checks this edition itself right after its update
-    -- (same state: nothing writes it in between).
-    if new.id::text = current_setting('pressroom.publishable_checked', true) then
+    -- app.schedule_editions checks these editions itself right after its update
+    -- (same state: nothing writes them in between).
+    if strpos(coalesce(current_setting('pressroom.publishable_checked', true), ''), new.id::text) > 0 then
       return null;
     end if;
     v_ids := array[new.id];
@@ -76,7 +79,53 @@ begin
   return null;
 end
 $function$;
-comment on function app.tg_check_publishable() is 'Triggers *_50_check_publishable: a scheduled edition satisfies its platform''s rules (app.content_item_problems) after any change of it, its media, its root''s caption or media. The edition that app.schedule_edition is updating (pressroom.publishable_checked, set around that update only) is skipped: that function checks it right after (app.assert_publishable).';
+comment on function app.tg_check_publishable() is 'Triggers *_50_check_publishable: a scheduled edition satisfies its platform''s rules (app.content_item_problems) after any change of it, its media, its root''s caption or media. The editions that app.schedule_editions is updating (pressroom.publishable_checked, set around that update only) are skipped: that function checks them right after (app.assert_publishable).';
+
+create or replace function app.schedule_editions(p_ids uuid[], p_at timestamp with time zone[])
+ returns void
+ language plpgsql
+as $function$
+declare
+  v app.content_items;
+  v_rows app.content_items[];
+  v_ids uuid[];
+  v_at timestamptz[];
+begin
+  -- The editions (distinct, each with its time), locked in id order.
+  select array_agg(x.id order by x.id), array_agg(x.at order by x.id) into v_ids, v_at
+  from (select distinct on (id) id, at from unnest(p_ids, p_at) u (id, at) order by id) x;
+  select array_agg(i order by i.id) into v_rows from (
+    select * from app.content_items
+    where id = any (v_ids) and workspace_id = app.current_workspace_id() and deleted_at is null
+    order by id for update) i;
+  if coalesce(cardinality(v_rows), 0) < cardinality(v_ids) then
+    -- The first one missing, in the caller's order.
+    perform app.raise_not_found('content', (select u.id from unnest(p_ids) with ordinality u (id, n)
+                                            where not (u.id = any (coalesce(array(select (r).id from unnest(v_rows) r), '{}')))
+                                            order by u.n limit 1));
+  end if;
+  -- The rules of each, in the caller's order, as app.schedule_edition raises them for one.
+  for v in select r.* from unnest(v_rows) r join unnest(p_ids) with ordinality u (id, n) on u.id = r.id order by u.n loop
+    perform app.assert_not_in_review(v);  -- reviews: 409 REVIEW_IN_PROGRESS
+    perform app.require_content_status(v, array['draft', 'scheduled']);
+    if v_at[array_position(v_ids, v.id)] < now() then
+      perform app.raise_field_problems(jsonb_build_array(app.field_problem('scheduledAt', 'in_past', 'a time in the past cannot be scheduled')),
+        'A time in the past cannot be scheduled.');
+    end if;
+  end loop;
+  -- The platform rules are checked once per edition, after the update's other triggers
+  -- (review, media in the bin, publish job): the update's own check trigger skips these
+  -- editions (pressroom.publishable_checked), app.assert_publishable checks them.
+  perform set_config('pressroom.publishable_checked', array_to_string(v_ids, ','), true);
+  update app.content_items i set status = 'scheduled', scheduled_at = x.at
+  from unnest(v_ids, v_at) x (id, at) where i.id = x.id;
+  perform set_config('pressroom.publishable_checked', '', true);
+  perform app.assert_publishable(v_ids, array[]::text[]);
+end
+$function$;
+comment on function app.schedule_editions(uuid[],timestamp with time zone[]) is 'Schedules or reschedules draft or scheduled editions, each at its time, in one update: each edition of the workspace, not deleted, locked (id order), not in review (409 REVIEW_IN_PROGRESS), draft or scheduled (400 INVALID_CONTENT_STATUS), its time ahead (400 VALIDATION_FAILED); the update''s triggers (review policy, media in the bin, publish job, grid at commit); then the platform rules once per edition (app.assert_publishable). Raises the first failure (in the caller''s order), so one edition fails as app.schedule_edition does. The caller checks the role. Called by app.schedule_edition and by api.schedule_workbench_rows for a chunk of rows.';
+grant execute on function app.schedule_editions(uuid[],timestamp with time zone[]) to pressroom_api, pressroom_definer;
+revoke all on function app.schedule_editions(uuid[],timestamp with time zone[]) from public;
 
 create or replace function app.schedule_edition(p_id uuid, p_scheduled_at timestamp with time zone)
  returns app.content_items
@@ -85,25 +134,12 @@ as $function$
 declare
   v app.content_items;
 begin
-  v := app.content_item_for_update(p_id);
-  perform app.assert_not_in_review(v);  -- reviews: 409 REVIEW_IN_PROGRESS
-  perform app.require_content_status(v, array['draft', 'scheduled']);
-  if p_scheduled_at < now() then
-    perform app.raise_field_problems(jsonb_build_array(app.field_problem('scheduledAt', 'in_past', 'a time in the past cannot be scheduled')),
-      'A time in the past cannot be scheduled.');
-  end if;
-  -- The platform rules are checked once, after the update's other triggers
-  -- (review, media in the bin, publish job): its own check trigger skips this
-  -- edition, app.assert_publishable checks it.
-  perform set_config('pressroom.publishable_checked', v.id::text, true);
-  update app.content_items set status = 'scheduled', scheduled_at = p_scheduled_at
-  where id = v.id returning * into v;
-  perform set_config('pressroom.publishable_checked', '', true);
-  perform app.assert_publishable(array[v.id], array['']);
+  perform app.schedule_editions(array[p_id], array[p_scheduled_at]);
+  select * into v from app.content_items where id = p_id;
   return v;
 end
 $function$;
-comment on function app.schedule_edition(uuid,timestamp with time zone) is 'Schedules or reschedules a draft or scheduled edition at a future time (status, time, platform rules checked once, review, publish job by trigger); the caller checks the role. Called by api.schedule_content and, per edition, by api.schedule_workbench_rows.';
+comment on function app.schedule_edition(uuid,timestamp with time zone) is 'Schedules or reschedules a draft or scheduled edition at a future time (app.schedule_editions for one: status, time, review, publish job by trigger, platform rules checked once); the caller checks the role. Called by api.schedule_content and, per edition on the careful path, by app.workbench_schedule_row.';
 
 -- 2. The platform rules read without the tenant policies ------------------------
 
@@ -184,6 +220,36 @@ alter function app.content_item_problems(uuid,text) owner to pressroom_definer;
 revoke all on function app.content_item_problems(uuid,text) from public;
 grant execute on function app.content_item_problems(uuid,text) to pressroom_api, pressroom_worker;
 comment on function app.content_item_problems(uuid,text) is 'The platform-rule problems of one edition (caption length, empty, media rules, threads, channel available, required settings) as field problems under p_prefix. Security definer (pressroom_definer): it reads the one edition its caller (a trigger, app.assert_publishable) already holds, without evaluating the tenant policies in each of its statements.';
+
+create or replace function app.assert_publishable(p_item_ids uuid[], p_prefixes text[])
+ returns void
+ language plpgsql
+ stable
+ security definer
+ set search_path to 'pg_catalog', 'app'
+as $function$
+declare
+  v_out jsonb := '[]';
+  v_ids uuid[] := '{}';
+  v_problems jsonb;
+begin
+  for i in 1 .. coalesce(cardinality(p_item_ids), 0) loop
+    if exists (select 1 from app.content_items where id = p_item_ids[i] and status = 'scheduled' and deleted_at is null) then
+      v_problems := app.content_item_problems(p_item_ids[i], coalesce(p_prefixes[i], ''));
+      if jsonb_array_length(v_problems) > 0 then
+        v_out := v_out || v_problems;
+        v_ids := v_ids || p_item_ids[i];
+      end if;
+    end if;
+  end loop;
+  perform app.raise_field_problems(v_out, 'The content breaks its platform''s rules; see details.fields.',
+    jsonb_build_object('contentIds', to_jsonb(v_ids)));
+end
+$function$;
+alter function app.assert_publishable(uuid[],text[]) owner to pressroom_definer;
+revoke all on function app.assert_publishable(uuid[],text[]) from public;
+grant execute on function app.assert_publishable(uuid[],text[]) to pressroom_api, pressroom_worker;
+comment on function app.assert_publishable(uuid[],text[]) is 'Raises 400 VALIDATION_FAILED with the platform-rule problems (app.content_item_problems, field names under each edition''s prefix) of those of the editions that are scheduled, and details.contentIds. Security definer (pressroom_definer), like app.content_item_problems: its callers hold the editions.';
 
 -- 4. Grid ------------------------------------------------------------------------
 
@@ -373,12 +439,16 @@ begin
     where t.id = x.id and t.position_key is distinct from x.k;
     perform app.grid_rebalance(v_channel);
     -- The deferred trigger of these editions checks them against their neighbours only.
+    -- Session-level (a function's SET clause undoes a local setting at its exit; the trigger runs at
+    -- commit), scoped by the transaction id: another transaction of the session reads nothing from it.
     perform set_config('pressroom.grid_placed',
-      left(current_setting('pressroom.grid_placed', true), 400000) || array_to_string(v_items, ','), true);
+      txid_current()::text || ':' || array_to_string(v_items, ',') || coalesce(',' || nullif(split_part(
+        case when current_setting('pressroom.grid_placed', true) like txid_current()::text || ':%'
+             then current_setting('pressroom.grid_placed', true) end, ':', 2), ''), ''), false);
   end loop;
 end
 $function$;
-comment on function app.grid_place_editions(uuid[]) is 'Places the tiles of many scheduled editions in one pass, channel by channel under app.grid_lock: by time among the channel''s other scheduled tiles, each group falling in one gap given keys spread evenly (app.grid_keys_between); the same order app.grid_place_edition gives one by one. Records the editions in pressroom.grid_placed (transaction-local) so that their deferred trigger checks only their neighbours (app.grid_neighbours_in_time_order). The caller holds the editions'' rows. Security definer (pressroom_definer), like the grid trigger. Used by api.schedule_workbench_rows.';
+comment on function app.grid_place_editions(uuid[]) is 'Places the tiles of many scheduled editions in one pass, channel by channel under app.grid_lock: by time among the channel''s other scheduled tiles, each group falling in one gap given keys spread evenly (app.grid_keys_between); the same order app.grid_place_edition gives one by one. Records the editions in pressroom.grid_placed (prefixed by the transaction id) so that their deferred trigger checks only their neighbours (app.grid_neighbours_in_time_order). The caller holds the editions'' rows. Security definer (pressroom_definer), like the grid trigger. Used by api.schedule_workbench_rows.';
 alter function app.grid_place_editions(uuid[]) owner to pressroom_definer;
 revoke all on function app.grid_place_editions(uuid[]) from public;
 grant execute on function app.grid_place_editions(uuid[]) to pressroom_api, pressroom_worker;
@@ -416,7 +486,8 @@ begin
   perform app.grid_lock(p_item.integration_id);
   if v_tile.id is not null and v_tile.position_key is not null
      and (p_item.status <> 'scheduled'
-          or case when strpos(coalesce(current_setting('pressroom.grid_placed', true), ''), p_item.id::text) > 0
+          or case when current_setting('pressroom.grid_placed', true) like txid_current()::text || ':%'
+                       and strpos(current_setting('pressroom.grid_placed', true), p_item.id::text) > 0
                   then app.grid_neighbours_in_time_order(v_tile.id)
                   else app.grid_in_time_order(v_tile.id) end) then
     return;
@@ -583,13 +654,11 @@ begin
     v_to := least(v_n, v_from + c_chunk - 1);
     v_fallback := false;
     begin
-      for k in v_from .. v_to loop
-        if v_ok[k] then
-          for v_e in select jsonb_array_elements(v_eds[k]) loop
-            perform app.schedule_edition((v_e ->> 0)::uuid, v_at[k]);
-          end loop;
-        end if;
-      end loop;
+      -- The chunk's editions in one app.schedule_editions: one lock, one update, the rules of each.
+      perform app.schedule_editions(array_agg((e ->> 0)::uuid), array_agg(v_at[k]))
+      from generate_series(v_from, v_to) k, jsonb_array_elements(v_eds[k]) e
+      where v_ok[k]
+      having count(*) > 0;
       if p_dry_run then
         raise exception using errcode = 'ZW001', message = 'workbench dry run: roll back';
       end if;
