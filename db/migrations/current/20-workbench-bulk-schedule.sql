@@ -35,9 +35,10 @@
 --    channel in one pass (app.grid_place_editions: by time among the
 --    channel's scheduled tiles, keys spread evenly in each gap); the deferred
 --    trigger then finds those tiles in order with a check of their
---    neighbours. app.grid_edition_key finds the tile before by the editions'
---    time index instead of sorting the grid, and the check for keys past 48
---    characters reads a partial index.
+--    neighbours (the full check, app.grid_in_time_order, compares the tile
+--    with every scheduled tile of the channel: 0.2 s a call on a grid of
+--    2,000 tiles in time order). The check for keys past 48 characters reads
+--    a partial index.
 
 -- 1. One platform check per scheduled edition ----------------------------------
 
@@ -256,56 +257,15 @@ comment on function app.assert_publishable(uuid[],text[]) is 'Raises 400 VALIDAT
 create index grid_tiles_long_key_idx on app.grid_tiles (integration_id) where length(position_key) > 48;
 comment on index app.grid_tiles_long_key_idx is 'The rare tiles whose key grew past 48 characters: app.grid_rebalance''s check reads it instead of the whole grid.';
 
-create or replace function app.grid_edition_key(p_item app.content_items, p_exclude uuid)
- returns text
- language plpgsql
- stable
-as $function$
-declare
-  v_prev text;
-  v_next text;
-begin
-  if p_item.status = 'scheduled' then
-    -- The tile of the latest scheduled edition at or before this one's time,
-    -- found through the editions' time index of the channel (not a sort of the grid).
-    select t.position_key into v_prev
-    from app.content_items i join app.grid_tiles t on t.content_item_id = i.id
-    where i.workspace_id = p_item.workspace_id and i.integration_id = p_item.integration_id
-      and i.status = 'scheduled' and i.deleted_at is null and i.id <> p_item.id and i.scheduled_at <= p_item.scheduled_at
-      and t.integration_id = p_item.integration_id and t.position_key is not null and t.id is distinct from p_exclude
-    order by i.scheduled_at desc, t.position_key desc limit 1;
-    if v_prev is null then
-      select t.position_key into v_next
-      from app.grid_tiles t join app.content_items i on i.id = t.content_item_id
-      where t.integration_id = p_item.integration_id and t.position_key is not null and t.id is distinct from p_exclude
-        and i.status = 'scheduled' and i.deleted_at is null and i.id <> p_item.id
-      order by t.position_key limit 1;
-      if v_next is null then
-        select min(position_key) into v_next from app.grid_tiles
-        where integration_id = p_item.integration_id and position_key is not null and id is distinct from p_exclude;
-      end if;
-      select max(position_key) into v_prev from app.grid_tiles
-      where integration_id = p_item.integration_id and position_key < v_next and id is distinct from p_exclude;
-      return app.grid_key_between(v_prev, v_next);
-    end if;
-  else
-    select max(t.position_key) into v_prev from app.grid_tiles t
-    where t.integration_id = p_item.integration_id and t.content_item_id is not null and t.id is distinct from p_exclude;
-  end if;
-  select min(position_key) into v_next from app.grid_tiles
-  where integration_id = p_item.integration_id and position_key > coalesce(v_prev, '') and id is distinct from p_exclude;
-  return app.grid_key_between(v_prev, v_next);
-end
-$function$;
-comment on function app.grid_edition_key(app.content_items,uuid) is 'The position key an edition''s tile takes in its channel''s grid (called under app.grid_lock): scheduled editions by time among the scheduled tiles (the tile before is found through the editions'' time index), others after the last edition tile.';
-
 create or replace function app.grid_neighbours_in_time_order(p_tile_id uuid)
  returns boolean
  language plpgsql
  stable
+ set enable_seqscan to 'off'
 as $function$
 declare
   me record;
+  v_item uuid;
   v_before timestamptz;
   v_after timestamptz;
 begin
@@ -314,16 +274,20 @@ begin
   if me.position_key is null or me.scheduled_at is null then
     return true;
   end if;
-  select i.scheduled_at into v_before
-  from app.grid_tiles t join app.content_items i on i.id = t.content_item_id
-  where t.integration_id = me.integration_id and t.position_key < me.position_key
-    and i.status = 'scheduled' and i.deleted_at is null
-  order by t.position_key desc limit 1;
-  select i.scheduled_at into v_after
-  from app.grid_tiles t join app.content_items i on i.id = t.content_item_id
-  where t.integration_id = me.integration_id and t.position_key > me.position_key
-    and i.status = 'scheduled' and i.deleted_at is null
-  order by t.position_key limit 1;
+  -- Walk the grid's key index from this tile, each way, to the first scheduled edition's tile
+  -- (a loop: one statement joining the editions planned as a scan of every scheduled edition).
+  for v_item in select t.content_item_id from app.grid_tiles t
+                where t.integration_id = me.integration_id and t.position_key < me.position_key and t.content_item_id is not null
+                order by t.position_key desc loop
+    select i.scheduled_at into v_before from app.content_items i where i.id = v_item and i.status = 'scheduled' and i.deleted_at is null;
+    exit when v_before is not null;
+  end loop;
+  for v_item in select t.content_item_id from app.grid_tiles t
+                where t.integration_id = me.integration_id and t.position_key > me.position_key and t.content_item_id is not null
+                order by t.position_key loop
+    select i.scheduled_at into v_after from app.content_items i where i.id = v_item and i.status = 'scheduled' and i.deleted_at is null;
+    exit when v_after is not null;
+  end loop;
   return (v_before is null or v_before <= me.scheduled_at) and (v_after is null or v_after >= me.scheduled_at);
 end
 $function$;
@@ -366,6 +330,8 @@ declare
   v_items uuid[];
   v_anchors text[];
   v_keys text[] := '{}';
+  v_key text;
+  v_item uuid;
   v_first text;
   v_lo text;
   v_hi text;
@@ -405,11 +371,16 @@ begin
       continue;
     end if;
     -- Before the first scheduled tile (or the first tile) when nothing scheduled comes earlier.
-    select t.position_key into v_first
-    from app.grid_tiles t join app.content_items i on i.id = t.content_item_id
-    where t.integration_id = v_channel and t.position_key is not null
-      and i.status = 'scheduled' and i.deleted_at is null and not (i.id = any (p_ids))
-    order by t.position_key limit 1;
+    v_first := null;
+    for v_key, v_item in select t.position_key, t.content_item_id from app.grid_tiles t
+                         where t.integration_id = v_channel and t.position_key is not null and t.content_item_id is not null
+                           and not (t.content_item_id = any (p_ids))
+                         order by t.position_key loop
+      if exists (select 1 from app.content_items i where i.id = v_item and i.status = 'scheduled' and i.deleted_at is null) then
+        v_first := v_key;
+        exit;
+      end if;
+    end loop;
     if v_first is null then
       select min(position_key) into v_first from app.grid_tiles
       where integration_id = v_channel and position_key is not null and not (id = any (v_tiles));
