@@ -266,6 +266,7 @@ as $function$
 declare
   me record;
   v_item uuid;
+  v_any boolean;
   v_before timestamptz;
   v_after timestamptz;
 begin
@@ -274,20 +275,35 @@ begin
   if me.position_key is null or me.scheduled_at is null then
     return true;
   end if;
-  -- Walk the grid's key index from this tile, each way, to the first scheduled edition's tile
-  -- (a loop: one statement joining the editions planned as a scan of every scheduled edition).
-  for v_item in select t.content_item_id from app.grid_tiles t
-                where t.integration_id = me.integration_id and t.position_key < me.position_key and t.content_item_id is not null
-                order by t.position_key desc loop
-    select i.scheduled_at into v_before from app.content_items i where i.id = v_item and i.status = 'scheduled' and i.deleted_at is null;
-    exit when v_before is not null;
-  end loop;
-  for v_item in select t.content_item_id from app.grid_tiles t
-                where t.integration_id = me.integration_id and t.position_key > me.position_key and t.content_item_id is not null
-                order by t.position_key loop
-    select i.scheduled_at into v_after from app.content_items i where i.id = v_item and i.status = 'scheduled' and i.deleted_at is null;
-    exit when v_after is not null;
-  end loop;
+  -- The tile next to this one each way (one probe of the grid's key index); when it is not a
+  -- scheduled edition's, walk on to the first one that is (a loop: one statement joining the
+  -- editions was planned as a scan of every scheduled edition).
+  select t.content_item_id into v_item from app.grid_tiles t
+  where t.integration_id = me.integration_id and t.position_key < me.position_key
+  order by t.position_key desc limit 1;
+  v_any := found;
+  select i.scheduled_at into v_before from app.content_items i where i.id = v_item and i.status = 'scheduled' and i.deleted_at is null;
+  if v_any and v_before is null then
+    for v_item in select t.content_item_id from app.grid_tiles t
+                  where t.integration_id = me.integration_id and t.position_key < me.position_key and t.content_item_id is not null
+                  order by t.position_key desc loop
+      select i.scheduled_at into v_before from app.content_items i where i.id = v_item and i.status = 'scheduled' and i.deleted_at is null;
+      exit when v_before is not null;
+    end loop;
+  end if;
+  select t.content_item_id into v_item from app.grid_tiles t
+  where t.integration_id = me.integration_id and t.position_key > me.position_key
+  order by t.position_key limit 1;
+  v_any := found;
+  select i.scheduled_at into v_after from app.content_items i where i.id = v_item and i.status = 'scheduled' and i.deleted_at is null;
+  if v_any and v_after is null then
+    for v_item in select t.content_item_id from app.grid_tiles t
+                  where t.integration_id = me.integration_id and t.position_key > me.position_key and t.content_item_id is not null
+                  order by t.position_key loop
+      select i.scheduled_at into v_after from app.content_items i where i.id = v_item and i.status = 'scheduled' and i.deleted_at is null;
+      exit when v_after is not null;
+    end loop;
+  end if;
   return (v_before is null or v_before <= me.scheduled_at) and (v_after is null or v_after >= me.scheduled_at);
 end
 $function$;
