@@ -1228,6 +1228,7 @@ create table app.grid_tiles (
 );
 comment on table app.grid_tiles is 'A tile of a channel''s feed grid: an edition of the channel (content_item_id) or a placeholder of library media (content_item_id null, media in app.grid_tile_media). Published tiles have no position_key and sort by sent_at, newest first; the others sort by their fractional position_key, unique per channel (constraint grid_tiles_position_key). Edition tiles are kept by trigger content_items_70_grid_tile (app.grid_place_edition). Note, cover media and video frame are the planner''s own. Tenant policies of app.apply_tenant_policies (writes need editor).';
 CREATE INDEX grid_tiles_cover_media_id_idx ON app.grid_tiles USING btree (cover_media_id);
+CREATE INDEX grid_tiles_long_key_idx ON app.grid_tiles USING btree (integration_id) WHERE (length(position_key) > 48);
 CREATE INDEX grid_tiles_organization_id_idx ON app.grid_tiles USING btree (organization_id);
 CREATE INDEX grid_tiles_workspace_id_idx ON app.grid_tiles USING btree (workspace_id);
 alter table app.grid_tiles enable row level security;
@@ -2922,7 +2923,7 @@ create policy publishing_states_definer on app.publishing_states as permissive f
 create policy publishing_states_worker on app.publishing_states as permissive for all to pressroom_worker
   using (true)
   with check (true);
-CREATE TRIGGER publishing_states_90_webhooks AFTER INSERT OR UPDATE ON app.publishing_states FOR EACH ROW EXECUTE FUNCTION app.tg_publishing_states_webhooks();
+CREATE TRIGGER publishing_states_90_webhooks AFTER INSERT OR UPDATE ON app.publishing_states FOR EACH ROW WHEN ((new.state = 'awaiting_confirmation'::text)) EXECUTE FUNCTION app.tg_publishing_states_webhooks();
 grant select on table app.publishing_states to pressroom_api;
 grant delete, insert, select, update on table app.publishing_states to pressroom_definer;
 grant delete, insert, select, update on table app.publishing_states to pressroom_worker;
@@ -5705,7 +5706,8 @@ revoke all on function app.assert_not_in_review(app.content_items) from public;
 CREATE OR REPLACE FUNCTION app.assert_publishable(p_item_ids uuid[], p_prefixes text[])
  RETURNS void
  LANGUAGE plpgsql
- STABLE
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
 AS $function$
 declare
   v_out jsonb := '[]';
@@ -5725,8 +5727,9 @@ begin
     jsonb_build_object('contentIds', to_jsonb(v_ids)));
 end
 $function$;
+alter function app.assert_publishable(uuid[],text[]) owner to pressroom_definer;
+comment on function app.assert_publishable(uuid[],text[]) is 'Raises 400 VALIDATION_FAILED with the platform-rule problems (app.content_item_problems, field names under each edition''s prefix) of those of the editions that are scheduled, and details.contentIds. Security definer (pressroom_definer), like app.content_item_problems: its callers hold the editions.';
 grant execute on function app.assert_publishable(uuid[],text[]) to pressroom_api;
-grant execute on function app.assert_publishable(uuid[],text[]) to pressroom_definer;
 grant execute on function app.assert_publishable(uuid[],text[]) to pressroom_worker;
 revoke all on function app.assert_publishable(uuid[],text[]) from public;
 
@@ -6064,7 +6067,8 @@ revoke all on function app.content_item_own_media_ids(uuid) from public;
 CREATE OR REPLACE FUNCTION app.content_item_problems(p_item_id uuid, p_prefix text DEFAULT ''::text)
  RETURNS jsonb
  LANGUAGE plpgsql
- STABLE
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
 AS $function$
 declare
   v record;
@@ -6132,8 +6136,9 @@ begin
   return v_out;
 end
 $function$;
+alter function app.content_item_problems(uuid,text) owner to pressroom_definer;
+comment on function app.content_item_problems(uuid,text) is 'The platform-rule problems of one edition (caption length, empty, media rules, threads, channel available, required settings) as field problems under p_prefix. Security definer (pressroom_definer): it reads the one edition its caller (a trigger, app.assert_publishable) already holds, without evaluating the tenant policies in each of its statements.';
 grant execute on function app.content_item_problems(uuid,text) to pressroom_api;
-grant execute on function app.content_item_problems(uuid,text) to pressroom_definer;
 grant execute on function app.content_item_problems(uuid,text) to pressroom_worker;
 revoke all on function app.content_item_problems(uuid,text) from public;
 
@@ -7603,6 +7608,30 @@ grant execute on function app.grid_key_midpoint(text,text) to pressroom_definer;
 grant execute on function app.grid_key_midpoint(text,text) to pressroom_worker;
 revoke all on function app.grid_key_midpoint(text,text) from public;
 
+CREATE OR REPLACE FUNCTION app.grid_keys_between(p_a text, p_b text, p_n integer)
+ RETURNS text[]
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $function$
+declare
+  v_half int;
+  v_mid text;
+begin
+  if p_n <= 0 then
+    return '{}';
+  end if;
+  -- The middle one first, then each half: keys grow by about log2(n) / 6 characters, not n / 6.
+  v_half := (p_n - 1) / 2;
+  v_mid := app.grid_key_between(p_a, p_b);
+  return app.grid_keys_between(p_a, v_mid, v_half) || v_mid || app.grid_keys_between(v_mid, p_b, p_n - 1 - v_half);
+end
+$function$;
+comment on function app.grid_keys_between(text,text,integer) is 'p_n increasing position keys strictly between p_a and p_b (null: open end), spread by halving so that they stay short.';
+grant execute on function app.grid_keys_between(text,text,integer) to pressroom_api;
+grant execute on function app.grid_keys_between(text,text,integer) to pressroom_definer;
+grant execute on function app.grid_keys_between(text,text,integer) to pressroom_worker;
+revoke all on function app.grid_keys_between(text,text,integer) from public;
+
 CREATE OR REPLACE FUNCTION app.grid_lock(p_integration_id uuid)
  RETURNS void
  LANGUAGE plpgsql
@@ -7681,6 +7710,62 @@ grant execute on function app.grid_media_problems(app.integrations,jsonb,text) t
 grant execute on function app.grid_media_problems(app.integrations,jsonb,text) to pressroom_worker;
 revoke all on function app.grid_media_problems(app.integrations,jsonb,text) from public;
 
+CREATE OR REPLACE FUNCTION app.grid_neighbours_in_time_order(p_tile_id uuid)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ STABLE
+ SET enable_seqscan TO 'off'
+AS $function$
+declare
+  me record;
+  v_item uuid;
+  v_any boolean;
+  v_before timestamptz;
+  v_after timestamptz;
+begin
+  select t.integration_id, t.position_key, i.scheduled_at into me
+  from app.grid_tiles t join app.content_items i on i.id = t.content_item_id where t.id = p_tile_id;
+  if me.position_key is null or me.scheduled_at is null then
+    return true;
+  end if;
+  -- The tile next to this one each way (one probe of the grid's key index); when it is not a
+  -- scheduled edition's, walk on to the first one that is (a loop: one statement joining the
+  -- editions was planned as a scan of every scheduled edition).
+  select t.content_item_id into v_item from app.grid_tiles t
+  where t.integration_id = me.integration_id and t.position_key < me.position_key
+  order by t.position_key desc limit 1;
+  v_any := found;
+  select i.scheduled_at into v_before from app.content_items i where i.id = v_item and i.status = 'scheduled' and i.deleted_at is null;
+  if v_any and v_before is null then
+    for v_item in select t.content_item_id from app.grid_tiles t
+                  where t.integration_id = me.integration_id and t.position_key < me.position_key and t.content_item_id is not null
+                  order by t.position_key desc loop
+      select i.scheduled_at into v_before from app.content_items i where i.id = v_item and i.status = 'scheduled' and i.deleted_at is null;
+      exit when v_before is not null;
+    end loop;
+  end if;
+  select t.content_item_id into v_item from app.grid_tiles t
+  where t.integration_id = me.integration_id and t.position_key > me.position_key
+  order by t.position_key limit 1;
+  v_any := found;
+  select i.scheduled_at into v_after from app.content_items i where i.id = v_item and i.status = 'scheduled' and i.deleted_at is null;
+  if v_any and v_after is null then
+    for v_item in select t.content_item_id from app.grid_tiles t
+                  where t.integration_id = me.integration_id and t.position_key > me.position_key and t.content_item_id is not null
+                  order by t.position_key loop
+      select i.scheduled_at into v_after from app.content_items i where i.id = v_item and i.status = 'scheduled' and i.deleted_at is null;
+      exit when v_after is not null;
+    end loop;
+  end if;
+  return (v_before is null or v_before <= me.scheduled_at) and (v_after is null or v_after >= me.scheduled_at);
+end
+$function$;
+comment on function app.grid_neighbours_in_time_order(uuid) is 'Whether the scheduled tiles next to this one (by key, either side) are not on the wrong side of its time: app.grid_in_time_order for a tile placed with the other scheduled tiles of its channel in one pass (app.grid_place_editions), which left them in time order.';
+grant execute on function app.grid_neighbours_in_time_order(uuid) to pressroom_api;
+grant execute on function app.grid_neighbours_in_time_order(uuid) to pressroom_definer;
+grant execute on function app.grid_neighbours_in_time_order(uuid) to pressroom_worker;
+revoke all on function app.grid_neighbours_in_time_order(uuid) from public;
+
 CREATE OR REPLACE FUNCTION app.grid_ordered(p_integration_id uuid)
  RETURNS TABLE(tile_id uuid, pos integer, section integer, sent_at timestamp with time zone, position_key text)
  LANGUAGE sql
@@ -7704,6 +7789,7 @@ AS $function$
 declare
   v_tile app.grid_tiles;
   v_eligible boolean;
+  v_key text;
 begin
   select * into v_tile from app.grid_tiles where content_item_id = p_item.id;
   v_eligible := p_item.deleted_at is null and p_item.kind = 'post'
@@ -7728,24 +7814,137 @@ begin
   end if;
   perform app.grid_lock(p_item.integration_id);
   if v_tile.id is not null and v_tile.position_key is not null
-     and (p_item.status <> 'scheduled' or app.grid_in_time_order(v_tile.id)) then
+     and (p_item.status <> 'scheduled'
+          or case when current_setting('pressroom.grid_placed', true) like txid_current()::text || ':%'
+                       and strpos(current_setting('pressroom.grid_placed', true), p_item.id::text) > 0
+                  then app.grid_neighbours_in_time_order(v_tile.id)
+                  else app.grid_in_time_order(v_tile.id) end) then
     return;
   end if;
   if v_tile.id is null then
+    v_key := app.grid_edition_key(p_item, null);
     insert into app.grid_tiles (organization_id, workspace_id, integration_id, content_item_id, position_key, created_by)
-    values (p_item.organization_id, p_item.workspace_id, p_item.integration_id, p_item.id,
-            app.grid_edition_key(p_item, null), p_item.created_by);
+    values (p_item.organization_id, p_item.workspace_id, p_item.integration_id, p_item.id, v_key, p_item.created_by);
   else
-    update app.grid_tiles set position_key = app.grid_edition_key(p_item, v_tile.id) where id = v_tile.id;
+    v_key := app.grid_edition_key(p_item, v_tile.id);
+    update app.grid_tiles set position_key = v_key where id = v_tile.id;
   end if;
   perform app.grid_rebalance(p_item.integration_id);
 end
 $function$;
-comment on function app.grid_place_edition(app.content_items) is 'Keeps the grid tile of an edition on a feed-grid channel: made when the edition is, removed when it is deleted, cancelled, failed or rejected, unkeyed (published) when sent, and placed by time whenever a scheduled edition''s key no longer agrees with its time.';
+comment on function app.grid_place_edition(app.content_items) is 'Keeps the grid tile of an edition on a feed-grid channel: made when the edition is, removed when it is deleted, cancelled, failed or rejected, unkeyed (published) when sent, and placed by time whenever a scheduled edition''s key no longer agrees with its time (an edition placed by app.grid_place_editions in this transaction is checked against its neighbours only).';
 grant execute on function app.grid_place_edition(app.content_items) to pressroom_api;
 grant execute on function app.grid_place_edition(app.content_items) to pressroom_definer;
 grant execute on function app.grid_place_edition(app.content_items) to pressroom_worker;
 revoke all on function app.grid_place_edition(app.content_items) from public;
+
+CREATE OR REPLACE FUNCTION app.grid_place_editions(p_ids uuid[])
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+ SET enable_seqscan TO 'off'
+AS $function$
+declare
+  v_channel uuid;
+  v_tiles uuid[];
+  v_items uuid[];
+  v_anchors text[];
+  v_keys text[] := '{}';
+  v_key text;
+  v_item uuid;
+  v_first text;
+  v_lo text;
+  v_hi text;
+  i int;
+  j int;
+begin
+  -- The scheduled post editions among p_ids, by feed-grid channel; the caller holds their rows.
+  for v_channel in
+    select distinct c.integration_id from app.content_items c
+    join app.integrations g on g.id = c.integration_id join app.platforms p on p.code = g.platform
+    where c.id = any (p_ids) and c.status = 'scheduled' and c.deleted_at is null and c.kind = 'post' and p.feed_grid
+    order by 1
+  loop
+    perform app.grid_lock(v_channel);
+    -- Each tile of the set with its anchor: the greatest key among the channel's other
+    -- scheduled tiles at or before its time (they are in time order), in time order.
+    select array_agg(z.tile_id order by z.at, z.item_id), array_agg(z.item_id order by z.at, z.item_id),
+           array_agg(z.anchor order by z.at, z.item_id)
+    into v_tiles, v_items, v_anchors
+    from (
+      select m.src, m.tile_id, m.item_id, m.at,
+             max(m.k collate "C") over (order by m.at, m.src, m.k collate "C", m.item_id rows between unbounded preceding and current row) as anchor
+      from (
+        select 0 as src, t.position_key as k, i.scheduled_at as at, null::uuid as tile_id, i.id as item_id
+        from app.grid_tiles t join app.content_items i on i.id = t.content_item_id
+        where t.integration_id = v_channel and t.position_key is not null
+          and i.status = 'scheduled' and i.deleted_at is null and not (i.id = any (p_ids))
+        union all
+        select 1, null, i.scheduled_at, t.id, i.id
+        from app.content_items i join app.grid_tiles t on t.content_item_id = i.id
+        where i.id = any (p_ids) and i.integration_id = v_channel and i.status = 'scheduled' and i.deleted_at is null
+          and i.kind = 'post' and t.integration_id = v_channel
+      ) m
+    ) z
+    where z.src = 1;
+    if v_tiles is null then
+      continue;
+    end if;
+    -- Before the first scheduled tile (or the first tile) when nothing scheduled comes earlier.
+    v_first := null;
+    for v_key, v_item in select t.position_key, t.content_item_id from app.grid_tiles t
+                         where t.integration_id = v_channel and t.position_key is not null and t.content_item_id is not null
+                           and not (t.content_item_id = any (p_ids))
+                         order by t.position_key loop
+      if exists (select 1 from app.content_items i where i.id = v_item and i.status = 'scheduled' and i.deleted_at is null) then
+        v_first := v_key;
+        exit;
+      end if;
+    end loop;
+    if v_first is null then
+      select min(position_key) into v_first from app.grid_tiles
+      where integration_id = v_channel and position_key is not null and not (id = any (v_tiles));
+    end if;
+    v_keys := '{}';
+    i := 1;
+    while i <= cardinality(v_tiles) loop
+      j := i;
+      while j < cardinality(v_tiles) and v_anchors[j + 1] is not distinct from v_anchors[i] loop
+        j := j + 1;
+      end loop;
+      -- Tiles i..j share a gap: right after their anchor, before whatever tile (not of the set) follows it.
+      if v_anchors[i] is null then
+        v_hi := v_first;
+        select max(position_key) into v_lo from app.grid_tiles
+        where integration_id = v_channel and position_key < v_hi and not (id = any (v_tiles));
+      else
+        v_lo := v_anchors[i];
+        select min(position_key) into v_hi from app.grid_tiles
+        where integration_id = v_channel and position_key > v_lo and not (id = any (v_tiles));
+      end if;
+      v_keys := v_keys || app.grid_keys_between(v_lo, v_hi, j - i + 1);
+      i := j + 1;
+    end loop;
+    update app.grid_tiles t set position_key = x.k
+    from unnest(v_tiles, v_keys) x (id, k)
+    where t.id = x.id and t.position_key is distinct from x.k;
+    perform app.grid_rebalance(v_channel);
+    -- The deferred trigger of these editions checks them against their neighbours only.
+    -- Session-level (a function's SET clause undoes a local setting at its exit; the trigger runs at
+    -- commit), scoped by the transaction id: another transaction of the session reads nothing from it.
+    perform set_config('pressroom.grid_placed',
+      txid_current()::text || ':' || array_to_string(v_items, ',') || coalesce(',' || nullif(split_part(
+        case when current_setting('pressroom.grid_placed', true) like txid_current()::text || ':%'
+             then current_setting('pressroom.grid_placed', true) end, ':', 2), ''), ''), false);
+  end loop;
+end
+$function$;
+alter function app.grid_place_editions(uuid[]) owner to pressroom_definer;
+comment on function app.grid_place_editions(uuid[]) is 'Places the tiles of many scheduled editions in one pass, channel by channel under app.grid_lock: by time among the channel''s other scheduled tiles, each group falling in one gap given keys spread evenly (app.grid_keys_between); the same order app.grid_place_edition gives one by one. Records the editions in pressroom.grid_placed (prefixed by the transaction id) so that their deferred trigger checks only their neighbours (app.grid_neighbours_in_time_order). The caller holds the editions'' rows. Security definer (pressroom_definer), like the grid trigger. Used by api.schedule_workbench_rows.';
+grant execute on function app.grid_place_editions(uuid[]) to pressroom_api;
+grant execute on function app.grid_place_editions(uuid[]) to pressroom_worker;
+revoke all on function app.grid_place_editions(uuid[]) from public;
 
 CREATE OR REPLACE FUNCTION app.grid_position(p_tile app.grid_tiles)
  RETURNS integer
@@ -7765,6 +7964,7 @@ CREATE OR REPLACE FUNCTION app.grid_rebalance(p_integration_id uuid)
  LANGUAGE plpgsql
 AS $function$
 begin
+  -- length(position_key) > 48: the partial index grid_tiles_long_key_idx.
   if not exists (select 1 from app.grid_tiles where integration_id = p_integration_id and length(position_key) > 48) then
     return;
   end if;
@@ -12089,25 +12289,62 @@ AS $function$
 declare
   v app.content_items;
 begin
-  v := app.content_item_for_update(p_id);
-  perform app.assert_not_in_review(v);  -- reviews: 409 REVIEW_IN_PROGRESS
-  perform app.require_content_status(v, array['draft', 'scheduled']);
-  if p_scheduled_at < now() then
-    perform app.raise_field_problems(jsonb_build_array(app.field_problem('scheduledAt', 'in_past', 'a time in the past cannot be scheduled')),
-      'A time in the past cannot be scheduled.');
-  end if;
-  perform app.defer_content_checks();
-  update app.content_items set status = 'scheduled', scheduled_at = p_scheduled_at
-  where id = v.id returning * into v;
-  perform app.assert_publishable(array[v.id], array['']);
-  perform app.undefer_content_checks();
+  perform app.schedule_editions(array[p_id], array[p_scheduled_at]);
+  select * into v from app.content_items where id = p_id;
   return v;
 end
 $function$;
-comment on function app.schedule_edition(uuid,timestamp with time zone) is 'Schedules or reschedules a draft or scheduled edition at a future time (status, time, platform rules, review, publish job by trigger); the caller checks the role. Called by api.schedule_content and, per edition, by api.schedule_workbench_rows.';
+comment on function app.schedule_edition(uuid,timestamp with time zone) is 'Schedules or reschedules a draft or scheduled edition at a future time (app.schedule_editions for one: status, time, review, publish job by trigger, platform rules checked once); the caller checks the role. Called by api.schedule_content and, per edition on the careful path, by app.workbench_schedule_row.';
 grant execute on function app.schedule_edition(uuid,timestamp with time zone) to pressroom_api;
 grant execute on function app.schedule_edition(uuid,timestamp with time zone) to pressroom_definer;
 revoke all on function app.schedule_edition(uuid,timestamp with time zone) from public;
+
+CREATE OR REPLACE FUNCTION app.schedule_editions(p_ids uuid[], p_at timestamp with time zone[])
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v app.content_items;
+  v_rows app.content_items[];
+  v_ids uuid[];
+  v_at timestamptz[];
+begin
+  -- The editions (distinct, each with its time), locked in id order.
+  select array_agg(x.id order by x.id), array_agg(x.at order by x.id) into v_ids, v_at
+  from (select distinct on (id) id, at from unnest(p_ids, p_at) u (id, at) order by id) x;
+  select array_agg(i order by i.id) into v_rows from (
+    select * from app.content_items
+    where id = any (v_ids) and workspace_id = app.current_workspace_id() and deleted_at is null
+    order by id for update) i;
+  if coalesce(cardinality(v_rows), 0) < cardinality(v_ids) then
+    -- The first one missing, in the caller's order.
+    perform app.raise_not_found('content', (select u.id from unnest(p_ids) with ordinality u (id, n)
+                                            where not (u.id = any (coalesce(array(select (r).id from unnest(v_rows) r), '{}')))
+                                            order by u.n limit 1));
+  end if;
+  -- The rules of each, in the caller's order, as app.schedule_edition raises them for one.
+  for v in select r.* from unnest(v_rows) r join unnest(p_ids) with ordinality u (id, n) on u.id = r.id order by u.n loop
+    perform app.assert_not_in_review(v);  -- reviews: 409 REVIEW_IN_PROGRESS
+    perform app.require_content_status(v, array['draft', 'scheduled']);
+    if v_at[array_position(v_ids, v.id)] < now() then
+      perform app.raise_field_problems(jsonb_build_array(app.field_problem('scheduledAt', 'in_past', 'a time in the past cannot be scheduled')),
+        'A time in the past cannot be scheduled.');
+    end if;
+  end loop;
+  -- The platform rules are checked once per edition, after the update's other triggers
+  -- (review, media in the bin, publish job): the update's own check trigger skips these
+  -- editions (pressroom.publishable_checked), app.assert_publishable checks them.
+  perform set_config('pressroom.publishable_checked', array_to_string(v_ids, ','), true);
+  update app.content_items i set status = 'scheduled', scheduled_at = x.at
+  from unnest(v_ids, v_at) x (id, at) where i.id = x.id;
+  perform set_config('pressroom.publishable_checked', '', true);
+  perform app.assert_publishable(v_ids, array[]::text[]);
+end
+$function$;
+comment on function app.schedule_editions(uuid[],timestamp with time zone[]) is 'Schedules or reschedules draft or scheduled editions, each at its time, in one update: each edition of the workspace, not deleted, locked (id order), not in review (409 REVIEW_IN_PROGRESS), draft or scheduled (400 INVALID_CONTENT_STATUS), its time ahead (400 VALIDATION_FAILED); the update''s triggers (review policy, media in the bin, publish job, grid at commit); then the platform rules once per edition (app.assert_publishable). Raises the first failure (in the caller''s order), so one edition fails as app.schedule_edition does. The caller checks the role. Called by app.schedule_edition and by api.schedule_workbench_rows for a chunk of rows.';
+grant execute on function app.schedule_editions(uuid[],timestamp with time zone[]) to pressroom_api;
+grant execute on function app.schedule_editions(uuid[],timestamp with time zone[]) to pressroom_definer;
+revoke all on function app.schedule_editions(uuid[],timestamp with time zone[]) from public;
 
 CREATE OR REPLACE FUNCTION app.series_occurrence_times(s app.recurring_series, p_from integer, p_max integer)
  RETURNS TABLE(occurrence_index integer, starts_at timestamp with time zone)
@@ -12486,6 +12723,11 @@ declare
   v_problems jsonb;
 begin
   if tg_table_name = 'content_items' then
+    -- app.schedule_editions checks these editions itself right after its update
+    -- (same state: nothing writes them in between).
+    if strpos(coalesce(current_setting('pressroom.publishable_checked', true), ''), new.id::text) > 0 then
+      return null;
+    end if;
     v_ids := array[new.id];
   elsif tg_table_name = 'content_item_media' then
     v_ids := array[case when tg_op = 'DELETE' then old.content_item_id else new.content_item_id end];
@@ -12509,6 +12751,7 @@ begin
   return null;
 end
 $function$;
+comment on function app.tg_check_publishable() is 'Triggers *_50_check_publishable: a scheduled edition satisfies its platform''s rules (app.content_item_problems) after any change of it, its media, its root''s caption or media. The editions that app.schedule_editions is updating (pressroom.publishable_checked, set around that update only) are skipped: that function checks them right after (app.assert_publishable).';
 grant execute on function app.tg_check_publishable() to pressroom_api;
 grant execute on function app.tg_check_publishable() to pressroom_definer;
 grant execute on function app.tg_check_publishable() to pressroom_worker;
@@ -12991,29 +13234,29 @@ CREATE OR REPLACE FUNCTION app.tg_content_items_webhooks()
  SET search_path TO 'pg_catalog'
 AS $function$
 declare
-  v_type text;
+  v_types text[];
 begin
   if tg_op = 'INSERT' then
-    perform app.webhook_emit(new.organization_id, new.workspace_id, 'content.created', new.id, app.webhook_content_data(new));
-    if new.status = 'scheduled' then
-      perform app.webhook_emit(new.organization_id, new.workspace_id, 'content.scheduled', new.id, app.webhook_content_data(new));
-    end if;
+    v_types := case when new.status = 'scheduled' then array['content.created', 'content.scheduled']
+                    else array['content.created'] end;
+  elsif new.deleted_at is not null and old.deleted_at is null then
+    v_types := array['content.deleted'];
+  elsif new.status is distinct from old.status or (new.status = 'scheduled' and new.scheduled_at is distinct from old.scheduled_at) then
+    v_types := case new.status when 'scheduled' then array['content.scheduled'] when 'sent' then array['content.published']
+                               when 'failed' then array['content.failed'] end;
+  end if;
+  if v_types is null
+     or not exists (select 1 from app.webhook_subscriptions s where s.workspace_id = new.workspace_id and s.events && v_types) then
     return null;
   end if;
-  if new.deleted_at is not null and old.deleted_at is null then
-    v_type := 'content.deleted';
-  elsif new.status is distinct from old.status or (new.status = 'scheduled' and new.scheduled_at is distinct from old.scheduled_at) then
-    v_type := case new.status when 'scheduled' then 'content.scheduled' when 'sent' then 'content.published'
-                              when 'failed' then 'content.failed' end;
-  end if;
-  if v_type is not null then
-    perform app.webhook_emit(new.organization_id, new.workspace_id, v_type, new.id, app.webhook_content_data(new));
-  end if;
+  for i in 1 .. cardinality(v_types) loop
+    perform app.webhook_emit(new.organization_id, new.workspace_id, v_types[i], new.id, app.webhook_content_data(new));
+  end loop;
   return null;
 end
 $function$;
 alter function app.tg_content_items_webhooks() owner to pressroom_definer;
-comment on function app.tg_content_items_webhooks() is 'Emits content.created, content.scheduled (also on a new time), content.published (sent), content.failed and content.deleted for an edition, in the transaction of the change.';
+comment on function app.tg_content_items_webhooks() is 'Emits content.created, content.scheduled (also on a new time), content.published (sent), content.failed and content.deleted for an edition, in the transaction of the change; returns at once, before building any data, when no subscription of the workspace wants the event.';
 grant execute on function app.tg_content_items_webhooks() to pressroom_api;
 grant execute on function app.tg_content_items_webhooks() to pressroom_worker;
 revoke all on function app.tg_content_items_webhooks() from public;
@@ -15098,6 +15341,70 @@ grant execute on function app.workbench_rows_json(uuid[]) to pressroom_api;
 grant execute on function app.workbench_rows_json(uuid[]) to pressroom_definer;
 grant execute on function app.workbench_rows_json(uuid[]) to pressroom_worker;
 revoke all on function app.workbench_rows_json(uuid[]) from public;
+
+CREATE OR REPLACE FUNCTION app.workbench_schedule_row(p_row_id uuid, p_dry_run boolean)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v app.workbench_rows;
+  v_item app.content_items;
+  v_results jsonb[] := '{}';
+  v_failed boolean := false;
+  v_state text; v_msg text; v_detail text; v_hint text;
+begin
+  begin
+    select * into v from app.workbench_rows where id = p_row_id and workspace_id = app.current_workspace_id();
+    if v.id is null then
+      perform app.raise_not_found('workbench row', p_row_id);
+    end if;
+    if v.content_root_id is null or not exists (select 1 from app.content_roots where id = v.content_root_id and deleted_at is null) then
+      perform app.raise(400, 'ROW_HAS_NO_CONTENT', 'This row has no content to schedule; give it a caption or media and channels.',
+        jsonb_build_object('rowId', v.id));
+    end if;
+    if v.planned_at is null then
+      perform app.raise(400, 'ROW_TIME_REQUIRED', 'This row has no date and time to schedule at (a date alone is a plan, not a time).',
+        jsonb_build_object('rowId', v.id, 'scheduledAt', v.planned_on));
+    end if;
+    if not exists (select 1 from app.content_items where root_id = v.content_root_id and deleted_at is null) then
+      perform app.raise(400, 'ROW_HAS_NO_CHANNELS', 'This row has no channel to schedule on.', jsonb_build_object('rowId', v.id));
+    end if;
+    for v_item in select i.* from app.content_items i join app.integrations g on g.id = i.integration_id
+                  where i.root_id = v.content_root_id and i.deleted_at is null order by g.created_at, g.id loop
+      begin
+        perform app.schedule_edition(v_item.id, v.planned_at);
+        v_results := v_results || jsonb_build_object('rowId', v.id, 'contentId', v_item.id, 'integrationId', v_item.integration_id,
+          'outcome', case when p_dry_run then 'valid' else 'scheduled' end, 'error', null);
+      exception when others then
+        get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail, v_hint = pg_exception_hint;
+        v_results := v_results || jsonb_build_object('rowId', v.id, 'contentId', v_item.id, 'integrationId', v_item.integration_id,
+          'outcome', 'failed', 'error', app.workbench_error_json(v_state, v_msg, v_detail, v_hint));
+        v_failed := true;
+      end;
+    end loop;
+    if v_failed or p_dry_run then
+      raise exception using errcode = 'ZW001', message = 'workbench dry run or failed row: roll back';
+    end if;
+  exception
+    when sqlstate 'ZW001' then
+      null;
+    when others then
+      get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail, v_hint = pg_exception_hint;
+      v_results := array[jsonb_build_object('rowId', p_row_id, 'contentId', null, 'integrationId', null,
+        'outcome', 'failed', 'error', app.workbench_error_json(v_state, v_msg, v_detail, v_hint))];
+      v_failed := true;
+  end;
+  if v_failed then
+    -- The row's other channels were rolled back with it: a row is scheduled whole or not at all.
+    v_results := array(select case when r ->> 'outcome' = 'scheduled' then r || '{"outcome": "not_scheduled"}' else r end
+                       from unnest(v_results) r);
+  end if;
+  return jsonb_build_object('ok', not v_failed, 'results', to_jsonb(v_results));
+end
+$function$;
+comment on function app.workbench_schedule_row(uuid,boolean) is 'One row of bulk scheduling, the careful way: a subtransaction for the row and one per edition (app.schedule_edition), so that each channel answers its own error and a failed row is rolled back whole; the dry run rolls back every row. Returns {ok, results} (one result per channel, or one for the row''s own error: 404 NOT_FOUND, 400 ROW_HAS_NO_CONTENT, ROW_TIME_REQUIRED, ROW_HAS_NO_CHANNELS). Used by api.schedule_workbench_rows for the rows that can fail.';
+grant execute on function app.workbench_schedule_row(uuid,boolean) to pressroom_api;
+revoke all on function app.workbench_schedule_row(uuid,boolean) from public;
 
 CREATE OR REPLACE FUNCTION app.workbench_section_for_update(p_id uuid)
  RETURNS app.workbench_sections
@@ -22146,90 +22453,123 @@ CREATE OR REPLACE FUNCTION api.schedule_workbench_rows(p_body jsonb, p_dry_run b
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+ SET enable_seqscan TO 'off'
 AS $function$
 declare
-  v_row_id uuid;
-  v app.workbench_rows;
-  v_item app.content_items;
-  v_n int := 0;
-  v_row_results jsonb;
-  v_results jsonb[] := '{}';
+  c_chunk constant int := 50;
+  v_n int;
+  v_row_ids uuid[];
+  v_ok boolean[];          -- the row passed its own checks: it goes in a chunk
+  v_at timestamptz[];
+  v_eds jsonb[];           -- per row: [[contentId, integrationId], ...] in channel order
+  v_out jsonb[];           -- per row: its results (a jsonb array)
+  v_good boolean[];        -- per row: scheduled (or valid)
+  v_scheduled uuid[] := '{}';
+  v_from int;
+  v_to int;
   v_e jsonb;
-  v_failed boolean;
+  v_r jsonb;
+  v_fallback boolean;
+  v_results jsonb[] := '{}';
   v_rows_ok int := 0;
   v_channels_ok int := 0;
   v_channels_failed int := 0;
-  v_state text; v_msg text; v_detail text; v_hint text;
-  v_err jsonb;
 begin
   perform app.require_role('editor');
-  for v_row_id in select (e #>> '{}')::uuid from jsonb_array_elements(p_body -> 'rowIds') e loop
-    v_row_results := '[]';
-    v_failed := false;
+  -- The rows and their live editions (in channel order), in one statement.
+  with x as (
+    select (e #>> '{}')::uuid as id, n from jsonb_array_elements(p_body -> 'rowIds') with ordinality e (e, n)
+  ), w as (
+    select x.n, x.id, r.id as found, r.content_root_id, r.planned_at
+    from x left join app.workbench_rows r on r.id = x.id and r.workspace_id = app.current_workspace_id()
+  ), ed as (
+    select i.root_id, jsonb_agg(jsonb_build_array(i.id, i.integration_id) order by g.created_at, g.id) as eds
+    from app.content_items i join app.integrations g on g.id = i.integration_id
+    where i.root_id in (select content_root_id from w where content_root_id is not null) and i.deleted_at is null
+    group by i.root_id
+  ), live as (
+    select c.id from app.content_roots c
+    where c.id in (select content_root_id from w where content_root_id is not null) and c.deleted_at is null
+  )
+  select count(*)::int, array_agg(w.id order by w.n),
+         array_agg(w.found is not null and w.planned_at is not null and l.id is not null and ed.eds is not null order by w.n),
+         array_agg(w.planned_at order by w.n), array_agg(ed.eds order by w.n)
+  into v_n, v_row_ids, v_ok, v_at, v_eds
+  from w left join live l on l.id = w.content_root_id left join ed on ed.root_id = w.content_root_id;
+  v_out := array_fill(null::jsonb, array[v_n]);
+  v_good := array_fill(false, array[v_n]);
+  -- The rows that fail their own checks take the careful path (their own error).
+  for k in 1 .. v_n loop
+    if not v_ok[k] then
+      v_r := app.workbench_schedule_row(v_row_ids[k], p_dry_run);
+      v_out[k] := v_r -> 'results';
+      v_good[k] := (v_r ->> 'ok')::boolean;
+    end if;
+  end loop;
+  -- The others in chunks: no subtransaction per row or edition while nothing fails; a chunk in
+  -- which something failed is rolled back and its rows take the careful path, one by one.
+  v_from := 1;
+  while v_from <= v_n loop
+    v_to := least(v_n, v_from + c_chunk - 1);
+    v_fallback := false;
     begin
-      select * into v from app.workbench_rows where id = v_row_id and workspace_id = app.current_workspace_id();
-      if v.id is null then
-        perform app.raise_not_found('workbench row', v_row_id);
-      end if;
-      if v.content_root_id is null or not exists (select 1 from app.content_roots where id = v.content_root_id and deleted_at is null) then
-        perform app.raise(400, 'ROW_HAS_NO_CONTENT', 'This row has no content to schedule; give it a caption or media and channels.',
-          jsonb_build_object('rowId', v.id));
-      end if;
-      if v.planned_at is null then
-        perform app.raise(400, 'ROW_TIME_REQUIRED', 'This row has no date and time to schedule at (a date alone is a plan, not a time).',
-          jsonb_build_object('rowId', v.id, 'scheduledAt', v.planned_on));
-      end if;
-      if not exists (select 1 from app.content_items where root_id = v.content_root_id and deleted_at is null) then
-        perform app.raise(400, 'ROW_HAS_NO_CHANNELS', 'This row has no channel to schedule on.', jsonb_build_object('rowId', v.id));
-      end if;
-      for v_item in select i.* from app.content_items i join app.integrations g on g.id = i.integration_id
-                    where i.root_id = v.content_root_id and i.deleted_at is null order by g.created_at, g.id loop
-        begin
-          -- The content route's own path (app.schedule_edition, as api.schedule_content): status, time,
-          -- platform rules, review, publish job; without the answer's JSON, which nobody reads here.
-          perform app.schedule_edition(v_item.id, v.planned_at);
-          v_row_results := v_row_results || jsonb_build_object('rowId', v.id, 'contentId', v_item.id, 'integrationId', v_item.integration_id,
-            'outcome', case when p_dry_run then 'valid' else 'scheduled' end, 'error', null);
-        exception when others then
-          get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail, v_hint = pg_exception_hint;
-          v_row_results := v_row_results || jsonb_build_object('rowId', v.id, 'contentId', v_item.id, 'integrationId', v_item.integration_id,
-            'outcome', 'failed', 'error', app.workbench_error_json(v_state, v_msg, v_detail, v_hint));
-          v_failed := true;
-        end;
-      end loop;
-      if v_failed or p_dry_run then
-        raise exception using errcode = 'ZW001', message = 'workbench dry run or failed row: roll back';
+      -- The chunk's editions in one app.schedule_editions: one lock, one update, the rules of each.
+      perform app.schedule_editions(array_agg((e ->> 0)::uuid), array_agg(v_at[k]))
+      from generate_series(v_from, v_to) k, jsonb_array_elements(v_eds[k]) e
+      where v_ok[k]
+      having count(*) > 0;
+      if p_dry_run then
+        raise exception using errcode = 'ZW001', message = 'workbench dry run: roll back';
       end if;
     exception
       when sqlstate 'ZW001' then
         null;
       when others then
-        get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text, v_detail = pg_exception_detail, v_hint = pg_exception_hint;
-        v_err := app.workbench_error_json(v_state, v_msg, v_detail, v_hint);
-        v_row_results := jsonb_build_array(jsonb_build_object('rowId', v_row_id, 'contentId', null, 'integrationId', null,
-          'outcome', 'failed', 'error', v_err));
-        v_failed := true;
+        v_fallback := true;
     end;
-    if v_failed then
-      -- The row's other channels were rolled back with it: a row is scheduled whole or not at all.
-      v_row_results := (select jsonb_agg(case when r ->> 'outcome' = 'scheduled' then r || '{"outcome": "not_scheduled"}' else r end)
-                        from jsonb_array_elements(v_row_results) r);
-    else
+    for k in v_from .. v_to loop
+      if v_ok[k] then
+        if v_fallback then
+          v_r := app.workbench_schedule_row(v_row_ids[k], p_dry_run);
+          v_out[k] := v_r -> 'results';
+          v_good[k] := (v_r ->> 'ok')::boolean;
+        else
+          v_out[k] := (select jsonb_agg(jsonb_build_object('rowId', v_row_ids[k], 'contentId', e ->> 0, 'integrationId', e ->> 1,
+                         'outcome', case when p_dry_run then 'valid' else 'scheduled' end, 'error', null))
+                       from jsonb_array_elements(v_eds[k]) e);
+          v_good[k] := true;
+        end if;
+      end if;
+    end loop;
+    v_from := v_to + 1;
+  end loop;
+  for k in 1 .. v_n loop
+    if v_good[k] then
       v_rows_ok := v_rows_ok + 1;
     end if;
-    v_channels_ok := v_channels_ok + (select count(*) from jsonb_array_elements(v_row_results) r where r ->> 'outcome' in ('scheduled', 'valid'));
-    v_channels_failed := v_channels_failed + (select count(*) from jsonb_array_elements(v_row_results) r where r ->> 'outcome' = 'failed');
-    for v_e in select jsonb_array_elements(v_row_results) loop
-      v_results := array_append(v_results, v_e);
+    for v_r in select jsonb_array_elements(v_out[k]) loop
+      v_results := v_results || v_r;
+      if v_r ->> 'outcome' in ('scheduled', 'valid') then
+        v_channels_ok := v_channels_ok + 1;
+      elsif v_r ->> 'outcome' = 'failed' then
+        v_channels_failed := v_channels_failed + 1;
+      end if;
+      if v_r ->> 'outcome' = 'scheduled' then
+        v_scheduled := v_scheduled || (v_r ->> 'contentId')::uuid;
+      end if;
     end loop;
-    v_n := v_n + 1;
   end loop;
+  -- The scheduled feed-grid tiles of each channel placed in one pass (the deferred trigger then
+  -- finds them in order).
+  if not p_dry_run and cardinality(v_scheduled) > 0 then
+    perform app.grid_place_editions(v_scheduled);
+  end if;
   return jsonb_build_object('dryRun', p_dry_run, 'rows', v_n, 'rowsOk', v_rows_ok, 'rowsFailed', v_n - v_rows_ok,
     'channelsOk', v_channels_ok, 'channelsFailed', v_channels_failed, 'results', to_jsonb(v_results));
 end
 $function$;
 alter function api.schedule_workbench_rows(jsonb,boolean) owner to pressroom_api;
-comment on function api.schedule_workbench_rows(jsonb,boolean) is 'Serves POST /v2/workspaces/{workspaceId}/workbench/schedule and /schedule/validate (scheduleWorkbenchRows_v2, validateWorkbenchSchedule_v2). For up to 1,000 rows, schedules each edition of the row''s root at the row''s date and time through api.schedule_content, one result per row and channel; a row is scheduled whole or not at all (its own error: 404 NOT_FOUND, 400 ROW_HAS_NO_CONTENT, ROW_TIME_REQUIRED, ROW_HAS_NO_CHANNELS, or each channel''s error from the content rules). The dry run runs the same path in a subtransaction rolled back, so it answers what scheduling would, writing nothing. Requires the editor role.';
+comment on function api.schedule_workbench_rows(jsonb,boolean) is 'Serves POST /v2/workspaces/{workspaceId}/workbench/schedule and /schedule/validate (scheduleWorkbenchRows_v2, validateWorkbenchSchedule_v2). For up to 1,000 rows, schedules each edition of the row''s root at the row''s date and time through app.schedule_edition (the rules of api.schedule_content), one result per row and channel; a row is scheduled whole or not at all (its own error: 404 NOT_FOUND, 400 ROW_HAS_NO_CONTENT, ROW_TIME_REQUIRED, ROW_HAS_NO_CHANNELS, or each channel''s error from the content rules). Rows are scheduled in chunks of 50 without a subtransaction each; a chunk in which something fails, and a row failing its own checks, take the careful path (app.workbench_schedule_row). The dry run runs the same path rolled back, so it answers what scheduling would, writing nothing. The committed schedule places the feed-grid tiles of each channel in one pass (app.grid_place_editions). Requires the editor role.';
 grant execute on function api.schedule_workbench_rows(jsonb,boolean) to pressroom_request;
 revoke all on function api.schedule_workbench_rows(jsonb,boolean) from public;
 

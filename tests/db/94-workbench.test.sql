@@ -4,7 +4,7 @@
 -- bulk scheduling and its dry run, and the personas (editor writes, viewer
 -- reads, other workspaces and organizations see nothing).
 begin;
-select plan(44);
+select plan(47);
 
 -- @include personas.sql
 -- @include content.sql
@@ -179,6 +179,27 @@ select is((select r -> 'error' ->> 'code' from jsonb_array_elements(api.schedule
 select pg_temp.act_as_owner();
 drop trigger content_items_99_test_review on app.content_items;
 select pg_temp.act_as('A.editor', 'A1');
+
+------------------------------------------------------------------------------
+-- A committed bulk schedule places the feed-grid tiles of a channel in one pass,
+-- by time among the channel's scheduled tiles; the deferred trigger keeps them.
+------------------------------------------------------------------------------
+select pg_temp.remember('batch' || n, (api.create_workbench_row(jsonb_build_object('sectionId', pg_temp.ref('w1'),
+  'caption', 'Batch ' || n, 'channels', jsonb_build_array(pg_temp.id('ig:A1.x')),
+  'scheduledAt', (now() + make_interval(days => d))::text)) ->> 'id')::uuid)
+from (values (1, 9), (2, 3), (3, 11), (4, 8), (5, 3), (6, 12)) v (n, d);
+set constraints app.content_items_70_grid_tile deferred;
+select is(api.schedule_workbench_rows(jsonb_build_object('rowIds',
+  (select jsonb_agg(pg_temp.ref('batch' || n) order by n) from generate_series(1, 6) n)), false) ->> 'channelsOk', '6',
+  'six rows on X scheduled in one call');
+set constraints app.content_items_70_grid_tile immediate;  -- what commit does
+select is((select count(*)::int from app.grid_tiles t join app.content_items i on i.id = t.content_item_id
+           join app.workbench_rows w on w.content_root_id = i.root_id
+           where w.id in (select pg_temp.ref('batch' || n) from generate_series(1, 6) n) and t.position_key is not null), 6,
+  'each has its tile');
+select ok((select bool_and(app.grid_in_time_order(t.id)) from app.grid_tiles t join app.content_items i on i.id = t.content_item_id
+           where t.integration_id = pg_temp.id('ig:A1.x') and i.status = 'scheduled'),
+  'every scheduled tile of the channel is in time order (checked against all of them)');
 
 ------------------------------------------------------------------------------
 -- Moves write one row; rebalance keeps the order

@@ -1,3 +1,8 @@
+--! Previous: sha1:056fe5cfff726e939ad136192819c121f0e8637c
+--! Hash: sha1:a211577ddc882be7d47a817ebd60f3dc2e48d776
+--! Message: webhook triggers early exit
+
+--! split: 40-webhook-triggers-early-exit.sql
 -- Lifecycle webhook triggers cost nothing measurable in a workspace without
 -- subscriptions (the common case on the publishing path; profile in
 -- bench/README.md, scenario `publishing`).
