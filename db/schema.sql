@@ -5861,6 +5861,7 @@ CREATE OR REPLACE FUNCTION app.campaign_search_ids(p_pattern text)
  LANGUAGE sql
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app'
+ SET plan_cache_mode TO 'force_custom_plan'
 AS $function$ select c.id from app.campaigns c where c.workspace_id = app.current_workspace_id() and c.name ilike p_pattern $function$;
 alter function app.campaign_search_ids(text) owner to pressroom_definer;
 comment on function app.campaign_search_ids(text) is 'Ids of the current workspace''s campaigns whose name matches an ILIKE pattern, through the trigram index; used by api.list_campaigns.';
@@ -9336,6 +9337,7 @@ CREATE OR REPLACE FUNCTION app.media_label_search_ids(p_pattern text)
  LANGUAGE sql
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app'
+ SET plan_cache_mode TO 'force_custom_plan'
 AS $function$ select l.id from app.media_labels l where l.workspace_id = app.current_workspace_id() and l.name ilike p_pattern $function$;
 alter function app.media_label_search_ids(text) owner to pressroom_definer;
 comment on function app.media_label_search_ids(text) is 'Ids of the current workspace''s media labels whose name matches an ILIKE pattern, through the trigram index; used by api.list_media_labels.';
@@ -9555,6 +9557,7 @@ CREATE OR REPLACE FUNCTION app.media_search_ids(p_pattern text)
  LANGUAGE sql
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app'
+ SET plan_cache_mode TO 'force_custom_plan'
 AS $function$
   select m.id from app.media_items m
   where m.workspace_id = app.current_workspace_id() and (m.filename ilike p_pattern or m.alt_text ilike p_pattern)
