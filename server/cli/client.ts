@@ -202,7 +202,7 @@ interface Result {
 
 type Cell = string | number | boolean | null | undefined;
 
-function table(headers: string[], rows: Cell[][], io: ClientIO): string {
+function table(headers: string[], rows: Cell[][], io: Pick<ClientIO, 'stdoutIsTTY'>): string {
   if (rows.length === 0) return '(none)\n';
   const max = io.stdoutIsTTY ? 48 : Infinity;
   const text = (c: Cell) => {
@@ -348,7 +348,7 @@ const contentRow = (c: ContentListItem | Tombstone): Cell[] =>
 function mutation(r: Schema<'ContentMutationResult'>, verb: string): Result {
   return {
     json: r,
-    human: `${verb}: root ${r.rootId}\n` + table(['EDITION', 'STATUS', 'INTEGRATION', 'SCHEDULED'], r.editions.map((e) => [e.id, e.status, e.integrationId, e.scheduledAt]), { stdoutIsTTY: false } as ClientIO),
+    human: `${verb}: root ${r.rootId}\n` + table(['EDITION', 'STATUS', 'INTEGRATION', 'SCHEDULED'], r.editions.map((e) => [e.id, e.status, e.integrationId, e.scheduledAt]), { stdoutIsTTY: false }),
   };
 }
 
@@ -515,7 +515,7 @@ const COMMANDS: Record<string, Record<string, Sub>> = {
         ];
         return {
           json: data,
-          human: `${data.valid ? 'Valid' : 'Problems found'}\n` + table(['CHANNEL', 'PLATFORM', 'FIELD', 'CODE', 'MESSAGE'], rows, { stdoutIsTTY: false } as ClientIO),
+          human: `${data.valid ? 'Valid' : 'Problems found'}\n` + table(['CHANNEL', 'PLATFORM', 'FIELD', 'CODE', 'MESSAGE'], rows, { stdoutIsTTY: false }),
           exitCode: data.valid ? EXIT.OK : EXIT.REFUSED,
         };
       },
