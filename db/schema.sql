@@ -728,9 +728,9 @@ CREATE CONSTRAINT TRIGGER content_items_50_check_publishable_insert AFTER INSERT
 CREATE CONSTRAINT TRIGGER content_items_50_check_publishable_update AFTER UPDATE ON app.content_items DEFERRABLE INITIALLY IMMEDIATE FOR EACH ROW WHEN (((new.status = 'scheduled'::text) AND (new.deleted_at IS NULL) AND ((old.status <> new.status) OR (old.deleted_at IS NOT NULL) OR (old.scheduled_at IS DISTINCT FROM new.scheduled_at) OR (old.caption IS DISTINCT FROM new.caption) OR (old.thread <> new.thread) OR (old.settings <> new.settings) OR (old.own_media <> new.own_media)))) EXECUTE FUNCTION app.tg_check_publishable();
 CREATE TRIGGER content_items_60_media_not_binned BEFORE UPDATE OF status ON app.content_items FOR EACH ROW WHEN (((new.status = 'scheduled'::text) AND (old.status IS DISTINCT FROM 'scheduled'::text))) EXECUTE FUNCTION app.tg_content_items_media_not_binned();
 CREATE TRIGGER content_items_60_record_version_insert AFTER INSERT ON app.content_items FOR EACH ROW EXECUTE FUNCTION app.tg_content_items_record_version();
-CREATE TRIGGER content_items_60_record_version_update AFTER UPDATE ON app.content_items FOR EACH ROW WHEN (((new.deleted_at IS NULL) AND ((old.caption IS DISTINCT FROM new.caption) OR (old.thread <> new.thread) OR (old.settings <> new.settings) OR (old.own_media <> new.own_media)))) EXECUTE FUNCTION app.tg_content_items_record_version();
+CREATE TRIGGER content_items_60_record_version_update AFTER UPDATE ON app.content_items FOR EACH ROW WHEN (((new.deleted_at IS NULL) AND (((old.caption IS DISTINCT FROM new.caption) AND (NOT ((old.caption IS NULL) AND (new.status = 'sent'::text) AND (old.status <> 'sent'::text)))) OR (old.thread <> new.thread) OR (old.settings <> new.settings) OR ((old.own_media <> new.own_media) AND (NOT ((new.status = 'sent'::text) AND (old.status <> 'sent'::text))))))) EXECUTE FUNCTION app.tg_content_items_record_version();
 CREATE TRIGGER content_items_61_usage_on_status_change AFTER UPDATE OF status ON app.content_items FOR EACH ROW WHEN ((new.status IS DISTINCT FROM old.status)) EXECUTE FUNCTION app.tg_content_items_usage_on_status_change();
-CREATE CONSTRAINT TRIGGER content_items_70_grid_tile AFTER INSERT OR UPDATE OF status, scheduled_at, deleted_at, integration_id, kind ON app.content_items DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION app.tg_content_items_grid_tile();
+CREATE CONSTRAINT TRIGGER content_items_70_grid_tile AFTER INSERT OR UPDATE OF status, scheduled_at, deleted_at, integration_id, kind ON app.content_items DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (((new.status <> 'sent'::text) OR (current_setting('pressroom.grid_sent_batch'::text, true) IS DISTINCT FROM 'on'::text))) EXECUTE FUNCTION app.tg_content_items_grid_tile();
 CREATE TRIGGER content_items_90_count_delete AFTER DELETE ON app.content_items REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app.tg_content_items_count();
 CREATE TRIGGER content_items_90_count_insert AFTER INSERT ON app.content_items REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app.tg_content_items_count();
 CREATE TRIGGER content_items_90_count_update AFTER UPDATE ON app.content_items REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app.tg_content_items_count();
@@ -2807,11 +2807,9 @@ create table app.publish_attempts (
   constraint publish_attempts_content_item_id_attempt_key UNIQUE (content_item_id, attempt),
   constraint publish_attempts_content_item_id_fkey FOREIGN KEY (content_item_id) REFERENCES app.content_items(id) ON DELETE CASCADE,
   constraint publish_attempts_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
-  constraint publish_attempts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
   constraint publish_attempts_outcome_check CHECK ((outcome = ANY (ARRAY['published'::text, 'failed'::text, 'transient'::text, 'unknown'::text, 'resolved_published'::text, 'resolved_failed'::text, 'skipped'::text]))),
   constraint publish_attempts_pkey PRIMARY KEY (id),
-  constraint publish_attempts_run_attempt_check CHECK ((run_attempt > 0)),
-  constraint publish_attempts_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+  constraint publish_attempts_run_attempt_check CHECK ((run_attempt > 0))
 );
 comment on table app.publish_attempts is 'One attempt to publish an edition, recorded before the platform is called (so a worker killed mid-publish never publishes twice), with its job, idempotency token and outcome (published, failed, transient, unknown, or resolved). Written by the publishing engine only; tenant policies of app.apply_tenant_policies let requests read.';
 comment on column app.publish_attempts.integration_id is 'The integration the attempt publishes to (counts its attempts in flight for the publish limits).';
@@ -2902,10 +2900,8 @@ create table app.publishing_states (
   next_attempt_at timestamp with time zone,
   updated_at timestamp with time zone default now() not null,
   constraint publishing_states_content_item_id_fkey FOREIGN KEY (content_item_id) REFERENCES app.content_items(id) ON DELETE CASCADE,
-  constraint publishing_states_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
   constraint publishing_states_pkey PRIMARY KEY (content_item_id),
-  constraint publishing_states_state_check CHECK ((state = ANY (ARRAY['publishing'::text, 'retrying'::text, 'awaiting_confirmation'::text, 'failed'::text, 'published'::text]))),
-  constraint publishing_states_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+  constraint publishing_states_state_check CHECK ((state = ANY (ARRAY['publishing'::text, 'retrying'::text, 'awaiting_confirmation'::text, 'failed'::text, 'published'::text])))
 );
 comment on table app.publishing_states is 'The publishing state of a scheduled edition''s current run (publishing, retrying, awaiting_confirmation, failed, published) and the job it belongs to; a new job (reschedule, publish, retry) starts a new run. Written by the publishing engine (pressroom_worker and its definer functions) only; tenant policies of app.apply_tenant_policies let requests read.';
 CREATE INDEX publishing_states_organization_id_idx ON app.publishing_states USING btree (organization_id);
@@ -3675,9 +3671,7 @@ create table app.sandbox_posts (
   updated_at timestamp with time zone default clock_timestamp() not null,
   constraint sandbox_posts_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
   constraint sandbox_posts_integration_id_idempotency_token_key UNIQUE (integration_id, idempotency_token),
-  constraint sandbox_posts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint sandbox_posts_pkey PRIMARY KEY (id),
-  constraint sandbox_posts_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+  constraint sandbox_posts_pkey PRIMARY KEY (id)
 );
 comment on table app.sandbox_posts is 'What the sandbox platform received: one post per integration and idempotency token, counting repeated deliveries and caption edits. Written by the publishing engine''s sandbox connector only; tenant policies of app.apply_tenant_policies let requests read (api.list_sandbox_posts).';
 CREATE INDEX sandbox_posts_integration_idx ON app.sandbox_posts USING btree (integration_id, received_at, id);
@@ -7681,6 +7675,54 @@ grant execute on function app.grid_lock_scheduled(uuid) to pressroom_definer;
 grant execute on function app.grid_lock_scheduled(uuid) to pressroom_worker;
 revoke all on function app.grid_lock_scheduled(uuid) from public;
 
+CREATE OR REPLACE FUNCTION app.grid_mark_sent(p_ids uuid[])
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+ SET enable_seqscan TO 'off'
+ SET enable_hashjoin TO 'off'
+ SET enable_mergejoin TO 'off'
+AS $function$
+declare
+  v_keep uuid[];   -- tiles that stay, published (their key taken off)
+  v_drop uuid[];   -- tiles that go (not a live post of a feed-grid channel, or of another channel)
+  v_add uuid[];    -- editions that get a published tile
+begin
+  -- What app.grid_place_edition does for a sent edition, for many at once: a published
+  -- tile (no key) on a feed-grid channel's live post edition, no tile otherwise. One
+  -- look-up by key per edition decides; each change is one statement by id, usually
+  -- only the first.
+  select array_agg(t.id) filter (where x.eligible and t.integration_id = i.integration_id and t.position_key is not null),
+         array_agg(t.id) filter (where t.id is not null and not (x.eligible and t.integration_id = i.integration_id)),
+         array_agg(i.id order by i.id) filter (where x.eligible and (t.id is null or t.integration_id <> i.integration_id))
+  into v_keep, v_drop, v_add
+  from unnest(p_ids) u (id)
+  join app.content_items i on i.id = u.id
+  join app.integrations g on g.id = i.integration_id
+  left join app.platforms p on p.code = g.platform
+  left join app.grid_tiles t on t.content_item_id = i.id
+  cross join lateral (select i.deleted_at is null and i.kind = 'post' and coalesce(p.feed_grid, false) as eligible) x
+  where i.status = 'sent';
+  if v_drop is not null then
+    delete from app.grid_tiles where id = any (v_drop);
+  end if;
+  if v_keep is not null then
+    update app.grid_tiles set position_key = null where id = any (v_keep);
+  end if;
+  if v_add is not null then
+    insert into app.grid_tiles (organization_id, workspace_id, integration_id, content_item_id, created_by)
+    select i.organization_id, i.workspace_id, i.integration_id, i.id, i.created_by
+    from unnest(v_add) u (id) join app.content_items i on i.id = u.id
+    order by i.id;
+  end if;
+end
+$function$;
+alter function app.grid_mark_sent(uuid[]) owner to pressroom_definer;
+comment on function app.grid_mark_sent(uuid[]) is 'The grid tiles of sent editions, in one pass: what app.grid_place_edition does for each (a published tile, without a key, for a live post edition of a feed-grid channel; none otherwise). Used by app.publish_record_batch for the editions it marks sent, whose deferred grid trigger it skips.';
+grant execute on function app.grid_mark_sent(uuid[]) to pressroom_worker;
+revoke all on function app.grid_mark_sent(uuid[]) from public;
+
 CREATE OR REPLACE FUNCTION app.grid_media_problems(p_integration app.integrations, p_ids jsonb, p_field text)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -10042,6 +10084,8 @@ CREATE OR REPLACE FUNCTION app.publish_claim_batch(p_jobs jsonb, p_resendable te
  SET search_path TO 'pg_catalog', 'app'
  SET enable_seqscan TO 'off'
  SET plan_cache_mode TO 'force_generic_plan'
+ SET enable_hashjoin TO 'off'
+ SET enable_mergejoin TO 'off'
 AS $function$
 declare
   v_batch uuid := gen_random_uuid();
@@ -10335,9 +10379,12 @@ CREATE OR REPLACE FUNCTION app.publish_record_batch(p_outcomes jsonb)
  SET search_path TO 'pg_catalog', 'app'
  SET enable_seqscan TO 'off'
  SET plan_cache_mode TO 'force_generic_plan'
+ SET enable_hashjoin TO 'off'
+ SET enable_mergejoin TO 'off'
 AS $function$
 declare
   v_sent uuid[];
+  v_items uuid[];
   v_out jsonb[];
 begin
   -- p_outcomes: [{"attemptId", "outcome", "error", "platformPostId", "permalink"}].
@@ -10357,6 +10404,8 @@ begin
   perform 1 from app.publish_attempts a where a.id = any (v_sent) order by a.content_item_id for update;
 
   if cardinality(v_sent) > 0 then
+    -- Read by the WHEN of the deferred grid trigger, for this UPDATE only.
+    perform set_config('pressroom.grid_sent_batch', 'on', true);
     with o as (
       select (e ->> 'attemptId')::uuid as id, e ->> 'error' as error, e ->> 'platformPostId' as post_id, e ->> 'permalink' as permalink
       from jsonb_array_elements(p_outcomes) e
@@ -10373,9 +10422,16 @@ begin
         platform_post_id = a.post_id, error = null
       from a where i.id = a.content_item_id
       returning i.id
+    ),
+    s as (
+      update app.publishing_states s set state = 'published', last_error = null, next_attempt_at = null, updated_at = now()
+      from i where s.content_item_id = i.id
     )
-    update app.publishing_states s set state = 'published', last_error = null, next_attempt_at = null, updated_at = now()
-    from i where s.content_item_id = i.id;
+    -- (s, a data-modifying part, runs to completion whether read or not.)
+    select coalesce(array_agg(i.id order by i.id), '{}') into v_items from i;
+    perform set_config('pressroom.grid_sent_batch', 'off', true);
+    -- Their grid tiles, in one pass (the deferred grid trigger skipped them).
+    perform app.grid_mark_sent(v_items);
   end if;
 
   -- Answers in the order of the outcomes; the others recorded one by one, by edition.
@@ -10396,7 +10452,7 @@ begin
 end
 $function$;
 alter function app.publish_record_batch(jsonb) owner to pressroom_definer;
-comment on function app.publish_record_batch(jsonb) is 'Records a batch of publish outcomes in one statement: published outcomes of attempts in flight of editions still scheduled together (editions locked by id, then attempts; one UPDATE each of the attempts, the editions and their publishing states), every other outcome through app.publish_record (failed, retries, awaiting confirmation, late or settled attempts); returns one result per outcome, in the order given.';
+comment on function app.publish_record_batch(jsonb) is 'Records a batch of publish outcomes in one statement: published outcomes of attempts in flight of editions still scheduled together (editions locked by id, then attempts; one UPDATE each of the attempts, the editions and their publishing states, then their grid tiles in one pass through app.grid_mark_sent, the deferred grid trigger skipping those rows), every other outcome through app.publish_record (failed, retries, awaiting confirmation, late or settled attempts); returns one result per outcome, in the order given.';
 grant execute on function app.publish_record_batch(jsonb) to pressroom_worker;
 revoke all on function app.publish_record_batch(jsonb) from public;
 
@@ -12178,6 +12234,8 @@ CREATE OR REPLACE FUNCTION app.sandbox_receive_posts(p_posts jsonb)
  SET search_path TO 'pg_catalog', 'app'
  SET enable_seqscan TO 'off'
  SET plan_cache_mode TO 'force_generic_plan'
+ SET enable_hashjoin TO 'off'
+ SET enable_mergejoin TO 'off'
 AS $function$
 declare
   v_out jsonb;
