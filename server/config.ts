@@ -56,7 +56,8 @@ export const ConfigSchema = z.object({
   // Publish jobs fetched, claimed and recorded per statement.
   PUBLISH_BATCH_SIZE: int(100, 1),
   // Publish batches in progress at once per worker process (pg-boss fetch
-  // loops): while one batch is claimed or recorded, the others' platform calls run.
+  // loops): while one batch is claimed, the others' platform calls run and up to
+  // PUBLISH_FETCH_LOOPS - 1 groups of outcomes are recorded side by side.
   PUBLISH_FETCH_LOOPS: int(2, 1),
   // Media storage: "disk" (files under DATA_DIR/media, HMAC-signed URLs served
   // by the API) or "s3" (any S3-compatible store, presigned URLs).

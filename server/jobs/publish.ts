@@ -106,25 +106,27 @@ interface Outcome {
 }
 
 /**
- * Group commit: items added while a flush is in flight wait for the next
- * one, so under load each statement carries many items, and alone an item
- * waits for nothing but its own statement. Each item gets its own answer.
+ * Group commit: items added while `parallel` flushes are in flight wait for
+ * the next one, so under load each statement carries many items, and alone an
+ * item waits for nothing but its own statement. Each item gets its own answer.
  */
 export class GroupCommit<I, O> {
   private queue: { item: I; resolve: (o: O) => void; reject: (e: unknown) => void }[] = [];
-  private running = false;
+  private running = 0;
   private readonly flushFn: (items: I[]) => Promise<O[]>;
   private readonly max: number;
-  constructor(flushFn: (items: I[]) => Promise<O[]>, max = 500) {
+  private readonly parallel: number;
+  constructor(flushFn: (items: I[]) => Promise<O[]>, max = 500, parallel = 1) {
     this.flushFn = flushFn;
     this.max = max;
+    this.parallel = parallel;
   }
 
   add(item: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       this.queue.push({ item, resolve, reject });
-      if (!this.running) {
-        this.running = true;
+      if (this.running < this.parallel) {
+        this.running++;
         // Items added in the same turn of the event loop go in the first statement.
         setImmediate(() => void this.drain());
       }
@@ -141,7 +143,7 @@ export class GroupCommit<I, O> {
         take.forEach((t) => t.reject(e));
       }
     }
-    this.running = false;
+    this.running--;
   }
 }
 
@@ -166,10 +168,14 @@ class Semaphore {
 }
 
 /** The sandbox platform's memory for the worker, its writes grouped (app.sandbox_receive_posts). */
-export function groupedSandboxStore(deps: Pick<PublishDeps, 'pool'>): SandboxStore {
+export function groupedSandboxStore(deps: Pick<PublishDeps, 'pool'>, parallel = 1): SandboxStore {
   type Post = Parameters<SandboxStore['receive']>[0];
-  const receive = new GroupCommit<Post, { platformPostId: string; permalink: string | null }>((posts) =>
-    asWorker(deps.pool, sql.fragment`app.sandbox_receive_posts(${sql.jsonb(posts)})`),
+  // Not durable: a post the sandbox loses in a crash of PostgreSQL is lost with the engine's
+  // record that follows it (the WAL is flushed in order), and the post is sent again.
+  const receive = new GroupCommit<Post, { platformPostId: string; permalink: string | null }>(
+    (posts) => asWorker(deps.pool, sql.fragment`app.sandbox_receive_posts(${sql.jsonb(posts)})`, { durable: false }),
+    500,
+    parallel,
   );
   return {
     receive: (p) => receive.add(p),
@@ -201,13 +207,27 @@ export interface PublishEngine {
   publishBatch(jobs: { id: string; data: PublishJobData }[]): Promise<Record<string, unknown>[]>;
 }
 
-export function createPublishEngine(deps: PublishDeps, sandboxStore: SandboxStore = groupedSandboxStore(deps)): PublishEngine {
+/** Record statements in flight per worker process: one fetch loop claims while the others record. */
+export function recordParallelism(config: Pick<Config, 'PUBLISH_FETCH_LOOPS'>): number {
+  return Math.max(1, config.PUBLISH_FETCH_LOOPS - 1);
+}
+
+export function createPublishEngine(
+  deps: PublishDeps,
+  sandboxStore: SandboxStore = groupedSandboxStore(deps, recordParallelism(deps.config)),
+): PublishEngine {
   const { pool, config, log } = deps;
   const registry = deps.connectors;
   const resendable = registry.names().filter((n) => registry.get(n).acceptsIdempotencyToken);
   const calls = new Semaphore(config.PUBLISH_CONCURRENCY);
-  const recorder = new GroupCommit<Outcome, Record<string, unknown>>((outcomes) =>
-    asWorker(pool, sql.fragment`app.publish_record_batch(${sql.jsonb(outcomes as never)})`),
+  // Records are not durable at commit (synchronous_commit off for them only): one lost in a
+  // crash of PostgreSQL leaves its attempt open, as a worker killed before recording does, and
+  // the next claim settles it (re-sent with its token, or marked unknown). Claims stay durable:
+  // an attempt is on disk before its platform call.
+  const recorder = new GroupCommit<Outcome, Record<string, unknown>>(
+    (outcomes) => asWorker(pool, sql.fragment`app.publish_record_batch(${sql.jsonb(outcomes as never)})`, { durable: false }),
+    500,
+    recordParallelism(config),
   );
 
   async function send(claim: Extract<Claim, { action: 'send' }>, urls: Map<string, string>): Promise<Record<string, unknown>> {
