@@ -7698,7 +7698,9 @@ begin
          array_agg(i.id order by i.id) filter (where x.eligible and (t.id is null or t.integration_id <> i.integration_id))
   into v_keep, v_drop, v_add
   from unnest(p_ids) u (id)
-  join app.content_items i on i.id = u.id
+  -- Looked up by id alone (offset 0 keeps the status test out of the look-up): a plan may
+  -- otherwise walk the partial index of sent editions, filtering on the id.
+  cross join lateral (select * from app.content_items i where i.id = u.id offset 0) i
   join app.integrations g on g.id = i.integration_id
   left join app.platforms p on p.code = g.platform
   left join app.grid_tiles t on t.content_item_id = i.id
@@ -10103,11 +10105,13 @@ begin
   -- in one order by every worker: the app windows of the connectors involved,
   -- then integration by integration (its row when it has an in-flight limit,
   -- its window, then its editions by id).
+  -- (Each statement starts from the jobs and looks rows up by key, one lateral look-up each:
+  -- a generic plan cannot walk a whole index of a table that grows during a burst.)
   perform 1 from app.publish_windows w
   where w.scope = 'app' and w.key in (
     select distinct c.connector from jsonb_array_elements(p_jobs) e
-    join app.content_items i on i.id = (e ->> 'contentId')::uuid
-    join app.integrations c on c.id = i.integration_id)
+    cross join lateral (select c.connector from app.content_items i join app.integrations c on c.id = i.integration_id
+                        where i.id = (e ->> 'contentId')::uuid offset 0) c)
   order by w.key for update;
 
   for g in
@@ -10117,9 +10121,12 @@ begin
       array_agg((e ->> 'contentId')::uuid order by o.open desc, (e ->> 'contentId')::uuid) as content_ids,
       count(*) filter (where o.open)::int as resumed
     from jsonb_array_elements(p_jobs) e
-    left join app.content_items i on i.id = (e ->> 'contentId')::uuid
-    cross join lateral (select exists (select 1 from app.publish_attempts a
-                                       where a.content_item_id = (e ->> 'contentId')::uuid and a.finished_at is null) as open) o
+    left join lateral (select i.integration_id from app.content_items i where i.id = (e ->> 'contentId')::uuid offset 0) i on true
+    -- An attempt in flight: the edition's attempts looked up by the edition alone (a plan may
+    -- otherwise walk the partial index of every open attempt of the channel, filtering on the edition).
+    cross join lateral (select exists (select 1 from (select a.finished_at from app.publish_attempts a
+                                                      where a.content_item_id = (e ->> 'contentId')::uuid offset 0) a
+                                       where a.finished_at is null) as open) o
     group by i.integration_id
     order by i.integration_id nulls first
   loop
@@ -10209,7 +10216,9 @@ begin
         where i.deleted_at is null and i.status = 'scheduled' and i.publish_job_id = u.job_id
           and not (s.state is not distinct from 'awaiting_confirmation' and s.job_id is not distinct from u.job_id)
           and g.deleted_at is null and g.status <> 'disconnected'
-          and not exists (select 1 from app.publish_attempts a where a.content_item_id = i.id and a.finished_at is null)
+          -- (by the edition alone, as in app.publish_claim_batch)
+          and not exists (select 1 from (select a.finished_at from app.publish_attempts a where a.content_item_id = i.id offset 0) a
+                          where a.finished_at is null)
         order by u.id) f;
 
   if cardinality(v_fast) > 0 then
@@ -10389,18 +10398,20 @@ declare
 begin
   -- p_outcomes: [{"attemptId", "outcome", "error", "platformPostId", "permalink"}].
   -- Published outcomes: their editions locked by id (as the claim locks them), then their attempts.
-  perform 1 from app.content_items i
-  where i.id in (select a.content_item_id from jsonb_array_elements(p_outcomes) e
-                 join app.publish_attempts a on a.id = (e ->> 'attemptId')::uuid
-                 where e ->> 'outcome' = 'published')
-  order by i.id for update;
+  -- (Each statement starts from the outcomes and looks rows up by key, one lateral look-up
+  -- each: a generic plan cannot walk a whole index of a table that grows during a burst.)
+  perform 1 from (select distinct a.content_item_id from jsonb_array_elements(p_outcomes) e
+                  cross join lateral (select a.content_item_id from app.publish_attempts a
+                                      where a.id = (e ->> 'attemptId')::uuid offset 0) a
+                  where e ->> 'outcome' = 'published' order by 1) x
+  cross join lateral (select 1 from app.content_items i where i.id = x.content_item_id for update) l;
   -- The common case: an attempt in flight of an edition still scheduled (once per attempt).
   select coalesce(array_agg(a.id order by a.content_item_id), '{}') into v_sent
-  from app.publish_attempts a
-  join app.content_items i on i.id = a.content_item_id
-  where a.id in (select (e ->> 'attemptId')::uuid from jsonb_array_elements(p_outcomes) e where e ->> 'outcome' = 'published'
-                 group by 1 having count(*) = 1)
-    and a.finished_at is null and i.deleted_at is null and i.status = 'scheduled';
+  from (select (e ->> 'attemptId')::uuid as id from jsonb_array_elements(p_outcomes) e where e ->> 'outcome' = 'published'
+        group by 1 having count(*) = 1) o
+  cross join lateral (select a.id, a.content_item_id, a.finished_at from app.publish_attempts a where a.id = o.id offset 0) a
+  cross join lateral (select i.deleted_at, i.status from app.content_items i where i.id = a.content_item_id offset 0) i
+  where a.finished_at is null and i.deleted_at is null and i.status = 'scheduled';
   perform 1 from app.publish_attempts a where a.id = any (v_sent) order by a.content_item_id for update;
 
   if cardinality(v_sent) > 0 then
