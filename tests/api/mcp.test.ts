@@ -83,9 +83,35 @@ async function stdioClient(key: string, extraEnv: Record<string, string> = {}) {
 }
 
 const call = async (c: Client, name: string, args: Record<string, unknown>) => (await c.callTool({ name, arguments: args })) as CallToolResult;
+// The tool's answer, read as JSON: each test checks the fields it needs (shapes vary by tool).
 const data = (r: CallToolResult) => {
   expect(r.isError, JSON.stringify(r.structuredContent)).toBeFalsy();
   return (r.structuredContent as any).data;
+};
+/** The part of a tool's JSON Schema these tests read. */
+interface JsonSchema {
+  type?: string;
+  properties?: Record<string, JsonSchema>;
+  maxLength?: number;
+  minimum?: number;
+  maximum?: number;
+}
+/** The properties of a tool's input schema (the MCP SDK types them as plain objects). */
+const inputProps = (tool: { inputSchema: { properties?: Record<string, object> } }) => (tool.inputSchema.properties ?? {}) as Record<string, JsonSchema>;
+/** The house error envelope of a failed tool call. */
+interface ToolError {
+  status: number;
+  code: string;
+  message: string;
+  requestId: string | null;
+  details?: { problems?: { field: string }[] };
+}
+const toolError = (r: CallToolResult) => (r.structuredContent as { error: ToolError }).error;
+/** The text of a tool call's first content block. */
+const textOf = (r: CallToolResult) => {
+  const first = r.content[0];
+  expect(first?.type).toBe('text');
+  return first?.type === 'text' ? first.text : '';
 };
 const inHours = (h: number) => new Date(Date.now() + h * 3600_000).toISOString();
 
@@ -101,11 +127,11 @@ describe('MCP over Streamable HTTP (/mcp)', () => {
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
     });
     expect(res.status).toBe(401);
-    const body = (await res.json()) as any;
+    const body = (await res.json()) as { error: ToolError };
     expect(body.error).toMatchObject({ code: 'UNAUTHENTICATED', requestId: res.headers.get('x-request-id') });
     const get = await fetch(`${server.baseUrl}/mcp`, { headers: { authorization: 'Bearer x' } });
     expect(get.status).toBe(405);
-    expect(((await get.json()) as any).error.code).toBe('METHOD_NOT_ALLOWED');
+    expect(((await get.json()) as { error: ToolError }).error.code).toBe('METHOD_NOT_ALLOWED');
   });
 
   it('lists the tools with input schemas derived from openapi.yaml', async () => {
@@ -116,12 +142,12 @@ describe('MCP over Streamable HTTP (/mcp)', () => {
       expect(tools.map((x) => x.name).sort()).toEqual([...OPERATION_TOOLS.map((x) => x.name), 'upload_media'].sort());
       const create = tools.find((x) => x.name === 'create_content')!;
       expect(create.inputSchema.required).toEqual(expect.arrayContaining(['workspaceId', 'body']));
-      const body = (create.inputSchema.properties as any).body;
-      expect(body.properties.channels.type).toBe('array');
+      const body = inputProps(create).body;
+      expect(body.properties?.channels.type).toBe('array');
       expect(JSON.stringify(create.inputSchema)).not.toContain('$ref');
-      expect((create.inputSchema.properties as any)['Idempotency-Key'].maxLength).toBe(255);
+      expect(inputProps(create)['Idempotency-Key'].maxLength).toBe(255);
       const list = tools.find((x) => x.name === 'list_content')!;
-      expect((list.inputSchema.properties as any).limit).toMatchObject({ type: 'integer', minimum: 1, maximum: 100 });
+      expect(inputProps(list).limit).toMatchObject({ type: 'integer', minimum: 1, maximum: 100 });
       expect(list.annotations?.readOnlyHint).toBe(true);
       // Local files are never read on the API host: only `url` there.
       const upload = tools.find((x) => x.name === 'upload_media')!;
@@ -148,7 +174,7 @@ describe('MCP over Streamable HTTP (/mcp)', () => {
       const edition = data(created).editions[0];
       expect(edition).toMatchObject({ status: 'draft', integrationId: t.integrationId });
       expect(created.content[0]).toMatchObject({ type: 'text' });
-      expect(JSON.parse((created.content[0] as any).text)).toEqual(created.structuredContent);
+      expect(JSON.parse(textOf(created))).toEqual(created.structuredContent);
 
       const at = inHours(3);
       const scheduled = data(await call(c, 'schedule_content', { workspaceId: t.workspaceId, id: edition.id, body: { scheduledAt: at } }));
@@ -160,7 +186,7 @@ describe('MCP over Streamable HTTP (/mcp)', () => {
 
       const listed = await call(c, 'list_content', { workspaceId: t.workspaceId, status: 'scheduled', limit: 10 });
       expect(data(listed).map((e: any) => e.id)).toEqual([edition.id]);
-      expect((listed.structuredContent as any).meta.total).toBe(1);
+      expect((listed.structuredContent as { meta: { total: number } }).meta.total).toBe(1);
 
       data(await call(c, 'update_content', { workspaceId: t.workspaceId, id: edition.id, body: { caption: 'Edited by an agent' } }));
       expect(data(await call(c, 'get_content', { workspaceId: t.workspaceId, id: edition.id })).caption).toBe('Edited by an agent');
@@ -209,7 +235,7 @@ describe('MCP over Streamable HTTP (/mcp)', () => {
       const tools = (await c.listTools()).tools;
       const tool = tools.find((x) => x.name === 'check_content');
       expect(tool?.annotations?.readOnlyHint, 'a POST that writes nothing').toBe(true);
-      expect(Object.keys((tool!.inputSchema as any).properties.body.properties)).toEqual(expect.arrayContaining(['caption', 'channels', 'mediaIds', 'intent', 'scheduledAt']));
+      expect(Object.keys(inputProps(tool!).body.properties ?? {})).toEqual(expect.arrayContaining(['caption', 'channels', 'mediaIds', 'intent', 'scheduledAt']));
       const r = data(await call(c, 'check_content', { workspaceId: t.workspaceId, body: { caption: 'pic of the day', channels: [{ integrationId: t.integrationId }, { integrationId: insta }] } }));
       expect(r.valid).toBe(false);
       expect(r.channels.map((x: any) => [x.integrationId, x.valid, x.problems.map((p: any) => p.code)])).toEqual([
@@ -278,22 +304,22 @@ describe('MCP over Streamable HTTP (/mcp)', () => {
       const created = data(await call(c, 'create_content', { workspaceId: t.workspaceId, body: { caption: 'x', channels: [{ integrationId: t.integrationId }] } }));
       const r = await call(c, 'schedule_content', { workspaceId: t.workspaceId, id: created.editions[0].id, body: { scheduledAt: '2001-01-01T00:00:00Z' } });
       expect(r.isError).toBe(true);
-      const err = (r.structuredContent as any).error;
+      const err = toolError(r);
       expect(err.status).toBe(400);
       expect(err.code).toMatch(/^[A-Z_]+$/);
       expect(err.requestId).toBeTruthy();
-      expect((r.content[0] as any).text).toContain(err.code);
-      expect((r.content[0] as any).text).toContain(err.requestId);
-      expect(await auditRows([err.requestId])).toEqual([expect.objectContaining({ status: 400 })]);
+      expect(textOf(r)).toContain(err.code);
+      expect(textOf(r)).toContain(err.requestId);
+      expect(await auditRows([err.requestId!])).toEqual([expect.objectContaining({ status: 400 })]);
 
       const missing = await call(c, 'get_content', { workspaceId: t.workspaceId, id: '00000000-0000-4000-8000-000000000000' });
-      expect((missing.structuredContent as any).error).toMatchObject({ status: 404, code: 'NOT_FOUND' });
+      expect(toolError(missing)).toMatchObject({ status: 404, code: 'NOT_FOUND' });
 
       // Arguments that do not match the derived schema never reach the API.
       const bad = await call(c, 'list_content', { workspaceId: 'not-a-uuid', limit: 1000 });
       expect(bad.isError).toBe(true);
-      expect((bad.structuredContent as any).error).toMatchObject({ code: 'INVALID_TOOL_INPUT', requestId: null });
-      expect((bad.structuredContent as any).error.details.problems.map((p: any) => p.field).sort()).toEqual(['limit', 'workspaceId']);
+      expect(toolError(bad)).toMatchObject({ code: 'INVALID_TOOL_INPUT', requestId: null });
+      expect(toolError(bad).details?.problems?.map((p) => p.field).sort()).toEqual(['limit', 'workspaceId']);
     } finally {
       await c.close();
     }
@@ -306,7 +332,7 @@ describe('MCP over Streamable HTTP (/mcp)', () => {
     try {
       const r = await call(c, 'list_content', { workspaceId: b.workspaceId });
       expect(r.isError).toBe(true);
-      expect([403, 404]).toContain((r.structuredContent as any).error.status);
+      expect([403, 404]).toContain(toolError(r).status);
       const create = await call(c, 'create_content', { workspaceId: b.workspaceId, body: { caption: 'intrusion', channels: [{ integrationId: b.integrationId }] } });
       expect(create.isError).toBe(true);
       expect((await server.owner.query(`select count(*)::int as n from app.content_roots where workspace_id = $1`, [b.workspaceId])).rows[0].n).toBe(0);
@@ -316,7 +342,7 @@ describe('MCP over Streamable HTTP (/mcp)', () => {
     const bogus = await httpClient('prk_not_a_real_key');
     try {
       const r = await call(bogus, 'list_workspaces', {});
-      expect((r.structuredContent as any).error).toMatchObject({ status: 401, code: 'UNAUTHENTICATED' });
+      expect(toolError(r)).toMatchObject({ status: 401, code: 'UNAUTHENTICATED' });
     } finally {
       await bogus.close();
     }
@@ -328,9 +354,9 @@ describe('MCP over Streamable HTTP (/mcp)', () => {
     try {
       const r = await call(c, 'upload_media', { workspaceId: t.workspaceId, url: `${filesUrl}/pic.png` });
       expect(r.isError).toBe(true);
-      expect((r.structuredContent as any).error.code).toBe('MEDIA_URL_PRIVATE_NETWORK');
-      const local = await call(c, 'upload_media', { workspaceId: t.workspaceId, path: '/etc/passwd' } as any);
-      expect((local.structuredContent as any).error.code).toBe('INVALID_TOOL_INPUT');
+      expect(toolError(r).code).toBe('MEDIA_URL_PRIVATE_NETWORK');
+      const local = await call(c, 'upload_media', { workspaceId: t.workspaceId, path: '/etc/passwd' });
+      expect(toolError(local).code).toBe('INVALID_TOOL_INPUT');
     } finally {
       await c.close();
     }
@@ -352,7 +378,7 @@ describe('MCP over stdio (pressroom mcp)', () => {
       const fromUrl = data(await call(c, 'upload_media', { workspaceId: t.workspaceId, url: `${filesUrl}/pic.png` }));
       expect(fromUrl).toMatchObject({ type: 'image', filename: 'pic.png' });
       const missing = await call(c, 'upload_media', { workspaceId: t.workspaceId, url: `${filesUrl}/nothing.png` });
-      expect((missing.structuredContent as any).error).toMatchObject({ code: 'MEDIA_FETCH_FAILED' });
+      expect(toolError(missing)).toMatchObject({ code: 'MEDIA_FETCH_FAILED' });
 
       const media = data(await call(c, 'list_media', { workspaceId: t.workspaceId }));
       expect(media.map((m: any) => m.id).sort()).toEqual([fromFile.id, fromUrl.id].sort());
@@ -409,13 +435,13 @@ describe('MCP over stdio (pressroom mcp)', () => {
     try {
       const r = await call(c, 'get_integration', { workspaceId: b.workspaceId, id: b.integrationId });
       expect(r.isError).toBe(true);
-      const err = (r.structuredContent as any).error;
+      const err = toolError(r);
       expect([403, 404]).toContain(err.status);
       expect(err.requestId).toBeTruthy();
-      expect(await auditRows([err.requestId])).toHaveLength(1);
+      expect(await auditRows([err.requestId!])).toHaveLength(1);
       // Without the URL opt-in, loopback is refused on stdio too.
       const u = await call(c, 'upload_media', { workspaceId: a.workspaceId, url: `${filesUrl}/pic.png` });
-      expect((u.structuredContent as any).error.code).toBe('MEDIA_URL_PRIVATE_NETWORK');
+      expect(toolError(u).code).toBe('MEDIA_URL_PRIVATE_NETWORK');
     } finally {
       await c.close();
     }
