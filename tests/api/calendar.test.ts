@@ -153,7 +153,8 @@ describe.skipIf(!chromiumPath)('the calendar in Chromium', () => {
       await page.fill('input[name=email]', o.email);
       await page.fill('input[name=password]', 'wrong password');
       await page.click('#signin button[type=submit]');
-      await expect.poll(() => page.textContent('#signin .error')).toContain('INVALID_CREDENTIALS');
+      // (A refused sign-in checks the password hash first, which takes longer than poll's default second on a busy machine.)
+      await expect.poll(() => page.textContent('#signin .error'), { timeout: 15_000 }).toContain('INVALID_CREDENTIALS');
       await page.fill('input[name=password]', o.password);
       await page.click('#signin button[type=submit]');
 

@@ -32,6 +32,12 @@ let receiver: Server;
 let receiverUrl = '';
 const seen = new Map<string, number>(); // contentId -> deliveries received with a valid signature
 let badSignatures = 0;
+// While set, the receiver leaves every other request it gets unanswered: those attempts stay in
+// flight while the others of their batch are recorded, so a claimed batch is half recorded when
+// the worker is killed (a fast worker otherwise finishes the batch seen half recorded first).
+let hold = false;
+let holdTurn = 0;
+const held: (() => void)[] = [];
 let tmp = '';
 const children: ChildProcess[] = [];
 
@@ -84,7 +90,9 @@ beforeAll(async () => {
       const id = JSON.parse(body).contentId as string;
       seen.set(id, (seen.get(id) ?? 0) + 1);
       // Some latency, so attempts are in flight when the worker dies.
-      setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ platformPostId: `wh-${id}` })), 100);
+      const answer = () => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ platformPostId: `wh-${id}` }));
+      if (hold && holdTurn++ % 2 === 0) held.push(answer);
+      else setTimeout(answer, 100);
     });
   });
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
@@ -148,7 +156,16 @@ it('SIGKILL mid-publish, restart: every edition reached each platform exactly on
   const until = at.getTime() + 60_000;
   for (;;) {
     const p = await progress();
-    if (p.sent >= (ROOTS * 2) / 3 && p.open >= 3 && p.half_batches >= 1) break;
+    if (p.sent >= (ROOTS * 2) / 3 && p.open >= 3 && p.half_batches >= 1) {
+      // Hold every other answer of the receiver, let the rest be recorded, and kill the worker
+      // once a batch is half recorded; otherwise let it go on and look again.
+      hold = true;
+      await new Promise((r) => setTimeout(r, 300));
+      const q2 = await progress();
+      if (q2.open >= 3 && q2.half_batches >= 1) break;
+      hold = false;
+      for (const answer of held.splice(0)) answer();
+    }
     if (Date.now() > until) throw new Error('the worker did not publish');
     await new Promise((r) => setTimeout(r, 5));
   }
@@ -175,6 +192,9 @@ it('SIGKILL mid-publish, restart: every edition reached each platform exactly on
     [halfBatches.map((b) => b.claim_batch)],
   );
 
+  // The dead worker's held requests are never answered; the next worker's are, as before.
+  held.length = 0;
+  hold = false;
   worker = await startChild();
   const settledQuery = `select count(*)::int n from app.content_items i left join app.publishing_states s on s.content_item_id = i.id
      where i.workspace_id = $1 and not (i.status = 'sent' or (i.status = 'scheduled' and coalesce(s.state, '') = 'awaiting_confirmation'))`;
