@@ -11,6 +11,11 @@
 //                            BENCH_PUBLISH_LIMIT_PER_SECOND per 1 s window
 //   spread over 60 s         due times evenly spread over one minute, 1 worker
 //                            (what calendars produce)
+//   100 webhooks, 100 ms     all due at once over 100 webhook integrations whose
+//                            receiver (an HTTP server in this process, 127.0.0.1)
+//                            answers each signed POST after BENCH_PUBLISH_PLATFORM_MS,
+//                            1 and 2 workers: the platform's latency, not the cores,
+//                            bounds each worker, as with real platforms
 //
 // Figures per run: lateness of each publication (sent_at - scheduled_at:
 // p50/p90/p99/max) and editions published per second (editions / (last
@@ -31,6 +36,8 @@
 // BENCH_PUBLISH_FETCH_LOOPS override them), pg-boss polling every 0.5 s.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -41,6 +48,7 @@ import type { Row, ScenarioReport } from '../lib/report.ts';
 import type { Scenario, ScenarioContext } from '../lib/scenario.ts';
 import { cloneForBench, nodeBinary } from '../lib/stack.ts';
 import { loadConfig } from '../../server/config.ts';
+import { issueWebhookSecret } from '../../server/platforms/webhook.ts';
 
 const EDITIONS = Math.max(1, Number(process.env.BENCH_PUBLISH_EDITIONS ?? 10_000));
 const CONCURRENCY = Math.max(1, Number(process.env.BENCH_PUBLISH_CONCURRENCY ?? loadConfig({}).PUBLISH_CONCURRENCY));
@@ -48,6 +56,7 @@ const BATCH_SIZE = Math.max(1, Number(process.env.BENCH_PUBLISH_BATCH_SIZE ?? lo
 const FETCH_LOOPS = Math.max(1, Number(process.env.BENCH_PUBLISH_FETCH_LOOPS ?? loadConfig({}).PUBLISH_FETCH_LOOPS));
 const LIMIT_IN_FLIGHT = Math.max(1, Number(process.env.BENCH_PUBLISH_LIMIT_IN_FLIGHT ?? 8));
 const LIMIT_PER_SECOND = Math.max(1, Number(process.env.BENCH_PUBLISH_LIMIT_PER_SECOND ?? 20));
+const PLATFORM_MS = Math.max(0, Number(process.env.BENCH_PUBLISH_PLATFORM_MS ?? 100));
 
 interface Shape {
   label: string;
@@ -56,6 +65,10 @@ interface Shape {
   /** Due times evenly spread over this many seconds (0: all at one instant). */
   spreadSeconds: number;
   limited: boolean;
+  /** Published through the webhook connector to a local receiver that answers after this many ms (else the sandbox). */
+  platformMs?: number;
+  /** Editions of another channel (sandbox, no limits) due this many seconds into the burst: are they held back? */
+  bystanders?: { editions: number; afterSeconds: number };
 }
 const SHAPES: Shape[] = [
   { label: 'at once', workers: 1, integrations: 1, spreadSeconds: 0, limited: false },
@@ -64,8 +77,15 @@ const SHAPES: Shape[] = [
   { label: 'spread over 60 s', workers: 1, integrations: 1, spreadSeconds: 60, limited: false },
   // Diagnostic (BENCH_PUBLISH_SHAPES=4): the 100 channels without limits, to tell their cost from the limits'.
   { label: '100 integrations, no limits', workers: 1, integrations: 100, spreadSeconds: 0, limited: false },
+  // 100 webhook channels (the connector allows 8 posts in flight per integration), due at once.
+  { label: `100 webhooks, platform ${PLATFORM_MS} ms`, workers: 1, integrations: 100, spreadSeconds: 0, limited: false, platformMs: PLATFORM_MS },
+  { label: `100 webhooks, platform ${PLATFORM_MS} ms`, workers: 2, integrations: 100, spreadSeconds: 0, limited: false, platformMs: PLATFORM_MS },
+  // Diagnostic (BENCH_PUBLISH_SHAPES=7): one webhook channel, so 8 in flight bound the burst and most claims put
+  // jobs back; 100 editions of another channel fall due 5 s into it.
+  { label: `1 webhook, platform ${PLATFORM_MS} ms`, workers: 1, integrations: 1, spreadSeconds: 0, limited: false, platformMs: PLATFORM_MS,
+    bystanders: { editions: 100, afterSeconds: 5 } },
 ];
-const SHAPE_FILTER = process.env.BENCH_PUBLISH_SHAPES ?? '0,1,2,3'; // e.g. "0,3": run only those
+const SHAPE_FILTER = process.env.BENCH_PUBLISH_SHAPES ?? '0,1,2,3,5,6'; // e.g. "0,3": run only those
 // 1: per-function profile of the publishing window (track_functions = 'all', pg_stat_user_functions) in the JSON.
 const PROFILE = process.env.BENCH_PUBLISH_PROFILE === '1';
 
@@ -77,7 +97,8 @@ import { createLogger } from ${JSON.stringify(pathToFileURL(path.join(root, 'ser
 import { registerPublishJobs } from ${JSON.stringify(pathToFileURL(path.join(root, 'server/jobs/publish.ts')).href)};
 import { createAppDeps } from ${JSON.stringify(pathToFileURL(path.join(root, 'server/deps.ts')).href)};
 const [ownerUrl, appUrl, concurrency, batchSize, fetchLoops] = process.argv.slice(2);
-const config = loadConfig({ LOG_LEVEL: 'silent' }, { PUBLISH_CONCURRENCY: Number(concurrency), PUBLISH_BATCH_SIZE: Number(batchSize), PUBLISH_FETCH_LOOPS: Number(fetchLoops) });
+// The webhook shapes' receiver listens on 127.0.0.1.
+const config = loadConfig({ LOG_LEVEL: 'silent' }, { PUBLISH_CONCURRENCY: Number(concurrency), PUBLISH_BATCH_SIZE: Number(batchSize), PUBLISH_FETCH_LOOPS: Number(fetchLoops), WEBHOOK_ALLOW_PRIVATE_NETWORKS: true });
 const pool = await openPool(appUrl, 8);
 const boss = new PgBoss({ connectionString: ownerUrl, schema: 'pgboss', max: 4, superviseIntervalSeconds: 15 });
 boss.on('error', () => {});
@@ -96,10 +117,42 @@ function startWorker(script: string, ownerUrl: string, appUrl: string): Promise<
   });
 }
 
+/**
+ * A platform that answers each webhook POST after `delayMs`, as the webhook connector expects
+ * (2xx with `id` and `permalink`), counting deliveries per message id (the `webhook-id` header,
+ * the same for every re-send of one publication).
+ */
+async function startReceiver(delayMs: number) {
+  const deliveries = new Map<string, number>();
+  const server = http.createServer((req, res) => {
+    req.resume();
+    req.on('end', () => {
+      const id = String(req.headers['webhook-id'] ?? '');
+      const n = (deliveries.get(id) ?? 0) + 1;
+      deliveries.set(id, n);
+      setTimeout(() => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ id: `${id}-${n}`, permalink: `https://platform.example.test/p/${encodeURIComponent(id)}` }));
+      }, delayMs);
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/hook`,
+    posts: () => deliveries.size,
+    duplicates: () => [...deliveries.values()].filter((n) => n > 1).length,
+    close: () => new Promise<void>((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
+  };
+}
+
 async function runOnce(ctx: ScenarioContext, shape: Shape, script: string) {
   const { cleanup, log } = ctx;
   const { workers } = shape;
   const tag = `publishing ${shape.label} x${workers}`;
+  const receiver = shape.platformMs === undefined ? null : await startReceiver(shape.platformMs);
+  const closeReceiver = receiver ? cleanup.add('stop the webhook receiver', () => receiver.close()) : async () => {};
   const db = await cloneForBench(ctx.cluster, cleanup, `publishing_${workers}_${shape.integrations}_${shape.spreadSeconds}`);
   const owner = new pg.Client({ connectionString: db.ownerUrl });
   await owner.connect();
@@ -116,9 +169,12 @@ async function runOnce(ctx: ScenarioContext, shape: Shape, script: string) {
     ).rows;
     const igs = (
       await owner.query(
-        `insert into app.integrations (organization_id, workspace_id, connector, platform, name, settings)
-         select $1, $2, 'sandbox', 'x', 'Bench sandbox ' || n, '{"behavior":"succeed"}' from generate_series(1, $3::int) n returning id`,
-        [org, ws, shape.integrations],
+        receiver
+          ? `insert into app.integrations (organization_id, workspace_id, connector, platform, name, webhook_url, webhook_secret)
+             select $1, $2, 'webhook', 'x', 'Bench webhook ' || n, $4, $5 from generate_series(1, $3::int) n returning id`
+          : `insert into app.integrations (organization_id, workspace_id, connector, platform, name, settings)
+             select $1, $2, 'sandbox', 'x', 'Bench sandbox ' || n, '{"behavior":"succeed"}' from generate_series(1, $3::int) n returning id`,
+        receiver ? [org, ws, shape.integrations, receiver.url, issueWebhookSecret()] : [org, ws, shape.integrations],
       )
     ).rows.map((r) => r.id as string);
     if (shape.limited) {
@@ -138,6 +194,21 @@ async function runOnce(ctx: ScenarioContext, shape: Shape, script: string) {
        select $1, $2, n.id, ($3::uuid[])[1 + n.k % cardinality($3::uuid[])], 'scheduled', now() + interval '1 day' from n`,
       [org, ws, igs, EDITIONS],
     );
+    const bystanderIg = shape.bystanders
+      ? (
+          await owner.query(
+            `with g as (insert into app.integrations (organization_id, workspace_id, connector, platform, name, settings)
+                        values ($1, $2, 'sandbox', 'x', 'Bench bystander', '{"behavior":"succeed"}') returning id),
+             r as (insert into app.content_roots (organization_id, workspace_id, caption)
+                   select $1, $2, 'Bench bystander ' || n from generate_series(1, $3::int) n returning id),
+             i as (insert into app.content_items (organization_id, workspace_id, root_id, integration_id, status, scheduled_at)
+                   select $1, $2, r.id, g.id, 'scheduled', now() + interval '1 day' from r, g returning 1)
+             select (select id from g) id, (select count(*) from i) n`,
+            [org, ws, shape.bystanders.editions],
+          )
+        ).rows[0].id as string
+      : null;
+    const TOTAL = EDITIONS + (shape.bystanders?.editions ?? 0);
     await owner.query(
       `with q as (select * from pgboss.queue where name = 'content.publish'),
        j as (
@@ -189,8 +260,6 @@ async function runOnce(ctx: ScenarioContext, shape: Shape, script: string) {
     if (PROFILE) await owner.query('select pg_stat_reset()');
     if (statements) await owner.query('create extension if not exists pg_stat_statements; select pg_stat_statements_reset()');
     const workerSeconds = () => children.reduce((t, c) => t + (procSeconds(c.pid!) ?? 0), 0);
-    const cpuStart = snapshot({ serverPid: null, postgresPid });
-    const workersStart = workerSeconds();
 
     // Due 3 s from now, at one instant or evenly spread (triggers off: the jobs are moved here).
     await owner.query('begin');
@@ -200,21 +269,27 @@ async function runOnce(ctx: ScenarioContext, shape: Shape, script: string) {
         `with t as (select date_trunc('second', clock_timestamp()) + interval '3 s' as due),
          n as (select id, row_number() over (order by id) - 1 as k from app.content_items where workspace_id = $1),
          u as (update app.content_items i set scheduled_at = t.due + (n.k * $2::float8 / $3::int) * interval '1 s'
+                 + case when i.integration_id = $4::uuid then $5::float8 * interval '1 s' else interval '0' end
                from t, n where i.id = n.id returning i.id, i.publish_job_id, i.scheduled_at),
          v as (update pgboss.job j set start_after = u.scheduled_at from u
                where j.id = u.publish_job_id and j.name = 'content.publish' returning 1)
          select (select due from t) due, (select count(*) from u) items, (select count(*) from v) jobs`,
-        [ws, shape.spreadSeconds, EDITIONS],
+        [ws, shape.spreadSeconds, EDITIONS, bystanderIg, shape.bystanders?.afterSeconds ?? 0],
       )
     ).rows;
     await owner.query('commit');
     log(`${tag}: ${EDITIONS} editions due from ${due.toISOString()}${shape.spreadSeconds ? ` over ${shape.spreadSeconds} s` : ''}`);
+    // The CPU window opens at the due time (before it the workers only poll) and closes when the
+    // last edition is seen sent (polled every 100 ms), so "machine busy" is the publishing's own.
+    await new Promise((r) => setTimeout(r, Math.max(0, due.getTime() - Date.now())));
+    const cpuStart = snapshot({ serverPid: null, postgresPid });
+    const workersStart = workerSeconds();
     const deadline = Date.now() + 30 * 60_000;
     for (;;) {
       const [{ n }] = (await owner.query(`select count(*)::int n from app.content_items where workspace_id = $1 and status <> 'scheduled'`, [ws])).rows;
-      if (n >= EDITIONS) break;
-      if (Date.now() > deadline) throw new Error(`${tag}: only ${n} of ${EDITIONS} published after 30 min`);
-      await new Promise((r) => setTimeout(r, 250));
+      if (n >= TOTAL) break;
+      if (Date.now() > deadline) throw new Error(`${tag}: only ${n} of ${TOTAL} published after 30 min`);
+      await new Promise((r) => setTimeout(r, 100));
     }
     const cpu = cpuDelta(cpuStart, snapshot({ serverPid: null, postgresPid }));
     const workersCpu = workerSeconds() - workersStart;
@@ -246,19 +321,26 @@ async function runOnce(ctx: ScenarioContext, shape: Shape, script: string) {
 
     const rows = (
       await owner.query(
-        `select extract(epoch from (sent_at - scheduled_at)) * 1000 as late_ms, status from app.content_items where workspace_id = $1`,
-        [ws],
+        `select extract(epoch from (sent_at - scheduled_at)) * 1000 as late_ms, status, integration_id is not distinct from $2::uuid as bystander
+         from app.content_items where workspace_id = $1`,
+        [ws, bystanderIg],
       )
     ).rows;
     const [{ posts, duplicates, last }] = (
       await owner.query(
         `select count(*)::int posts, count(*) filter (where deliveries > 1)::int duplicates,
-                (select extract(epoch from (max(sent_at) - min(scheduled_at))) from app.content_items where workspace_id = $1) last
-         from app.sandbox_posts where workspace_id = $1`,
-        [ws],
+                (select extract(epoch from (max(sent_at) - min(scheduled_at))) from app.content_items
+                 where workspace_id = $1 and integration_id is distinct from $2::uuid) last
+         from app.sandbox_posts where workspace_id = $1 and integration_id is distinct from $2::uuid`,
+        [ws, bystanderIg],
       )
     ).rows;
-    const late = Float64Array.from(rows.filter((r) => r.status === 'sent').map((r) => Number(r.late_ms)));
+    const received = receiver ? { posts: receiver.posts(), duplicates: receiver.duplicates() } : { posts, duplicates };
+    const late = Float64Array.from(rows.filter((r) => r.status === 'sent' && !r.bystander).map((r) => Number(r.late_ms)));
+    const bystanders = shape.bystanders
+      ? { ...shape.bystanders, sent: rows.filter((r) => r.status === 'sent' && r.bystander).length,
+          lateness: latencyStats(Float64Array.from(rows.filter((r) => r.status === 'sent' && r.bystander).map((r) => Number(r.late_ms)))) }
+      : null;
     const sent = late.length;
     // Limits: the most attempts one integration started in one calendar second (a fixed
     // window of 1 s not aligned to seconds allows up to twice the limit across a boundary).
@@ -278,9 +360,9 @@ async function runOnce(ctx: ScenarioContext, shape: Shape, script: string) {
       )
     ).rows;
     return {
-      shape: shape.label, workers, integrations: shape.integrations, spreadSeconds: shape.spreadSeconds, limited: shape.limited,
-      editions: EDITIONS, sent, failed: EDITIONS - sent, posts, duplicates, attempts, claimBatches: batches, avgClaimBatch: avg_batch,
-      maxPerIntegrationSecond: max_per_second,
+      shape: shape.label, connector: receiver ? 'webhook' : 'sandbox', workers, integrations: shape.integrations, spreadSeconds: shape.spreadSeconds, limited: shape.limited,
+      editions: EDITIONS, sent, failed: EDITIONS - sent, posts: received.posts, duplicates: received.duplicates, attempts, claimBatches: batches, avgClaimBatch: avg_batch,
+      maxPerIntegrationSecond: max_per_second, bystanders,
       lastSeconds: Number(last), lateness: latencyStats(late),
       // Spread runs: the rate is bounded by the calendar, so editions/s is over the whole span.
       perSecond: sent / Number(last), database: db.name,
@@ -292,6 +374,7 @@ async function runOnce(ctx: ScenarioContext, shape: Shape, script: string) {
   } finally {
     await closeOwner();
     await db.release();
+    await closeReceiver();
   }
 }
 
@@ -330,15 +413,18 @@ async function run(ctx: ScenarioContext): Promise<ScenarioReport> {
     finishedAt: new Date().toISOString(),
     knobs: ctx.knobs,
     machine: ctx.machine,
-    setup: { editions: EDITIONS, concurrencyPerWorker: CONCURRENCY, batchSize: BATCH_SIZE, fetchLoops: FETCH_LOOPS, limits: { inFlight: LIMIT_IN_FLIGHT, perSecond: LIMIT_PER_SECOND }, connector: 'sandbox (succeed)', runs },
+    setup: { editions: EDITIONS, concurrencyPerWorker: CONCURRENCY, batchSize: BATCH_SIZE, fetchLoops: FETCH_LOOPS, limits: { inFlight: LIMIT_IN_FLIGHT, perSecond: LIMIT_PER_SECOND }, connector: `sandbox (succeed); webhook shapes: a local receiver answering after ${PLATFORM_MS} ms`, runs },
     rows,
     ratios: [],
     notes: runs.map(
       (r) =>
         `${r.shape}, ${r.workers} worker(s), ${r.integrations} integration(s): ${r.sent}/${r.editions} sent, last ${r.lastSeconds.toFixed(1)} s after the first due time; ` +
         `lateness p50 ${(r.lateness.p50 / 1000).toFixed(2)} s, p99 ${(r.lateness.p99 / 1000).toFixed(2)} s; ${r.perSecond.toFixed(0)} editions/s; ` +
-        `sandbox posts ${r.posts}, re-sent ${r.duplicates}; ${r.attempts} attempts in ${r.claimBatches} claim batches (avg ${r.avgClaimBatch}); ` +
+        `${r.connector === 'webhook' ? 'webhook posts' : 'sandbox posts'} ${r.posts}, re-sent ${r.duplicates}; ${r.attempts} attempts in ${r.claimBatches} claim batches (avg ${r.avgClaimBatch}); ` +
         `CPU per edition: PostgreSQL ${r.cpuMsPerEdition.postgres?.toFixed(3) ?? '-'} ms, worker(s) ${r.cpuMsPerEdition.workers.toFixed(3)} ms; machine busy ${r.machineBusyCores?.toFixed(2) ?? '-'} cores` +
+        (r.bystanders
+          ? `; another channel's ${r.bystanders.editions} editions due ${r.bystanders.afterSeconds} s into the burst: ${r.bystanders.sent} sent, lateness p50 ${(r.bystanders.lateness.p50 / 1000).toFixed(2)} s, p99 ${(r.bystanders.lateness.p99 / 1000).toFixed(2)} s`
+          : '') +
         (r.limited ? `; limits ${LIMIT_IN_FLIGHT} in flight, ${LIMIT_PER_SECOND}/s per integration: at most ${r.maxPerIntegrationSecond} attempts of one integration in one calendar second` : ''),
     ),
   };
@@ -346,6 +432,6 @@ async function run(ctx: ScenarioContext): Promise<ScenarioReport> {
 
 export const publishing: Scenario = {
   name: 'publishing',
-  description: `${EDITIONS} editions: due at one instant (1 and 2 workers), over 100 limited integrations, spread over one minute: publication lateness and editions/s`,
+  description: `${EDITIONS} editions: due at one instant (1 and 2 workers), over 100 limited integrations, spread over one minute, to a webhook platform answering in ${PLATFORM_MS} ms (1 and 2 workers): publication lateness and editions/s`,
   run,
 };
