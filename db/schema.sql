@@ -2836,6 +2836,21 @@ grant select on table app.publish_attempts to pressroom_api;
 grant delete, insert, select, update on table app.publish_attempts to pressroom_definer;
 grant delete, insert, select, update on table app.publish_attempts to pressroom_worker;
 
+create table app.publish_pacing (
+  integration_id uuid not null,
+  next_at timestamp with time zone not null,
+  constraint publish_pacing_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
+  constraint publish_pacing_pkey PRIMARY KEY (integration_id)
+);
+comment on table app.publish_pacing is 'Per integration, when the next edition put back over its publish limits is due (app.publish_claim_batch paces them). Engine-only.';
+comment on column app.publish_pacing.next_at is 'The start the next edition put back gets, if later than the limit''s own next opening.';
+alter table app.publish_pacing enable row level security;
+alter table app.publish_pacing force row level security;
+create policy publish_pacing_worker on app.publish_pacing as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant insert, select, update on table app.publish_pacing to pressroom_worker;
+
 create table app.publish_windows (
   scope text not null,
   key text not null,
@@ -10099,6 +10114,8 @@ declare
   v_claim_list jsonb[] := '{}';  -- appended in place; to_jsonb once at the end
   v_allowed int;
   v_until timestamptz;
+  v_step interval;       -- the time between two paced editions of one integration
+  v_start timestamptz;   -- when the first of them may go
   v_retry_ms int := app.setting_int('publish_limit_retry_ms');
 begin
   -- p_jobs: [{"jobId", "contentId"}] as pg-boss fetched them. Locks are taken
@@ -10133,6 +10150,7 @@ begin
     -- How many of this integration's editions may go now (limits counted once per integration).
     v_allowed := cardinality(g.job_ids);
     v_until := null;
+    v_step := interval '0';
     if g.integration_id is not null then
       select * into l from app.publish_limits_of(g.integration_id);
       if l.max_in_flight is not null then
@@ -10142,27 +10160,49 @@ begin
         v_allowed := greatest(least(v_allowed, l.max_in_flight - (select count(*) from app.publish_attempts a
                                       where a.integration_id = g.integration_id and a.finished_at is null)::int), 0);
         if v_allowed < cardinality(g.job_ids) then
-          v_until := clock_timestamp() + v_retry_ms * interval '1 millisecond';
+          -- Every slot is taken: one frees about every (how long a post holds one) / (slots).
+          v_step := app.publish_hold_estimate(g.integration_id, v_retry_ms) / l.max_in_flight;
+          v_until := clock_timestamp() + v_step;
         end if;
       end if;
       if l.max_per_window is not null and v_allowed > 0 then
         select * into w_take from app.publish_window_take('integration', g.integration_id::text, l.max_per_window, l.window_seconds, v_allowed);
         v_allowed := w_take.granted;
-        v_until := greatest(v_until, w_take.frees_at);
+        if w_take.frees_at is not null then
+          v_until := greatest(v_until, w_take.frees_at);
+          v_step := greatest(v_step, l.window_seconds * interval '1 second' / l.max_per_window);
+        end if;
       end if;
       if l.app_max_per_window is not null and v_allowed > 0 then
         select * into w_take from app.publish_window_take('app', l.connector, l.app_max_per_window, l.app_window_seconds, v_allowed);
         v_allowed := w_take.granted;
-        v_until := greatest(v_until, w_take.frees_at);
+        if w_take.frees_at is not null then
+          v_until := greatest(v_until, w_take.frees_at);
+          v_step := greatest(v_step, l.app_window_seconds * interval '1 second' / l.app_max_per_window);
+        end if;
       end if;
       v_allowed := greatest(v_allowed, g.resumed);
+      if v_allowed < cardinality(g.job_ids) then
+        -- The editions put back are paced at the rate the limit lets through, after those this
+        -- integration already put back (app.publish_pacing): each comes back about when it can go,
+        -- instead of every one coming back together at each retry and going back again.
+        insert into app.publish_pacing as p (integration_id, next_at) values (g.integration_id, v_until)
+        on conflict (integration_id) do nothing;
+        -- At most 10 s of pace ahead of the limit's own next opening: a pace that ran ahead (a
+        -- long burst, or a hold measured while slots were stuck) costs a look every 10 s at most.
+        select greatest(v_until, least(p.next_at, v_until + interval '10 seconds')) into v_start from app.publish_pacing p
+        where p.integration_id = g.integration_id for update;
+        update app.publish_pacing set next_at = v_start + (cardinality(g.job_ids) - v_allowed) * v_step
+        where integration_id = g.integration_id;
+      end if;
     end if;
     -- The first v_allowed editions are claimed together (the common case set-based, the rest one by one).
     if v_allowed > 0 then
       v_claim_list := v_claim_list || app.publish_claim_editions(g.content_ids[1:v_allowed], g.job_ids[1:v_allowed], p_resendable, v_batch);
     end if;
     for k in v_allowed + 1 .. cardinality(g.job_ids) loop
-      -- Over a limit: the job goes back with a later start, no attempt is written.
+      -- Over a limit: the job goes back with a later start, its turn in the pace; no attempt is written.
+      v_until := v_start + (k - v_allowed - 1) * v_step;
       perform app.publish_defer_job(g.job_ids[k], v_until);
       v_claim_list := array_append(v_claim_list, jsonb_build_object('action', 'deferred', 'reason', 'rate_limited', 'until', v_until,
         'jobId', g.job_ids[k], 'contentId', g.content_ids[k]));
@@ -10184,7 +10224,7 @@ begin
                 where c ->> 'action' = 'send')));
 end
 $function$;
-comment on function app.publish_claim_batch(jsonb,text[]) is 'Claims a fetched batch of publish jobs in one statement, integration by integration: the editions its limits allow through app.publish_claim_editions (the common case set-based, the rest through app.publish_claim; attempts written and committed before any platform call), editions over their integration''s or connector''s publish limits put back with a later start; returns the claims and where the media to send are stored.';
+comment on function app.publish_claim_batch(jsonb,text[]) is 'Claims a fetched batch of publish jobs in one statement, integration by integration: the editions its limits allow through app.publish_claim_editions (the common case set-based, the rest through app.publish_claim; attempts written and committed before any platform call), editions over their integration''s or connector''s publish limits put back with later starts paced by the limit (app.publish_pacing); returns the claims and where the media to send are stored.';
 grant execute on function app.publish_claim_batch(jsonb,text[]) to pressroom_worker;
 revoke all on function app.publish_claim_batch(jsonb,text[]) from public;
 
@@ -10338,6 +10378,24 @@ comment on function app.publish_editions_json(uuid[]) is 'What the engine sends 
 grant execute on function app.publish_editions_json(uuid[]) to pressroom_definer;
 grant execute on function app.publish_editions_json(uuid[]) to pressroom_worker;
 revoke all on function app.publish_editions_json(uuid[]) from public;
+
+CREATE OR REPLACE FUNCTION app.publish_hold_estimate(p_integration_id uuid, p_default_ms integer)
+ RETURNS interval
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+  -- Its last 20 attempts by start (index publish_attempts_integration_started_idx), the finished ones.
+  select case when x.hold is null then p_default_ms * interval '1 millisecond'
+              else least(greatest(x.hold, interval '1 millisecond'), interval '1 minute') end
+  from (select percentile_cont(0.5) within group (order by a.finished_at - a.started_at) as hold
+        from (select a.started_at, a.finished_at from app.publish_attempts a
+              where a.integration_id = p_integration_id order by a.started_at desc limit 20) a
+        where a.finished_at is not null) x
+$function$;
+comment on function app.publish_hold_estimate(uuid,integer) is 'How long a post of the integration holds an in-flight slot: the median time from claim to record of its last 20 finished attempts (1 ms to 1 minute; the median, so a few attempts stuck until a recovery do not count), or p_default_ms when it has none.';
+grant execute on function app.publish_hold_estimate(uuid,integer) to pressroom_worker;
+revoke all on function app.publish_hold_estimate(uuid,integer) from public;
 
 CREATE OR REPLACE FUNCTION app.publish_limits_of(p_integration_id uuid)
  RETURNS TABLE(connector text, max_in_flight integer, max_per_window integer, window_seconds integer, app_max_per_window integer, app_window_seconds integer)

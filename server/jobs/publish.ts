@@ -337,7 +337,8 @@ export async function registerPublishJobs(boss: PgBoss, deps: PublishDeps, opts:
   // PUBLISH_FETCH_LOOPS fetch loops of PUBLISH_BATCH_SIZE jobs: one claims or
   // records while the others' platform calls run. A full batch fetches the
   // next one at once (burstWhenBatchFull); otherwise pg-boss polls.
-  return boss.work<PublishJobData>(
+  let workerId: string | undefined;
+  workerId = await boss.work<PublishJobData>(
     QUEUES.publish,
     {
       localConcurrency: config.PUBLISH_FETCH_LOOPS,
@@ -345,6 +346,14 @@ export async function registerPublishJobs(boss: PgBoss, deps: PublishDeps, opts:
       burstWhenBatchFull: config.PUBLISH_BATCH_SIZE > 1,
       pollingIntervalSeconds: opts.pollingIntervalSeconds ?? 0.5,
     },
-    async (jobs: Job<PublishJobData>[]) => engine.publishBatch(jobs),
+    async (jobs: Job<PublishJobData>[]) => {
+      const results = await engine.publishBatch(jobs);
+      // A batch that sent editions of a limited channel and put others back has freed slots the
+      // paced ones are coming back for: fetch again now, not after the poll interval (a batch
+      // that sent nothing waits for the poll, so a channel at its limit is not fetched in a loop).
+      if (workerId && results.some((r) => 'deferred' in r) && results.some((r) => 'outcome' in r)) boss.notifyWorker(workerId);
+      return results;
+    },
   );
+  return workerId;
 }

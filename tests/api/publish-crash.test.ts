@@ -156,9 +156,10 @@ it('SIGKILL mid-publish, restart: every edition reached each platform exactly on
   const until = at.getTime() + 60_000;
   for (;;) {
     const p = await progress();
-    if (p.sent >= (ROOTS * 2) / 3 && p.open >= 3 && p.half_batches >= 1) {
+    if (p.sent >= (ROOTS * 2) / 3 && p.open >= 2) {
       // Hold every other answer of the receiver, let the rest be recorded, and kill the worker
-      // once a batch is half recorded; otherwise let it go on and look again.
+      // once a batch is half recorded; otherwise let it go on and look again. (Editions over the
+      // webhook's in-flight limit come back paced, so a batch rarely shows half recorded alone.)
       hold = true;
       await new Promise((r) => setTimeout(r, 300));
       const q2 = await progress();
@@ -166,7 +167,7 @@ it('SIGKILL mid-publish, restart: every edition reached each platform exactly on
       hold = false;
       for (const answer of held.splice(0)) answer();
     }
-    if (Date.now() > until) throw new Error('the worker did not publish');
+    if (Date.now() > until) throw new Error(`the worker did not publish: ${JSON.stringify(p)}`);
     await new Promise((r) => setTimeout(r, 5));
   }
   worker.kill('SIGKILL');
