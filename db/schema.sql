@@ -13005,9 +13005,11 @@ begin
     select x.organization_id, x.workspace_id, x.integration_id, x.status, count(*)
     from new_rows x where x.deleted_at is null group by 1, 2, 3, 4;
   elsif tg_op = 'DELETE' then
+    -- Not for a workspace being deleted with its editions: its counts go with it.
     insert into app.content_item_counts (organization_id, workspace_id, integration_id, status, n)
     select o.organization_id, o.workspace_id, o.integration_id, o.status, -count(*)
-    from old_rows o where o.deleted_at is null group by 1, 2, 3, 4;
+    from old_rows o where o.deleted_at is null and exists (select 1 from app.workspaces w where w.id = o.workspace_id)
+    group by 1, 2, 3, 4;
   else
     -- Only editions whose status, deletion or channel changed: -1 as they were, +1 as they are.
     insert into app.content_item_counts (organization_id, workspace_id, integration_id, status, n)
@@ -13614,7 +13616,9 @@ CREATE OR REPLACE FUNCTION app.tg_content_roots_count()
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
 begin
-  if tg_op in ('UPDATE', 'DELETE') and old.deleted_at is null then
+  -- Not for a workspace being deleted with its roots: its counts go with it.
+  if tg_op in ('UPDATE', 'DELETE') and old.deleted_at is null
+     and (tg_op = 'UPDATE' or exists (select 1 from app.workspaces w where w.id = old.workspace_id)) then
     insert into app.content_root_counts (organization_id, workspace_id, n) values (old.organization_id, old.workspace_id, -1);
   end if;
   if tg_op in ('INSERT', 'UPDATE') and new.deleted_at is null then

@@ -4,7 +4,7 @@
 -- app.content_list_total answers what an exact count answers, or null for a
 -- filter it cannot serve.
 begin;
-select plan(16);
+select plan(20);
 -- @include personas.sql
 -- @include content.sql
 
@@ -82,6 +82,19 @@ select is(pg_temp.total('{"reviewState": "open"}'), null::bigint, 'a filter the 
 -- Folding changes no total.
 select ok(app.compact_content_item_counts(pg_temp.id('A1')) > 0, 'the deltas fold');
 select ok(pg_temp.matches('fold'), '... and every total is unchanged');
+
+-- Deleting an organization with content (db/migrations/committed/000027-counts-on-workspace-delete.sql):
+-- its editions and roots go with it, and so do their counts.
+insert into app.content_roots (id, organization_id, workspace_id, caption)
+values (pg_temp.id('root:gone'), pg_temp.id('B'), pg_temp.id('B1'), 'going with its organization');
+insert into app.content_items (organization_id, workspace_id, root_id, integration_id, status)
+values (pg_temp.id('B'), pg_temp.id('B1'), pg_temp.id('root:gone'), pg_temp.id('ig:B1.x'), 'draft');
+select ok((select sum(n) from app.content_item_counts where workspace_id = pg_temp.id('B1')) > 0
+          and (select sum(n) from app.content_root_counts where workspace_id = pg_temp.id('B1')) > 0, 'an organization with content is counted');
+select lives_ok($$delete from app.organizations where id = pg_temp.id('B')$$, 'an organization with content can be deleted');
+select is((select count(*)::int from app.content_item_counts where workspace_id = pg_temp.id('B1'))
+          + (select count(*)::int from app.content_root_counts where workspace_id = pg_temp.id('B1')), 0, '... and its counts go with it');
+select ok(pg_temp.matches('after an organization was deleted'), 'the other workspaces'' totals are unchanged');
 
 select * from finish();
 rollback;
