@@ -19178,6 +19178,7 @@ declare
   v_report jsonb;
   v_err jsonb;
   v_state text; v_msg text; v_detail text; v_hint text;
+  v_nestloop text;
 begin
   perform app.require_role('editor');
   perform app.workbench_lock(p_page_id);
@@ -19292,6 +19293,11 @@ begin
 
     -- Possible duplicates, in one pass: the same caption (trimmed, any case) on a
     -- same channel within 24 hours of an earlier line, or of the workspace's content.
+    -- Hash joins whatever the statistics say: planned while the workspace's editions were
+    -- still counted as few (before autovacuum's analyze of a fresh import, say), nested
+    -- loops compared every line with every edition, minutes for 5,000 of each.
+    v_nestloop := current_setting('enable_nestloop');
+    perform set_config('enable_nestloop', 'off', true);
     with cand as (
       select u.n, (u.p ->> 'line')::int as line, lower(btrim(u.p -> 'body' ->> 'caption')) as cap, ch::uuid as ch,
              coalesce(pl.planned_at, pl.planned_on::timestamp at time zone v_tz) as at
@@ -19318,6 +19324,7 @@ begin
         and e.at between c.at - interval '24 hours' and c.at + interval '24 hours')
     select jsonb_object_agg(n::text, ws) into v_warnings_by_line
     from (select n, jsonb_agg(w order by kind, sort) ws from hits group by n) g;
+    perform set_config('enable_nestloop', v_nestloop, true);
 
     -- Keys at the end of each section, for the lines that may become rows.
     for v_section in select distinct (p ->> 'sectionId')::uuid from unnest(v_plan) p

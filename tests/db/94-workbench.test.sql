@@ -4,7 +4,7 @@
 -- bulk scheduling and its dry run, and the personas (editor writes, viewer
 -- reads, other workspaces and organizations see nothing).
 begin;
-select plan(47);
+select plan(49);
 
 -- @include personas.sql
 -- @include content.sql
@@ -229,6 +229,18 @@ select cmp_ok((select max(length(position)) from app.workbench_rows), '<=', app.
   '100 moves into one gap never leave a key longer than the maximum');
 select is((select count(distinct position)::int from app.workbench_rows where section_id = pg_temp.ref('w2')), 50,
   'no position lost or duplicated');
+
+-- The import's duplicate check (db/migrations/committed/000028-import-duplicates-hash.sql): it still
+-- flags a line that repeats an earlier one, and the join setting it changes for that one
+-- statement is back as it was afterwards.
+select pg_temp.act_as('A.editor', 'A1');
+select set_config('workbench_test.import', api.import_workbench_csv(pg_temp.ref('page'), jsonb_build_object('dryRun', true,
+  'header', jsonb_build_array('title', 'caption', 'channels', 'scheduled_at'),
+  'lines', jsonb_build_array(
+    jsonb_build_object('line', 2, 'fields', jsonb_build_array('one', 'Same words', 'ig:A1.x', '2031-03-02 09:00')),
+    jsonb_build_object('line', 3, 'fields', jsonb_build_array('two', 'same words ', 'ig:A1.x', '2031-03-02 15:00')))))::text, false);
+select is(current_setting('workbench_test.import')::jsonb #>> '{results,1,warnings,0,code}', 'possible_duplicate', 'the import flags a line repeating an earlier one');
+select is(current_setting('enable_nestloop'), 'on', '... and leaves nested loops as they were');
 
 select * from finish();
 rollback;
