@@ -17,18 +17,9 @@ update app.settings set value = '1000' where key = 'publish_retry_base_ms';
 -- @include content.sql
 
 
--- A scheduled edition due now with its live job (written as the owner, triggers on).
-create function pg_temp.due(p_label text, p_integration text default 'ig:A1.x') returns uuid
-language plpgsql as $$
-begin
-  insert into app.content_roots (id, organization_id, workspace_id, caption)
-  values (pg_temp.id('root:' || p_label), pg_temp.id('A'), pg_temp.id('A1'), 'hello ' || p_label);
-  insert into app.content_items (id, organization_id, workspace_id, root_id, integration_id, status, scheduled_at)
-  values (pg_temp.id(p_label), pg_temp.id('A'), pg_temp.id('A1'), pg_temp.id('root:' || p_label), pg_temp.id(p_integration),
-          'scheduled', now());
-  return pg_temp.id(p_label);
-end
-$$;
+-- Scheduled editions due now with their live jobs (written as the owner, triggers on), the
+-- jobs left created (p_fetched => false): pg_temp.due of tests/db/support/due.sql.
+-- @include due.sql
 create function pg_temp.job(p_label text) returns uuid
 language sql as $$ select publish_job_id from app.content_items where id = pg_temp.id(p_label) $$;
 create function pg_temp.as_worker() returns void
@@ -59,12 +50,12 @@ $$;
 create function pg_temp.state(p_label text) returns text
 language sql as $$ select app.publishing_json(pg_temp.id(p_label)) ->> 'state' $$;
 
-select pg_temp.due('p1');
-select pg_temp.due('p2');
-select pg_temp.due('p3');
-select pg_temp.due('p4');
-select pg_temp.due('p5');
-select pg_temp.due('p6');
+select pg_temp.due('p1', p_fetched => false);
+select pg_temp.due('p2', p_fetched => false);
+select pg_temp.due('p3', p_fetched => false);
+select pg_temp.due('p4', p_fetched => false);
+select pg_temp.due('p5', p_fetched => false);
+select pg_temp.due('p6', p_fetched => false);
 select pg_temp.take(x) from unnest(array['p1', 'p2', 'p3', 'p4', 'p5', 'p6']) x;
 
 -- Queued before any attempt.

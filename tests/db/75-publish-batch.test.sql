@@ -10,7 +10,7 @@ select plan(38);
 -- @include personas.sql
 -- @include content.sql
 
--- @include due-batch.sql
+-- @include due.sql
 create function pg_temp.jobs(p_labels text[]) returns jsonb
 language sql as $$
   select jsonb_agg(jsonb_build_object('jobId', i.publish_job_id, 'contentId', i.id))

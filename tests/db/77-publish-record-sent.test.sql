@@ -11,19 +11,8 @@ select plan(21);
 
 set constraints app.content_items_70_grid_tile immediate;
 
-create function pg_temp.due(p_label text, p_integration text, p_caption text default null) returns uuid
-language plpgsql as $$
-begin
-  insert into app.content_roots (id, organization_id, workspace_id, caption)
-  values (pg_temp.id('root:' || p_label), pg_temp.id('A'), pg_temp.id('A1'), 'hello ' || p_label);
-  insert into app.content_items (id, organization_id, workspace_id, root_id, integration_id, status, scheduled_at, caption)
-  values (pg_temp.id(p_label), pg_temp.id('A'), pg_temp.id('A1'), pg_temp.id('root:' || p_label), pg_temp.id(p_integration),
-          'scheduled', now() + interval '1 hour', p_caption);
-  update pgboss.job set state = 'active', started_on = now()
-  where id = (select publish_job_id from app.content_items where id = pg_temp.id(p_label));
-  return pg_temp.id(p_label);
-end
-$$;
+-- Editions due in an hour, their jobs fetched: pg_temp.due of tests/db/support/due.sql.
+-- @include due.sql
 -- Claims the editions as the worker; returns each edition's attempt id.
 create function pg_temp.claim(p_labels text[]) returns table (label text, attempt_id uuid)
 language plpgsql as $$
@@ -53,8 +42,9 @@ language sql as $$ select coalesce(position_key, '(none)') from app.grid_tiles w
 create function pg_temp.versions(p_label text) returns int
 language sql as $$ select count(*)::int from app.content_versions where content_item_id = pg_temp.id(p_label) $$;
 
-select pg_temp.due('s1', 'ig:A1.x'), pg_temp.due('s2', 'ig:A1.x', 'its own caption'), pg_temp.due('s3', 'ig:A1.li'),
-       pg_temp.due('s4', 'ig:A1.x');
+select pg_temp.due('s1', 'ig:A1.x', p_at => now() + interval '1 hour'),
+       pg_temp.due('s2', 'ig:A1.x', 'its own caption', now() + interval '1 hour'),
+       pg_temp.due('s3', 'ig:A1.li', p_at => now() + interval '1 hour'), pg_temp.due('s4', 'ig:A1.x', p_at => now() + interval '1 hour');
 -- s2 lost its tile (an edition written before the grid existed): the send gives it a published one.
 delete from app.grid_tiles where content_item_id = pg_temp.id('s2');
 

@@ -8,7 +8,7 @@ select plan(22);
 -- @include personas.sql
 -- @include content.sql
 
--- @include due-batch.sql
+-- @include due.sql
 create function pg_temp.claim_batch(p_labels text[]) returns jsonb
 language plpgsql as $$
 declare v jsonb;
