@@ -406,7 +406,7 @@ create table app.auth_failures (
   constraint auth_failures_failures_check CHECK ((failures >= 0)),
   constraint auth_failures_pkey PRIMARY KEY (client, window_start)
 );
-comment on table app.auth_failures is 'Failed credentials (no, malformed or unknown bearer) per client address and minute, counted by api.gate_guarded so that the limit holds across API processes: over the limit the address is answered 429 AUTH_THROTTLED before any credential is looked at; only the first refusals are audited one by one (audited), the rest become one summary row (app.flush_auth_failures). Not tenant data: unlogged, reached by pressroom_definer only.';
+comment on table app.auth_failures is 'Failed credentials per client address and minute: no, malformed or unknown bearer (api.gate_guarded, api.gate_review_link) and refused inbound hook calls (api.inbox_hook_refused), so that the limit holds across API processes: over the limit the address is answered 429 AUTH_THROTTLED before any credential is looked at (api.gate_guarded, api.inbox_hook_guard); only the first refusals are audited one by one (audited), the rest become one summary row (app.flush_auth_failures). Not tenant data: unlogged, reached by pressroom_definer only.';
 alter table app.auth_failures enable row level security;
 alter table app.auth_failures force row level security;
 create policy auth_failures_definer on app.auth_failures as permissive for all to pressroom_definer
@@ -3431,11 +3431,12 @@ create table app.review_reactions (
   created_at timestamp with time zone default now() not null,
   constraint review_reactions_activity_id_fkey FOREIGN KEY (activity_id) REFERENCES app.review_activity(id) ON DELETE CASCADE,
   constraint review_reactions_emoji_check CHECK ((((length(emoji) >= 1) AND (length(emoji) <= 32)) AND (emoji !~ '[[:space:][:cntrl:]]'::text))),
+  constraint review_reactions_emoji_is_emoji CHECK (app.is_reaction_emoji(emoji)),
   constraint review_reactions_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
   constraint review_reactions_pkey PRIMARY KEY (activity_id, actor_key),
   constraint review_reactions_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
-comment on table app.review_reactions is 'One emoji per person (member "user:<id>" or client "client:<email>") per activity entry; adding another replaces it. Tenant policies of app.apply_tenant_policies (writes need editor).';
+comment on table app.review_reactions is 'One emoji per person (member "user:<id>" or client "client:<email>") per activity entry; adding another replaces it. The emoji is one emoji grapheme (check review_reactions_emoji_is_emoji, app.is_reaction_emoji). Tenant policies of app.apply_tenant_policies (writes need editor).';
 CREATE INDEX review_reactions_organization_id_idx ON app.review_reactions USING btree (organization_id);
 CREATE INDEX review_reactions_workspace_idx ON app.review_reactions USING btree (workspace_id);
 alter table app.review_reactions enable row level security;
@@ -7120,6 +7121,53 @@ grant execute on function app.defer_content_checks() to pressroom_definer;
 grant execute on function app.defer_content_checks() to pressroom_worker;
 revoke all on function app.defer_content_checks() from public;
 
+CREATE OR REPLACE FUNCTION app.emoji_pattern()
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select '^(?:'
+    -- a flag
+    || '[\U0001F1E6-\U0001F1FF]{2}'
+    -- a keycap
+    || '|[0-9#*]\uFE0F?\u20E3'
+    -- a subdivision flag
+    || '|\U0001F3F4[\U000E0020-\U000E007E]+\U000E007F'
+    -- pictographs (with presentation selector or skin tone), ZWJ-joined
+    || '|' || e || '(?:\u200D' || e || ')*'
+    || ')$'
+  from (select '[' ||
+    '\u00A9\u00AE\u203C\u2049\u2122\u2139\u2194-\u2199\u21A9\u21AA\u231A\u231B\u2328\u23CF\u23E9-\u23F3' ||
+    '\u23F8-\u23FA\u24C2\u25AA\u25AB\u25B6\u25C0\u25FB-\u25FE\u2600-\u2604\u260E\u2611\u2614\u2615\u2618' ||
+    '\u261D\u2620\u2622\u2623\u2626\u262A\u262E\u262F\u2638-\u263A\u2640\u2642\u2648-\u2653\u265F\u2660' ||
+    '\u2663\u2665\u2666\u2668\u267B\u267E\u267F\u2692-\u2697\u2699\u269B\u269C\u26A0\u26A1\u26A7' ||
+    '\u26AA\u26AB\u26B0\u26B1\u26BD\u26BE\u26C4\u26C5\u26C8\u26CE\u26CF\u26D1\u26D3\u26D4\u26E9\u26EA' ||
+    '\u26F0-\u26F5\u26F7-\u26FA\u26FD\u2702\u2705\u2708-\u270D\u270F\u2712\u2714\u2716\u271D\u2721\u2728' ||
+    '\u2733\u2734\u2744\u2747\u274C\u274E\u2753-\u2755\u2757\u2763\u2764\u2795-\u2797\u27A1\u27B0\u27BF' ||
+    '\u2934\u2935\u2B05-\u2B07\u2B1B\u2B1C\u2B50\u2B55\u3030\u303D\u3297\u3299\U0001F004' ||
+    '\U0001F02C-\U0001F02F\U0001F094-\U0001F09F\U0001F0AF\U0001F0B0\U0001F0C0\U0001F0CF\U0001F0D0' ||
+    '\U0001F0F6-\U0001F0FF\U0001F170\U0001F171\U0001F17E\U0001F17F\U0001F18E\U0001F191-\U0001F19A' ||
+    '\U0001F1AE-\U0001F1E5\U0001F201-\U0001F20F\U0001F21A\U0001F22F\U0001F232-\U0001F23A' ||
+    '\U0001F23C-\U0001F23F\U0001F249-\U0001F25F\U0001F266-\U0001F321\U0001F324-\U0001F393' ||
+    '\U0001F396\U0001F397\U0001F399-\U0001F39B\U0001F39E-\U0001F3F0\U0001F3F3-\U0001F3F5' ||
+    '\U0001F3F7-\U0001F4FD\U0001F4FF-\U0001F53D\U0001F549-\U0001F54E\U0001F550-\U0001F567' ||
+    '\U0001F56F\U0001F570\U0001F573-\U0001F57A\U0001F587\U0001F58A-\U0001F58D\U0001F590' ||
+    '\U0001F595\U0001F596\U0001F5A4\U0001F5A5\U0001F5A8\U0001F5B1\U0001F5B2\U0001F5BC' ||
+    '\U0001F5C2-\U0001F5C4\U0001F5D1-\U0001F5D3\U0001F5DC-\U0001F5DE\U0001F5E1\U0001F5E3\U0001F5E8' ||
+    '\U0001F5EF\U0001F5F3\U0001F5FA-\U0001F64F\U0001F680-\U0001F6C5\U0001F6CB-\U0001F6D2' ||
+    '\U0001F6D5-\U0001F6E5\U0001F6E9\U0001F6EB-\U0001F6F0\U0001F6F3-\U0001F6FF\U0001F7DA-\U0001F7FF' ||
+    '\U0001F80C-\U0001F80F\U0001F848-\U0001F84F\U0001F85A-\U0001F85F\U0001F888-\U0001F88F' ||
+    '\U0001F8AE\U0001F8AF\U0001F8BC-\U0001F8BF\U0001F8C2-\U0001F8CF\U0001F8D9-\U0001F8FF' ||
+    '\U0001F90C-\U0001F93A\U0001F93C-\U0001F945\U0001F947-\U0001F9FF\U0001FA58-\U0001FA5F' ||
+    '\U0001FA6E-\U0001FAFF\U0001FC00-\U0001FFFD'
+    || '](?:\uFE0F|[\U0001F3FB-\U0001F3FF])?' as e) x
+$function$;
+comment on function app.emoji_pattern() is 'The regular expression of one emoji (app.is_reaction_emoji; db/migrations/committed/000029-hostile-input-two.sql, split 05-reaction-emoji.sql says what it takes).';
+grant execute on function app.emoji_pattern() to pressroom_api;
+grant execute on function app.emoji_pattern() to pressroom_definer;
+grant execute on function app.emoji_pattern() to pressroom_worker;
+revoke all on function app.emoji_pattern() from public;
+
 CREATE OR REPLACE FUNCTION app.expire_due_reviews()
  RETURNS integer
  LANGUAGE plpgsql
@@ -7202,7 +7250,7 @@ begin
 end
 $function$;
 alter function app.flush_auth_failures(text) owner to pressroom_definer;
-comment on function app.flush_auth_failures(text) is 'For each closed minute of app.auth_failures (of one client address, or all): one audit row (error_code AUTH_FAILURE_BURST, route null, calls = the refusals not audited one by one), then the window is forgotten. Run by api.gate_guarded for the caller''s address and by app.purge_expired for all.';
+comment on function app.flush_auth_failures(text) is 'For each closed minute of app.auth_failures (of one client address, or all): one audit row (error_code AUTH_FAILURE_BURST, route null, calls = the refusals not audited one by one), then the window is forgotten. Run by api.gate_guarded, api.gate_review_link and api.inbox_hook_refused for the caller''s address and by app.purge_expired for all.';
 revoke all on function app.flush_auth_failures(text) from public;
 
 CREATE OR REPLACE FUNCTION app.gate_guarded_with_limits(p_token_hash bytea, p_workspace_id uuid, p_class text, p_min_plan text, p_bucket text, p_client text, p_failure_limit integer, p_audit_first integer)
@@ -7217,6 +7265,7 @@ declare
   v_failures int;
   v_audited int;
   v_result jsonb;
+  v_other jsonb;
 begin
   select failures into v_failures from app.auth_failures where client = p_client and window_start = v_window;
   if coalesce(v_failures, 0) >= p_failure_limit then
@@ -7235,6 +7284,11 @@ begin
     v_result := api.gate(p_token_hash, p_workspace_id, p_class, p_min_plan, p_bucket);
   end if;
   if v_result -> 'error' ->> 'code' = 'UNAUTHENTICATED' then
+    -- A live review link token is a credential, of the other family: refused, not counted.
+    v_other := app.wrong_credential_kind(p_token_hash, 'member', p_class);
+    if v_other is not null then
+      return v_other;
+    end if;
     perform app.flush_auth_failures(p_client);
     insert into app.auth_failures as f (client, window_start, failures, audited)
     values (p_client, v_window, 1, case when p_audit_first >= 1 then 1 else 0 end)
@@ -7248,7 +7302,7 @@ begin
 end
 $function$;
 alter function app.gate_guarded_with_limits(bytea,uuid,text,text,text,text,integer,integer) owner to pressroom_definer;
-comment on function app.gate_guarded_with_limits(bytea,uuid,text,text,text,text,integer,integer) is 'The failed-credential guard around api.gate with the limits given; called by api.gate_guarded with the settings in force.';
+comment on function app.gate_guarded_with_limits(bytea,uuid,text,text,text,text,integer,integer) is 'The failed-credential guard around api.gate with the limits given; called by api.gate_guarded with the settings in force. Counts only no, malformed or unknown bearers: a live review link token is answered by app.wrong_credential_kind (401 WRONG_CREDENTIAL_KIND) and not counted.';
 revoke all on function app.gate_guarded_with_limits(bytea,uuid,text,text,text,text,integer,integer) from public;
 
 CREATE OR REPLACE FUNCTION app.gate_with_limit(p_token_hash bytea, p_workspace_id uuid, p_class text, p_limit integer, p_min_plan text DEFAULT 'basic'::text, p_bucket text DEFAULT NULL::text)
@@ -8784,6 +8838,19 @@ grant execute on function app.integration_json(uuid,boolean) to pressroom_api;
 grant execute on function app.integration_json(uuid,boolean) to pressroom_definer;
 grant execute on function app.integration_json(uuid,boolean) to pressroom_worker;
 revoke all on function app.integration_json(uuid,boolean) from public;
+
+CREATE OR REPLACE FUNCTION app.is_reaction_emoji(p_text text)
+ RETURNS boolean
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select p_text is not null and length(p_text) between 1 and 32 and p_text ~ app.emoji_pattern()
+$function$;
+comment on function app.is_reaction_emoji(text) is 'Whether a text is one emoji, as a reaction must be: a pictograph (Extended_Pictographic or Emoji_Presentation, with U+FE0F or a skin tone), a ZWJ sequence of them, a flag, a subdivision flag or a keycap; at most 32 code points (db/migrations/committed/000029-hostile-input-two.sql, split 05-reaction-emoji.sql).';
+grant execute on function app.is_reaction_emoji(text) to pressroom_api;
+grant execute on function app.is_reaction_emoji(text) to pressroom_definer;
+grant execute on function app.is_reaction_emoji(text) to pressroom_worker;
+revoke all on function app.is_reaction_emoji(text) from public;
 
 CREATE OR REPLACE FUNCTION app.is_request_role()
  RETURNS boolean
@@ -11944,6 +12011,11 @@ AS $function$
 declare
   v_key text := app.current_approver_key();
 begin
+  if not app.is_reaction_emoji(p_emoji) then
+    perform app.raise_field_problems(jsonb_build_array(app.field_problem('emoji', 'not_an_emoji',
+      'one emoji: a pictograph (with U+FE0F or a skin tone), a ZWJ sequence of them, a flag or a keycap, at most 32 code points')),
+      'A reaction is one emoji; see details.fields.');
+  end if;
   if not exists (select 1 from app.review_activity a where a.id = p_activity and a.item_id = it.id) then
     perform app.raise_not_found('activity entry', p_activity);
   end if;
@@ -11961,7 +12033,7 @@ begin
   return jsonb_build_object('activityId', p_activity, 'emoji', p_emoji, 'reacted', p_add);
 end
 $function$;
-comment on function app.review_react(app.reviews,app.review_items,uuid,text,boolean) is 'Adds (replacing the caller''s previous one) or removes the caller''s emoji on an activity entry of the item; 404 when there is nothing to remove.';
+comment on function app.review_react(app.reviews,app.review_items,uuid,text,boolean) is 'Adds (replacing the caller''s previous one) or removes the caller''s emoji on an activity entry of the item; 400 VALIDATION_FAILED (field emoji, not_an_emoji) when it is not one emoji (app.is_reaction_emoji), 404 when there is nothing to remove.';
 grant execute on function app.review_react(app.reviews,app.review_items,uuid,text,boolean) to pressroom_api;
 grant execute on function app.review_react(app.reviews,app.review_items,uuid,text,boolean) to pressroom_definer;
 revoke all on function app.review_react(app.reviews,app.review_items,uuid,text,boolean) from public;
@@ -15789,6 +15861,85 @@ grant execute on function app.workspace_json(app.workspaces,text) to pressroom_d
 grant execute on function app.workspace_json(app.workspaces,text) to pressroom_worker;
 revoke all on function app.workspace_json(app.workspaces,text) from public;
 
+CREATE OR REPLACE FUNCTION app.wrong_credential_kind(p_token_hash bytea, p_route_takes text, p_class text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_link app.review_links;
+  v_key app.api_keys;
+  v_user app.users;
+  v_session_id uuid;
+  v_kind text;
+  v_principal jsonb;
+  v_bucket text;
+  v_limit int;
+  v_rate jsonb;
+begin
+  if p_token_hash is null then
+    return null;
+  end if;
+  if p_route_takes = 'member' then
+    select * into v_link from app.review_links
+    where token_hash = p_token_hash and revoked_at is null and (expires_at is null or expires_at > now());
+    if v_link.id is null then
+      return null;
+    end if;
+    v_kind := 'review_link';
+    v_principal := jsonb_build_object('actorKind', 'review_link', 'reviewLinkId', v_link.id,
+      'organizationId', v_link.organization_id);
+    v_bucket := 'review_link:' || v_link.id;
+  elsif p_route_takes = 'review_link' then
+    select s.id into v_session_id
+    from app.sessions s join app.users u on u.id = s.user_id
+    where s.token_hash = p_token_hash and s.revoked_at is null and s.expires_at > now() and u.status = 'active';
+    if v_session_id is not null then
+      select u.* into v_user from app.users u join app.sessions s on s.user_id = u.id where s.id = v_session_id;
+      v_kind := 'session';
+      v_principal := jsonb_build_object('actorKind', 'user', 'userId', v_user.id, 'sessionId', v_session_id,
+        'organizationId', v_user.organization_id, 'orgRole', v_user.org_role);
+      v_bucket := 'principal:' || v_user.id;
+    else
+      select * into v_key from app.api_keys where key_hash = p_token_hash;
+      if v_key.id is null then
+        return null;
+      end if;
+      v_kind := 'api_key';
+      v_principal := jsonb_build_object('actorKind', 'api_key', 'apiKeyId', v_key.id, 'apiKeyPrefix', v_key.key_prefix,
+        'organizationId', v_key.organization_id, 'userId', v_key.created_by);
+      v_bucket := 'principal:' || v_key.id;
+    end if;
+  else
+    raise exception 'app.wrong_credential_kind: unknown route family %', p_route_takes;
+  end if;
+  v_principal := v_principal || jsonb_build_object('plan',
+    (select o.plan from app.organizations o where o.id = (v_principal ->> 'organizationId')::uuid));
+  -- The credential's own per-minute limit (the link's, or the principal's as
+  -- on routes without a workspace), so refused calls stay bounded.
+  v_limit := app.setting_int('rate_limit_' || p_class);
+  v_rate := app.rate_limit_hit(v_bucket, p_class, v_limit);
+  if not (v_rate ->> 'allowed')::boolean then
+    return jsonb_build_object('principal', v_principal, 'rate', v_rate,
+      'error', jsonb_build_object('status', 429, 'code', 'RATE_LIMITED',
+        'message', format('The %s limit of %s requests per minute for this credential is used up; retry after %s s.', p_class, v_limit, v_rate ->> 'reset'),
+        'details', jsonb_build_object('class', p_class, 'limit', v_limit, 'retryAfter', (v_rate ->> 'reset')::int)));
+  end if;
+  return jsonb_build_object('principal', v_principal, 'rate', v_rate,
+    'error', jsonb_build_object('status', 401, 'code', 'WRONG_CREDENTIAL_KIND',
+      'message', case v_kind
+        when 'review_link' then 'This is a client review link token: it opens only the /v1/review-link routes. Send an API key or session token here: Authorization: Bearer <API key or session token>.'
+        when 'session' then 'This is a session token: the /v1/review-link routes take only a client review link token (Authorization: Bearer prr_...).'
+        else 'This is an API key: the /v1/review-link routes take only a client review link token (Authorization: Bearer prr_...).' end,
+      'details', jsonb_build_object('credential', v_kind,
+        'accepted', case when p_route_takes = 'member' then jsonb_build_array('api_key', 'session') else jsonb_build_array('review_link') end)));
+end
+$function$;
+alter function app.wrong_credential_kind(bytea,text,text) owner to pressroom_definer;
+comment on function app.wrong_credential_kind(bytea,text,text) is 'For a bearer its gate did not find (p_route_takes: member for api.gate_guarded, review_link for api.gate_review_link): when it is a credential of the other family that its own routes would not count as failed (a live review link; an API key in any state; a live session of an active user), the 401 WRONG_CREDENTIAL_KIND answer with its principal (audited as it), counted against the credential''s own rate limit (429 RATE_LIMITED beyond) and not in app.auth_failures; null otherwise.';
+revoke all on function app.wrong_credential_kind(bytea,text,text) from public;
+
 -- ============================================================================
 -- Schema api
 -- ============================================================================
@@ -18571,6 +18722,7 @@ declare
   v_principal jsonb;
   v_limit int := app.setting_int('rate_limit_' || p_class);
   v_rate jsonb;
+  v_other jsonb;
 begin
   select failures into v_failures from app.auth_failures where client = p_client and window_start = v_window;
   if coalesce(v_failures, 0) >= app.setting_int('auth_failure_limit') then
@@ -18583,6 +18735,13 @@ begin
   select * into v_link from app.review_links where token_hash = p_token_hash;
   if p_token_hash is null or v_link.id is null or v_link.revoked_at is not null
      or (v_link.expires_at is not null and v_link.expires_at <= now()) then
+    -- An API key or a live session is a credential, of the other family: refused, not counted.
+    if v_link.id is null then
+      v_other := app.wrong_credential_kind(p_token_hash, 'review_link', p_class);
+      if v_other is not null then
+        return v_other;
+      end if;
+    end if;
     perform app.flush_auth_failures(p_client);
     insert into app.auth_failures as f (client, window_start, failures, audited)
     values (p_client, v_window, 1, 1)
@@ -18615,7 +18774,7 @@ begin
 end
 $function$;
 alter function api.gate_review_link(bytea,text,text) owner to pressroom_definer;
-comment on function api.gate_review_link(bytea,text,text) is 'The gate of the client-review routes (server/http/pipeline.ts, operations with x-auth: reviewLink), as pressroom_app: the review link of the bearer token (SHA-256), live (not revoked, not expired), of an organization on the standard plan or higher (401 PLAN_REQUIRED), the rate limit per link, and the failed-credential guard of api.gate_guarded. Returns the principal (actorKind review_link) and the link''s workspace.';
+comment on function api.gate_review_link(bytea,text,text) is 'The gate of the client-review routes (server/http/pipeline.ts, operations with x-auth: reviewLink), as pressroom_app: the review link of the bearer token (SHA-256), live (not revoked, not expired), of an organization on the standard plan or higher (401 PLAN_REQUIRED), the rate limit per link, and the failed-credential guard of api.gate_guarded. An API key or a live session is refused with 401 WRONG_CREDENTIAL_KIND (app.wrong_credential_kind) and not counted as a failed credential. Returns the principal (actorKind review_link) and the link''s workspace.';
 grant execute on function api.gate_review_link(bytea,text,text) to pressroom_app;
 revoke all on function api.gate_review_link(bytea,text,text) from public;
 
@@ -19391,6 +19550,68 @@ alter function api.import_workbench_csv(uuid,jsonb) owner to pressroom_api;
 comment on function api.import_workbench_csv(uuid,jsonb) is 'Serves POST /v2/workspaces/{workspaceId}/workbench/pages/{pageId}/import and /import/validate (importWorkbenchCsv_v2, validateWorkbenchCsvImport_v2). Maps the parsed CSV''s columns by header, reads each line (times in the workspace''s zone or with an offset; channels, tags, pillar, format, campaign by name or id), flags possible duplicates (same caption on a same channel within 24 hours, in the file or the workspace), and creates each line''s row through app.workbench_insert_row (content rules included) in its own subtransaction; one result per line with its line number. A dry run rolls everything back; a commit with invalid lines imports nothing (400 CSV_IMPORT_INVALID) unless allowPartial. Requires the editor role; 404 NOT_FOUND, 400 CSV_HEADER_INVALID, 400 CSV_TOO_LARGE.';
 grant execute on function api.import_workbench_csv(uuid,jsonb) to pressroom_request;
 revoke all on function api.import_workbench_csv(uuid,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION api.inbox_hook_guard(p_client text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_window timestamptz := date_trunc('minute', now());
+  v_reset int := greatest(1, ceil(extract(epoch from (date_trunc('minute', now()) + interval '1 minute' - clock_timestamp())))::int);
+  v_failures int;
+begin
+  if p_client is null or p_client = '' then
+    raise exception 'api.inbox_hook_guard: the client address is required';
+  end if;
+  select failures into v_failures from app.auth_failures where client = p_client and window_start = v_window;
+  if coalesce(v_failures, 0) >= app.setting_int('auth_failure_limit') then
+    -- Over the limit: refused before the hook is looked up or its signature
+    -- checked (a right one would answer like a wrong one), counted in the
+    -- window's summary row.
+    update app.auth_failures set failures = failures + 1 where client = p_client and window_start = v_window;
+    return jsonb_build_object('audit', false, 'retryAfter', v_reset,
+      'error', jsonb_build_object('status', 429, 'code', 'AUTH_THROTTLED',
+        'message', 'Too many failed credentials from this address; retry after the time in Retry-After.',
+        'details', jsonb_build_object('retryAfter', v_reset)));
+  end if;
+  return jsonb_build_object('audit', true);
+end
+$function$;
+alter function api.inbox_hook_guard(text) owner to pressroom_definer;
+comment on function api.inbox_hook_guard(text) is 'Runs first for every call of the inbound hooks (server/routes/hooks.ts), as pressroom_app: the failed-credential guard of api.gate_guarded for the client address (p_client, honouring TRUST_PROXY). With auth_failure_limit failed credentials in the current minute (refused hook calls and the pipeline''s alike, table app.auth_failures) the address is answered 429 AUTH_THROTTLED (audit false, retryAfter) before the hook is looked up; else {audit: true}.';
+grant execute on function api.inbox_hook_guard(text) to pressroom_app;
+revoke all on function api.inbox_hook_guard(text) from public;
+
+CREATE OR REPLACE FUNCTION api.inbox_hook_refused(p_client text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_window timestamptz := date_trunc('minute', now());
+  v_audit_first int := app.setting_int('auth_failure_audit');
+  v_failures int;
+begin
+  if p_client is null or p_client = '' then
+    raise exception 'api.inbox_hook_refused: the client address is required';
+  end if;
+  perform app.flush_auth_failures(p_client);
+  insert into app.auth_failures as f (client, window_start, failures, audited)
+  values (p_client, v_window, 1, case when v_audit_first >= 1 then 1 else 0 end)
+  on conflict (client, window_start) do update
+    set failures = f.failures + 1,
+        audited = f.audited + case when f.failures < v_audit_first then 1 else 0 end
+  returning failures into v_failures;
+  return jsonb_build_object('audit', v_failures <= v_audit_first);
+end
+$function$;
+alter function api.inbox_hook_refused(text) owner to pressroom_definer;
+comment on function api.inbox_hook_refused(text) is 'Called by the inbound hooks (server/routes/hooks.ts), as pressroom_app, for a refused call (unknown source or integration, missing, wrong or stale signature, verify token mismatch, a malformed check): counts a failed credential of the client address in app.auth_failures (closed windows of the address flushed first) and answers {audit}: true for the first auth_failure_audit of the minute, which the caller audits one by one; the rest are counted in the summary row of app.flush_auth_failures.';
+grant execute on function api.inbox_hook_refused(text) to pressroom_app;
+revoke all on function api.inbox_hook_refused(text) from public;
 
 CREATE OR REPLACE FUNCTION api.inbox_hook_target(p_source text, p_integration uuid)
  RETURNS jsonb

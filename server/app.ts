@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import cors from 'cors';
 import express, { type NextFunction, type Request, type Response } from 'express';
@@ -37,11 +38,54 @@ export const CORS_EXPOSED_HEADERS = [
   'Allow',
 ] as const;
 
-const REDOC_PAGE = `<!doctype html>
+/**
+ * The reference page at /docs: Redoc from this origin, started by
+ * /docs/redoc-init.js with the page's nonce (read from the csp-nonce meta
+ * element: browsers hide a nonce attribute from scripts, so Redoc's own
+ * <redoc nonce> attribute would reach it empty), which Redoc sets on the
+ * <style> elements it injects.
+ */
+const redocPage = (nonce: string) => `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Pressroom API reference</title>
-<meta name="viewport" content="width=device-width, initial-scale=1"></head>
-<body><redoc spec-url="/docs/openapi.json"></redoc>
-<script src="/docs/redoc.standalone.js"></script></body></html>`;
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="csp-nonce" content="${nonce}"></head>
+<body><div id="redoc"></div>
+<script src="/docs/redoc.standalone.js"></script>
+<script src="/docs/redoc-init.js"></script></body></html>`;
+
+const REDOC_INIT = `Redoc.init('/docs/openapi.json', { nonce: document.querySelector('meta[name="csp-nonce"]').content }, document.getElementById('redoc'));\n`;
+
+/**
+ * Inline styles Redoc (redoc/bundles/redoc.standalone.js, 2.5.4) injects
+ * before it has read its nonce option, allowed by their SHA-256: the
+ * perfect-scrollbar stylesheet its bundle inserts as it loads, and an empty
+ * <style> element. A Redoc upgrade that changes them shows as a CSP
+ * violation in the Chromium check of tests/api/hostile.test.ts.
+ */
+const REDOC_STYLE_HASHES = ["'sha256-QMIg+bpjm3JdElJ388KYke01izlUW0UoNOeKjpMxdgc='", "'sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU='"];
+
+/**
+ * The Content-Security-Policy of /docs: scripts from this origin only (the
+ * Redoc bundle and its start), styles from this origin, with the page's nonce
+ * or one of REDOC_STYLE_HASHES, the contract fetched from this origin,
+ * Redoc's search index in a worker it starts from a blob: URL, images and
+ * fonts from this origin or inline (the Redocly logo Redoc loads from its CDN
+ * is blocked); nothing may frame the page.
+ */
+export function docsCsp(nonce: string) {
+  return [
+    "default-src 'none'",
+    "script-src 'self'",
+    `style-src 'self' 'nonce-${nonce}' ${REDOC_STYLE_HASHES.join(' ')}`,
+    "connect-src 'self'",
+    'worker-src blob:',
+    "img-src 'self' data:",
+    "font-src 'self' data:",
+    "base-uri 'none'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
 
 /**
  * Builds the Express app from the process's dependencies (server/deps.ts,
@@ -57,6 +101,12 @@ export function createApp(deps: AppDeps, options: AppOptions = {}) {
   app.set('trust proxy', config.TRUST_PROXY);
   app.set('query parser', 'extended');
 
+  // Every answer, whatever answers it (routes, hooks, MCP, the storage and calendar routers, the 404 and
+  // error handlers): browsers take its Content-Type as sent and never sniff JSON or text into HTML or script.
+  app.use((_req: Request, res: Response, next: NextFunction) => {
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    next();
+  });
   app.use(httpMetrics());
   app.use((req: Request, res: Response, next: NextFunction) => {
     const id = requestIdOf(req);
@@ -107,8 +157,15 @@ export function createApp(deps: AppDeps, options: AppOptions = {}) {
   app.get('/docs/redoc.standalone.js', (_req, res) => {
     res.sendFile(require.resolve('redoc/bundles/redoc.standalone.js'));
   });
+  app.get('/docs/redoc-init.js', (_req, res) => {
+    res.type('text/javascript').send(REDOC_INIT);
+  });
   app.get('/docs', (_req, res) => {
-    res.type('html').send(REDOC_PAGE);
+    const nonce = randomBytes(16).toString('base64');
+    res.setHeader('Content-Security-Policy', docsCsp(nonce));
+    res.setHeader('X-Frame-Options', 'DENY');
+    res.setHeader('Referrer-Policy', 'no-referrer');
+    res.type('html').send(redocPage(nonce));
   });
 
   // The calendar page at /app (server/calendar-page.ts, docs/calendar.md): a browser client of this API.

@@ -90,8 +90,21 @@ export const ConfigSchema = z.object({
 
 export type Config = z.infer<typeof ConfigSchema>;
 
+/**
+ * The environment with every empty variable left out: `DATABASE_URL=` (what
+ * Compose's `${VAR:-}`, `docker run -e VAR=` and many `.env` files give) or a
+ * value of blanks only means unset, so the setting's default applies, as the
+ * README's "Configuration" says. Without this an empty string is a value:
+ * an invalid URL, port 0 (a random port), or an enum no one chose.
+ */
+export function setVariables(env: NodeJS.ProcessEnv): Record<string, string> {
+  const set: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) if (v !== undefined && v.trim() !== '') set[k] = v;
+  return set;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<Config> = {}): Config {
-  const parsed = ConfigSchema.safeParse(env);
+  const parsed = ConfigSchema.safeParse(setVariables(env));
   if (!parsed.success) {
     const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ');
     throw new Error(`Invalid configuration: ${problems}`);

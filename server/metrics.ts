@@ -12,7 +12,8 @@
 //   pressroom_publish_lateness_seconds         sent time - scheduled time
 //   pressroom_publish_limit_deferrals_total    editions put back by a publish limit
 //   pressroom_publish_batch_size               jobs per claim statement
-//   plus prom-client's default process metrics (pressroom_process_*, pressroom_nodejs_*).
+//   plus prom-client's default process metrics (pressroom_process_*, pressroom_nodejs_*),
+//   less its three gauges named *_total (DROPPED_DEFAULTS below).
 //
 // Served on the API port by `GET /metrics` behind `Authorization: Bearer
 // $METRICS_TOKEN` (off while unset), or, with METRICS_PORT, on a port of its
@@ -28,6 +29,17 @@ import { asWorker } from './db/worker.ts';
 
 export const registry = new Registry();
 collectDefaultMetrics({ register: registry, prefix: 'pressroom_' });
+
+/**
+ * prom-client's defaults include three gauges whose names end in `_total`,
+ * which the exposition format's naming rule keeps for counters (`promtool
+ * check metrics`: "non-counter metrics should not have _total suffix"). Each
+ * is the sum of the by-type gauge of the same name without the suffix
+ * (`pressroom_nodejs_active_handles{type}` etc.), which stays: `sum()` of it
+ * answers the same. tests/api/metrics.test.ts holds every series to the rule.
+ */
+const DROPPED_DEFAULTS = ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total'].map((n) => `pressroom_${n}`);
+for (const name of DROPPED_DEFAULTS) registry.removeSingleMetric(name);
 
 export const httpRequests = new Counter({
   name: 'pressroom_http_requests_total',

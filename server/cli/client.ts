@@ -12,10 +12,12 @@ import { createInterface } from 'node:readline';
 import { parseArgs, type ParseArgsOptionsConfig } from 'node:util';
 import {
   createPressroomClient,
+  isEdition,
   paginateOffset,
   PressroomError,
   unwrap,
   uploadMedia,
+  type ContentListEntry,
   type PressroomClient,
   type Schema,
 } from '../../clients/typescript/src/index.ts';
@@ -48,10 +50,14 @@ export const CLIENT_USAGE = `API client (needs a running server and an API key):
                   Forgets the key of that URL.
   workspaces      The workspaces the key can use.
   content list [--status S] [--limit N] [--offset N] [--all]
+                  Editions: one per channel of a root (drafts, scheduled, sent, failed).
+  content roots [--limit N] [--offset N] [--all]
+                  Roots with their editions, ideas (no channel yet) included.
   content get ID   (ID: an edition, as content list shows)
   content create --caption TEXT [--channel INTEGRATION_ID]... [--media MEDIA_ID]...
                  [--title T] [--at ISO_TIME | --now]
-                  A draft unless --at (scheduled) or --now (published at once).
+                  A draft unless --at (scheduled) or --now (published at once): one
+                  edition per --channel; without one, an idea (see content roots).
   content check --caption TEXT [--channel INTEGRATION_ID]... [--media MEDIA_ID]...
                  [--title T] [--at ISO_TIME | --now]
                   The same body checked against each channel's platform rules;
@@ -64,6 +70,15 @@ export const CLIENT_USAGE = `API client (needs a running server and an API key):
   media upload FILE... [--folder ID] [--alt TEXT]
                   Signed upload of each file; a progress bar on a terminal.
   integrations list
+  integrations create --platform P --name NAME [--username U]
+                 [--connector sandbox|webhook] [--behavior B] [--webhook-url URL] [--secret S]
+                  Connects a channel (manager role). sandbox (the default) simulates
+                  platform P with its rules; --behavior succeed|fail|
+                  transient-then-succeed|unknown. webhook POSTs each publish, signed,
+                  to --webhook-url; the secret is issued and shown once unless --secret.
+  integrations delete ID
+                  Disconnects a channel (manager role; refused while editions are
+                  scheduled on it).
   reviews inbox [--platform P] [--urgency overdue|today|week|later|all]
   analytics summary [--from YYYY-MM-DD] [--to YYYY-MM-DD] [--integration ID]...
 
@@ -169,7 +184,7 @@ interface Session {
 
 function session(values: Values, env: NodeJS.ProcessEnv): Session {
   const config = readConfig(env);
-  const given = (values.url as string | undefined) ?? env.PRESSROOM_URL ?? config.current;
+  const given = (values.url as string | undefined) ?? (env.PRESSROOM_URL || config.current);
   if (!given) throw new CliFailure('NOT_SIGNED_IN', 'No server: run `pressroom login --url URL`, or set PRESSROOM_URL and PRESSROOM_API_KEY.', EXIT.UNAUTHENTICATED);
   const baseUrl = normalizeUrl(given);
   const stored = config.servers[baseUrl];
@@ -301,7 +316,7 @@ async function connect(ctx: Ctx): Promise<{ sdk: PressroomClient; s: Session }> 
 
 async function workspaceOf(ctx: Ctx): Promise<{ sdk: PressroomClient; ws: string }> {
   const { sdk, s } = await connect(ctx);
-  const given = (ctx.values.workspace as string | undefined) ?? ctx.io.env.PRESSROOM_WORKSPACE ?? s.storedWorkspace;
+  const given = (ctx.values.workspace as string | undefined) ?? (ctx.io.env.PRESSROOM_WORKSPACE || s.storedWorkspace);
   if (given) return { sdk, ws: uuidArg(given, '--workspace') };
   const { data } = await unwrap(sdk.GET('/v1/workspaces'));
   if (data.length === 1) return { sdk, ws: data[0].id };
@@ -339,13 +354,13 @@ async function readKey(ctx: Ctx): Promise<string> {
 
 const contentPath = (ws: string, id: string) => ({ params: { path: { workspaceId: ws, id } } });
 
-type ContentListItem = Schema<'ContentListItem'>;
-type Tombstone = Schema<'ContentTombstone'>;
+const contentRow = (c: ContentListEntry): Cell[] => (isEdition(c) ? [c.id, c.status, c.platform, c.scheduledAt, c.caption] : [c.id, 'deleted', '-', '-', '-']);
 
-const contentRow = (c: ContentListItem | Tombstone): Cell[] =>
-  'deleted' in c && c.deleted ? [c.id, 'deleted', '-', '-', '-'] : [c.id, (c as ContentListItem).status, (c as ContentListItem).platform, (c as ContentListItem).scheduledAt, (c as ContentListItem).caption];
+/** Where a root with no channel is: the API lists editions under {ws}/content and roots (ideas included) under {ws}/content-roots. */
+const IDEA_NOTE = 'an idea: no channel, so no edition yet. `content list` lists editions; `content roots` lists it (and every root)';
 
 function mutation(r: Schema<'ContentMutationResult'>, verb: string): Result {
+  if (r.editions.length === 0) return { json: r, human: `${verb}: root ${r.rootId}, ${IDEA_NOTE}.\n` };
   return {
     json: r,
     human: `${verb}: root ${r.rootId}\n` + table(['EDITION', 'STATUS', 'INTEGRATION', 'SCHEDULED'], r.editions.map((e) => [e.id, e.status, e.integrationId, e.scheduledAt]), { stdoutIsTTY: false }),
@@ -405,7 +420,7 @@ const COMMANDS: Record<string, Record<string, Sub>> = {
       args: { min: 0, max: 0, names: '' },
       async run(ctx) {
         const config = readConfig(ctx.io.env);
-        const given = (ctx.values.url as string | undefined) ?? ctx.io.env.PRESSROOM_URL ?? config.current;
+        const given = (ctx.values.url as string | undefined) ?? (ctx.io.env.PRESSROOM_URL || config.current);
         if (!given) throw new CliUsage('login needs --url URL (or PRESSROOM_URL)');
         const baseUrl = normalizeUrl(given);
         const apiKey = await readKey(ctx);
@@ -429,7 +444,7 @@ const COMMANDS: Record<string, Record<string, Sub>> = {
       args: { min: 0, max: 0, names: '' },
       async run(ctx) {
         const config = readConfig(ctx.io.env);
-        const given = (ctx.values.url as string | undefined) ?? ctx.io.env.PRESSROOM_URL ?? config.current;
+        const given = (ctx.values.url as string | undefined) ?? (ctx.io.env.PRESSROOM_URL || config.current);
         if (!given) return { json: { removed: false }, human: 'Not signed in.\n' };
         const baseUrl = normalizeUrl(given);
         const removed = Object.hasOwn(config.servers, baseUrl);
@@ -460,7 +475,7 @@ const COMMANDS: Record<string, Record<string, Sub>> = {
         const limit = intFlag(ctx.values, 'limit', 1, 100) ?? 20;
         const offset = intFlag(ctx.values, 'offset', 0, 1_000_000) ?? 0;
         const page = (o: number, l: number) => sdk.GET('/v1/workspaces/{workspaceId}/content', { params: { path: { workspaceId: ws }, query: { offset: o, limit: l, ...(status ? { status } : {}) } } });
-        let items: (ContentListItem | Tombstone)[];
+        let items: ContentListEntry[];
         let meta: unknown;
         if (ctx.values.all) {
           items = [];
@@ -472,8 +487,41 @@ const COMMANDS: Record<string, Record<string, Sub>> = {
           meta = body.meta;
         }
         const m = meta as { total: number; hasMore?: boolean };
-        const footer = !ctx.values.all && m.hasMore ? `${items.length} of ${m.total}; more with --offset ${offset + items.length} or --all\n` : '';
+        const footer =
+          !ctx.values.all && m.hasMore
+            ? `${items.length} of ${m.total}; more with --offset ${offset + items.length} or --all\n`
+            : items.length === 0 && offset === 0
+              ? 'No editions. Content created without a channel is an idea, with no edition: `pressroom content roots` lists it.\n'
+              : '';
         return { json: { data: items, meta }, human: table(['ID', 'STATUS', 'PLATFORM', 'SCHEDULED', 'CAPTION'], items.map(contentRow), ctx.io) + footer };
+      },
+    },
+    roots: {
+      options: { limit: { type: 'string' }, offset: { type: 'string' }, all: { type: 'boolean' } },
+      args: { min: 0, max: 0, names: '' },
+      async run(ctx) {
+        const { sdk, ws } = await workspaceOf(ctx);
+        const limit = intFlag(ctx.values, 'limit', 1, 500) ?? 20;
+        const offset = intFlag(ctx.values, 'offset', 0, 1_000_000) ?? 0;
+        const page = (o: number, l: number) => sdk.GET('/v1/workspaces/{workspaceId}/content-roots', { params: { path: { workspaceId: ws }, query: { offset: o, limit: l } } });
+        let roots: Schema<'ContentRoot'>[];
+        let meta: Schema<'ContentPageMeta'> | { total: number };
+        if (ctx.values.all) {
+          roots = [];
+          for await (const root of paginateOffset((o) => page(o, 500), offset)) roots.push(root);
+          meta = { total: roots.length };
+        } else {
+          ({ data: roots, meta } = await unwrap(page(offset, limit)));
+        }
+        const footer = 'hasMore' in meta && meta.hasMore ? `${roots.length} of ${meta.total}; more with --offset ${offset + roots.length} or --all\n` : '';
+        const rows = roots.map((r): Cell[] => [
+          r.id,
+          r.editions.length ? r.editions.map((e) => `${e.platform}:${e.status}`).join(' ') : 'idea',
+          r.title ?? r.organizationalTitle,
+          r.caption,
+          r.updatedAt,
+        ]);
+        return { json: { data: roots, meta }, human: table(['ROOT', 'EDITIONS', 'TITLE', 'CAPTION', 'UPDATED'], rows, ctx.io) + footer };
       },
     },
     get: {
@@ -600,6 +648,56 @@ const COMMANDS: Record<string, Record<string, Sub>> = {
         return { json: data, human: table(['ID', 'PLATFORM', 'NAME', 'USERNAME', 'STATUS', 'CONNECTOR'], data.map((i) => [i.id, i.platform, i.name, i.username, i.status, i.connector]), ctx.io) };
       },
     },
+    create: {
+      options: {
+        platform: { type: 'string' },
+        name: { type: 'string' },
+        connector: { type: 'string' },
+        username: { type: 'string' },
+        behavior: { type: 'string' },
+        // --url is the server's (every client command takes it).
+        'webhook-url': { type: 'string' },
+        secret: { type: 'string' },
+      },
+      args: { min: 0, max: 0, names: '' },
+      async run(ctx) {
+        // The body of POST {ws}/integrations as given; the API applies its rules
+        // (manager role, platforms, connector settings, the webhook URL guard).
+        const v = ctx.values as Record<string, string | undefined>;
+        const missing = ['platform', 'name'].filter((f) => v[f] === undefined);
+        if (missing.length) throw new CliUsage(`integrations create needs ${missing.map((f) => `--${f}`).join(', ')}`);
+        const body = {
+          connector: (v.connector ?? 'sandbox') as Schema<'CreateIntegrationDto'>['connector'],
+          platform: v.platform as Schema<'IntegrationPlatform'>,
+          name: v.name!,
+          ...(v.username !== undefined ? { username: v.username } : {}),
+          ...(v.behavior !== undefined ? { settings: { behavior: v.behavior as NonNullable<Schema<'IntegrationSettings'>['behavior']> } } : {}),
+          ...(v['webhook-url'] !== undefined ? { url: v['webhook-url'] } : {}),
+          ...(v.secret !== undefined ? { secret: v.secret } : {}),
+        };
+        const { sdk, ws } = await workspaceOf(ctx);
+        const { data } = await unwrap(sdk.POST('/v1/workspaces/{workspaceId}/integrations', { params: { path: { workspaceId: ws } }, body }));
+        const pairs: [string, Cell][] = [
+          ['id', data.id],
+          ['connector', data.connector],
+          ['platform', data.platform],
+          ['name', data.name],
+          ['username', data.username],
+          ['status', data.status],
+          ['webhookUrl', data.webhookUrl],
+        ];
+        if (data.secret) pairs.push(['secret', `${data.secret}  (shown this once: store it in the receiver)`]);
+        return { json: data, human: `Connected ${data.platformName} (${data.connector}); use it with --channel ${data.id}\n` + fields(pairs) };
+      },
+    },
+    delete: {
+      args: { min: 1, max: 1, names: 'ID' },
+      async run(ctx) {
+        const { sdk, ws } = await workspaceOf(ctx);
+        const { data } = await unwrap(sdk.DELETE('/v1/workspaces/{workspaceId}/integrations/{id}', { params: { path: { workspaceId: ws, id: uuidArg(ctx.positionals[0], 'ID') } } }));
+        return { json: data, human: `Disconnected ${data.id}.\n` };
+      },
+    },
   },
   reviews: {
     inbox: {
@@ -675,6 +773,47 @@ function failure(code: string, message: string, exitCode: number, json: boolean,
   return { exitCode, stdout: '', stderr: text };
 }
 
+/** Options whose empty value is a value, left to the API's rules (texts). */
+const MAY_BE_EMPTY = new Set(['caption', 'title', 'alt']);
+const EMPTY_HINT: Record<string, string> = {
+  channel: 'it takes an integration id: `pressroom integrations list` shows them, `pressroom integrations create --platform x --name NAME` connects a sandbox one',
+  integration: 'it takes an integration id: `pressroom integrations list` shows them',
+  workspace: 'it takes a workspace id: `pressroom workspaces` shows them',
+  media: 'it takes a media id: `pressroom media upload FILE` prints it',
+  folder: 'it takes a media folder id',
+};
+
+/**
+ * An option given an empty value (`--channel ""`, or `--channel "$ID"` with ID
+ * unset): a usage error naming the option, rather than "must be a UUID (got
+ * "")" or, for a text the API would take, a silent empty value.
+ */
+function emptyOption(values: Values): string | null {
+  for (const [name, v] of Object.entries(values)) {
+    if (MAY_BE_EMPTY.has(name)) continue;
+    for (const one of Array.isArray(v) ? v : [v]) {
+      if (typeof one === 'string' && one.trim() === '') return `--${name} is empty (an unset shell variable?); ${EMPTY_HINT[name] ?? 'give it a value or leave it out'}`;
+    }
+  }
+  return null;
+}
+
+/**
+ * node:util parseArgs' message, first line; its "argument is ambiguous" (an
+ * option followed by another option, as `--channel $ID --at T` becomes when
+ * ID is empty and unquoted) said plainly.
+ */
+function parseProblem(e: Error, args: string[]): string {
+  const first = e.message.split('\n')[0];
+  const m = /^Option '(-{1,2}[^' ]+)' argument is ambiguous/.exec(first);
+  if (!m) return first;
+  const next = args[args.indexOf(m[1]) + 1];
+  return (
+    `${m[1]} has no value: the argument after it, "${next}", is an option (an empty shell variable left unquoted?). ` +
+    `Quote the value ("$VAR"); a value that starts with a dash is written ${m[1]}=VALUE`
+  );
+}
+
 export async function runClient(argv: string[], io: ClientIO): Promise<ClientOutcome> {
   const json = argv.includes('--json');
   const [command, ...rest] = argv;
@@ -695,10 +834,12 @@ export async function runClient(argv: string[], io: ClientIO): Promise<ClientOut
   try {
     ({ values, positionals } = parseArgs({ args, options: { ...COMMON, ...sub.options }, strict: true, allowPositionals: true }) as { values: Values; positionals: string[] });
   } catch (e) {
-    return failure('USAGE', `${command}${subName ? ` ${subName}` : ''}: ${(e as Error).message.split('\n')[0]}`, EXIT.USAGE, json);
+    return failure('USAGE', `${command}${subName ? ` ${subName}` : ''}: ${parseProblem(e as Error, args)}`, EXIT.USAGE, json);
   }
   if (values.help) return { exitCode: 0, stdout: CLIENT_USAGE };
   const label = `${command}${subName ? ` ${subName}` : ''}`;
+  const empty = emptyOption(values);
+  if (empty) return failure('USAGE', `${label}: ${empty}`, EXIT.USAGE, json);
   if (positionals.length < sub.args.min || positionals.length > sub.args.max) {
     const want = sub.args.max === 0 ? 'no arguments' : sub.args.names;
     return failure('USAGE', `${label} takes ${want} (got ${positionals.length ? positionals.join(' ') : 'none'})`, EXIT.USAGE, json);

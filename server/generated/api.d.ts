@@ -3528,7 +3528,8 @@ export interface paths {
         put?: never;
         /**
          * React to an activity entry (editor role)
-         * @description One emoji per person per entry: a new one replaces the previous.
+         * @description One emoji per person per entry: a new one replaces the previous. `emoji` is one emoji
+         *     (ReviewReactionDto); text or markup is 400 `VALIDATION_FAILED`.
          */
         post: operations["addReviewReaction_v1"];
         delete?: never;
@@ -3550,7 +3551,7 @@ export interface paths {
                 itemId: string;
                 /** @description Activity entry UUID */
                 activityId: string;
-                /** @description The emoji to remove (URL-encoded) */
+                /** @description The emoji to remove, percent-encoded: one emoji, as ReviewReactionDto.emoji (anything else is 400 VALIDATION_FAILED) */
                 emoji: string;
             };
             cookie?: never;
@@ -3800,7 +3801,11 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** React to an activity entry (client reviewer link) */
+        /**
+         * React to an activity entry (client reviewer link)
+         * @description One emoji per person per entry: a new one replaces the previous. `emoji` is one emoji
+         *     (ReviewReactionDto); text or markup is 400 `VALIDATION_FAILED`.
+         */
         post: operations["addReviewLinkReaction_v1"];
         delete?: never;
         options?: never;
@@ -3817,7 +3822,7 @@ export interface paths {
                 itemId: string;
                 /** @description Activity entry UUID */
                 activityId: string;
-                /** @description The emoji to remove (URL-encoded) */
+                /** @description The emoji to remove, percent-encoded: one emoji, as ReviewReactionDto.emoji (anything else is 400 VALIDATION_FAILED) */
                 emoji: string;
             };
             cookie?: never;
@@ -4799,12 +4804,19 @@ export interface paths {
          *       `setInboxHookSecret_v1`) and `hub.challenge`, answered as plain text. Another token is
          *       403 `VERIFY_TOKEN_MISMATCH`.
          *     - `x` (Account Activity challenge-response check): `crc_token`, answered
-         *       `{"response_token": "sha256=<base64 HMAC-SHA256 of crc_token keyed with the consumer secret>"}`.
+         *       `{"response_token": "sha256=<base64 HMAC-SHA256 of crc_token keyed with the consumer secret>"}`,
+         *       for a token shaped like X's only (1 to 64 characters of `A-Z a-z 0-9 + / = _ -`; another is
+         *       400 `VALIDATION_FAILED` naming `query.crc_token`). X signs deliveries with the same HMAC, so
+         *       a token that could be a delivery body (a JSON object) is never signed.
          *     - `sandbox` has no check: 405 `METHOD_NOT_ALLOWED`.
          *
-         *     The answers are the platform's formats, not the envelope. Not throttled (a platform that is
-         *     refused stops delivering). Every call for a known integration writes an audit row, actor
-         *     kind `platform_webhook`.
+         *     The answers are the platform's formats, not the envelope. Throttled as failed credentials: a
+         *     refused check (403, 404, 400, 405) counts against the client address like a bad bearer on the
+         *     other routes, and past the limit (30 a minute by default) every call from that address
+         *     answers 429 `AUTH_THROTTLED` with `Retry-After` before anything is looked at. An answered
+         *     check is not counted. A call for a known integration writes an audit row, actor kind
+         *     `platform_webhook`; refusals are audited one by one only up to a number per address and
+         *     minute (10 by default), the rest in one summary row.
          */
         get: operations["checkInboxHook_v1"];
         put?: never;
@@ -4818,16 +4830,23 @@ export interface paths {
          *       with the app secret>`; `object` `page` / `instagram` with `entry[].changes[]` (comments,
          *       reactions) and `entry[].messaging[]` (direct messages).
          *     - `x`: `x-twitter-webhooks-signature: sha256=<base64 HMAC-SHA256 of the body keyed with the
-         *       consumer secret>`; Account Activity events (`tweet_create_events`,
-         *       `favorite_events`, `direct_message_events`, deletions).
+         *       consumer secret>`, over a body that is a JSON object (anything else is 401
+         *       `SIGNATURE_INVALID`: its signature could be an answer of the CRC check); Account Activity
+         *       events (`tweet_create_events`, `favorite_events`, `direct_message_events`, deletions).
          *     - `sandbox`: Standard Webhooks (`webhook-id`, `webhook-timestamp` within 5 minutes,
          *       `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">`).
          *
          *     The delivery is stored raw with its events, de-duplicated on the platform's event id by a
          *     unique constraint (a redelivery is a 200 whose `newEvents` is 0), and folded into threads by
          *     job `inbox.fold`, so the answer comes in milliseconds. Raw deliveries are deleted after
-         *     `inbox_delivery_retention_days` once folded (docs/inbox.md). Not throttled. Every call for
-         *     a known integration writes an audit row, actor kind `platform_webhook`.
+         *     `inbox_delivery_retention_days` once folded (docs/inbox.md). Throttled as failed credentials:
+         *     a refused delivery (401, 404) counts against the client address like a bad bearer on the
+         *     other routes, and past the limit (30 a minute by default) every call from that address
+         *     answers 429 `AUTH_THROTTLED` with `Retry-After` before the body is read or anything is
+         *     looked at. Accepted deliveries are not counted (a refused platform stops delivering). A
+         *     call for a known integration writes an audit row, actor kind `platform_webhook`; refusals
+         *     are audited one by one only up to a number per address and minute (10 by default), the
+         *     rest in one summary row.
          */
         post: operations["receiveInboxHook_v1"];
         delete?: never;
@@ -6834,9 +6853,17 @@ export interface components {
             updatedAt: string;
         };
         /**
-         * @description Each hashtag is 1 to 100 letters, digits, marks or underscores, optionally after one
-         *     leading '#', which is removed. Duplicates (compared case-insensitively) are dropped.
-         *     Anything else answers 400 (`VALIDATION_FAILED`, or `INVALID_HASHTAG` listing the offenders).
+         * @description Each hashtag is 1 to 100 letters, digits, marks or underscores (Unicode categories L, N
+         *     and M, and `_`), optionally after one leading '#', which is removed. Duplicates (compared
+         *     case-insensitively) are dropped. Anything else answers 400 (`VALIDATION_FAILED` naming
+         *     the item, or `INVALID_HASHTAG` listing the offenders).
+         *
+         *     The rule is the item's `format: hashtag`, which the server checks as the regular
+         *     expression `^#?[\p{L}\p{M}\p{N}_]{1,100}$` in Unicode mode. Its `pattern` is written
+         *     for any validator (ECMA-262 with or without the `u` flag, Python's `re`), so it cannot
+         *     name Unicode categories: it refuses exactly what the rule refuses among ASCII and
+         *     Latin-1, a second '#', spaces and invisible formatting characters, but lets other
+         *     symbols (an emoji) through, and counts the 100 to `maxLength`.
          */
         HashtagList: string[];
         CreateHashtagGroupDto: {
@@ -7809,6 +7836,10 @@ export interface components {
             body: string;
         };
         ReviewReactionDto: {
+            /**
+             * @description One emoji (one grapheme, at most 32 code points): a pictograph (Unicode Extended_Pictographic or Emoji_Presentation), optionally with U+FE0F or one skin-tone modifier (U+1F3FB-U+1F3FF); a ZERO WIDTH JOINER sequence of such pictographs (👨‍👩‍👧, 🏳️‍🌈); a flag (two regional indicators); a subdivision flag (🏴 with tag characters); or a keycap (0-9, # or *, U+FE0F, U+20E3). Anything else (text, markup, two emoji, spaces) is 400 `VALIDATION_FAILED` (`details.fields`: `emoji`, `not_an_emoji`). The rule is SQL's (`app.is_reaction_emoji`).
+             * @example 👍
+             */
             emoji: string;
         };
         RemindReviewDto: {
@@ -8221,7 +8252,8 @@ export interface components {
              *     workspace's time zone; or with `Z` or an offset), `tags`, `pillar`, `format`, `campaign`
              *     (names or ids; several separated by `;`, `|` or `,`), `media_ids`, `notes`. `id` and
              *     `status` (export columns) and unknown headers are ignored (listed in `ignoredColumns`).
-             *     A `'` before `=`, `+`, `-`, `@`, a tab or a carriage return (as the export neutralises
+             *     A `'` before a formula-shaped value (`=`, `+`, `-`, `@`, a tab, a carriage return or a
+             *     look-alike sign, after leading invisible characters and `'`s: as the export neutralises
              *     formulas) is taken off: one, only there. At most 10,000 lines.
              */
             csv: string;
@@ -8341,7 +8373,7 @@ export interface components {
             /** @enum {string} */
             contentType: "text/csv; charset=utf-8";
             rowCount: number;
-            /** @description RFC 4180 text with a UTF-8 BOM and CRLF line ends; columns id, section, title, caption, channels, scheduled_at (the workspace's time zone, with its offset), tags, pillar, format, campaign, media_ids, notes, status. A cell starting with =, +, -, @, a tab or a carriage return (or with 's followed by one) gets a ' before it, so that a spreadsheet does not run it as a formula; the import takes it off again */
+            /** @description RFC 4180 text with a UTF-8 BOM and CRLF line ends; columns id, section, title, caption, channels, scheduled_at (the workspace's time zone, with its offset), tags, pillar, format, campaign, media_ids, notes, status. A cell starting with =, +, -, @, a tab, a carriage return or a look-alike of those signs (full-width ＝ ＋ － ＠, small ﹦ ﹢ ﹣ ﹫, minus −), after any leading whitespace, control, format (zero-width space, BOM) or other default-ignorable characters and 's, gets a ' before it, so that a spreadsheet does not run it as a formula; the import takes it off again */
             csv: string;
         };
         WorkbenchPageDeletion: {
@@ -8744,7 +8776,7 @@ export interface components {
                 "application/json": components["schemas"]["ErrorEnvelope"];
             };
         };
-        /** @description Missing, unknown, revoked or expired credential (`UNAUTHENTICATED`, `KEY_REVOKED`, `KEY_EXPIRED`, `INVALID_CREDENTIALS`), or a plan that does not cover the route (`PLAN_REQUIRED`). */
+        /** @description Missing, unknown, revoked or expired credential (`UNAUTHENTICATED`, `KEY_REVOKED`, `KEY_EXPIRED`, `INVALID_CREDENTIALS`), a valid credential of the other kind (`WRONG_CREDENTIAL_KIND`, a client review link token on a member route or an API key or session token on a `/v1/review-link` route, not counted as a failed credential), or a plan that does not cover the route (`PLAN_REQUIRED`). */
         Unauthorized: {
             headers: {
                 [name: string]: unknown;
@@ -16592,7 +16624,7 @@ export interface operations {
                 itemId: string;
                 /** @description Activity entry UUID */
                 activityId: string;
-                /** @description The emoji to remove (URL-encoded) */
+                /** @description The emoji to remove, percent-encoded: one emoji, as ReviewReactionDto.emoji (anything else is 400 VALIDATION_FAILED) */
                 emoji: string;
             };
             cookie?: never;
@@ -17066,7 +17098,7 @@ export interface operations {
                 itemId: string;
                 /** @description Activity entry UUID */
                 activityId: string;
-                /** @description The emoji to remove (URL-encoded) */
+                /** @description The emoji to remove, percent-encoded: one emoji, as ReviewReactionDto.emoji (anything else is 400 VALIDATION_FAILED) */
                 emoji: string;
             };
             cookie?: never;
@@ -19136,7 +19168,7 @@ export interface operations {
                  */
                 "hub.challenge"?: string;
                 /**
-                 * @description X's check only; the token to sign.
+                 * @description X's check only; the token to sign, shaped like X's (base64 or base64url, at most 64 characters, never JSON).
                  * @example 9b4507b3-9f8b-4d0c-a7f0-5d6a5c8f7a21
                  */
                 crc_token?: string;
@@ -19169,7 +19201,7 @@ export interface operations {
                     "application/json": components["schemas"]["InboxHookCrcAnswer"];
                 };
             };
-            /** @description The check lacks its parameters (`VALIDATION_FAILED`): `hub.mode=subscribe`, `hub.verify_token` and `hub.challenge` for Meta, `crc_token` for X, the challenge at most 1024 characters. */
+            /** @description The check lacks its parameters or they are malformed (`VALIDATION_FAILED`): `hub.mode=subscribe`, `hub.verify_token` and `hub.challenge` (at most 1024 characters) for Meta; `crc_token` for X, 1 to 64 characters of `A-Z a-z 0-9 + / = _ -` (`details.fields[0].field` `query.crc_token`, code `required` or `pattern`). */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -19179,14 +19211,14 @@ export interface operations {
                      * @example {
                      *       "error": {
                      *         "code": "VALIDATION_FAILED",
-                     *         "message": "The challenge-response check sends crc_token (at most 1024 characters).",
+                     *         "message": "query.crc_token is not an X CRC token: at most 64 characters of A-Z, a-z, 0-9, +, /, =, _ and -.",
                      *         "requestId": "6a1f0c0e-3f0e-4c55-9c6b-1b0d2b4f9a10",
                      *         "details": {
                      *           "fields": [
                      *             {
                      *               "field": "query.crc_token",
-                     *               "code": "required",
-                     *               "message": "is required"
+                     *               "code": "pattern",
+                     *               "message": "must be 1 to 64 characters of A-Z, a-z, 0-9, +, /, =, _ and -"
                      *             }
                      *           ]
                      *         }
@@ -19232,6 +19264,29 @@ export interface operations {
                      *           "allow": [
                      *             "POST"
                      *           ]
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Too many refused calls (failed credentials) from the client address this minute (`AUTH_THROTTLED`); nothing was looked at. `Retry-After` says when the minute is over. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "AUTH_THROTTLED",
+                     *         "message": "Too many failed credentials from this address; retry after the time in Retry-After.",
+                     *         "requestId": "6a1f0c0e-3f0e-4c55-9c6b-1b0d2b4f9a10",
+                     *         "details": {
+                     *           "retryAfter": 42
                      *         }
                      *       }
                      *     }
@@ -19362,7 +19417,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            /** @description The delivery is not signed (`SIGNATURE_MISSING`), the signature does not match the body and the secret (`SIGNATURE_INVALID`), or a sandbox delivery is signed more than 5 minutes away from now (`SIGNATURE_STALE`). Nothing is stored. */
+            /** @description The delivery is not signed (`SIGNATURE_MISSING`), the signature does not match the body and the secret or an `x` body is not a JSON object (`SIGNATURE_INVALID`), or a sandbox delivery is signed more than 5 minutes away from now (`SIGNATURE_STALE`). Nothing is stored. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -19396,6 +19451,29 @@ export interface operations {
                      *         "requestId": "6a1f0c0e-3f0e-4c55-9c6b-1b0d2b4f9a10",
                      *         "details": {
                      *           "limit": 1048576
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description Too many refused calls (failed credentials) from the client address this minute (`AUTH_THROTTLED`); nothing was looked at. `Retry-After` says when the minute is over. */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "AUTH_THROTTLED",
+                     *         "message": "Too many failed credentials from this address; retry after the time in Retry-After.",
+                     *         "requestId": "6a1f0c0e-3f0e-4c55-9c6b-1b0d2b4f9a10",
+                     *         "details": {
+                     *           "retryAfter": 42
                      *         }
                      *       }
                      *     }

@@ -5,9 +5,12 @@
 //   before it is parsed (400 NESTING_TOO_DEEP), so no recursive step later on
 //   (the idempotency canonicalizer, JSON.stringify for the driver, PostgreSQL's
 //   jsonb input) ever sees a structure that could exhaust its stack.
-// - NUL (U+0000) in any string or object key of a body, a query string, a path
-//   parameter or a header is a 400 VALIDATION_FAILED naming the field:
-//   PostgreSQL's text and jsonb cannot hold it.
+// - NUL (U+0000) or a lone UTF-16 surrogate (U+D800-U+DFFF not in a pair,
+//   which a JSON body can carry as an escape such as "\ud800") in any string
+//   or object key of a body, a query string, a path parameter or a header is
+//   a 400 VALIDATION_FAILED naming the field: PostgreSQL's text and jsonb
+//   cannot hold NUL, and a lone surrogate is no Unicode character (jsonb
+//   refuses it, the driver's UTF-8 would turn it into U+FFFD silently).
 // - date-time and date values PostgreSQL cannot store (a UTC offset beyond
 //   ±15:59, year 0000) fail the contract's formats, so the field is named.
 
@@ -58,29 +61,43 @@ export function assertJsonDepth(buf: Buffer, max = MAX_JSON_DEPTH): void {
 /** The field name of a key under `prefix`, as validation names fields (`body.settings.x`, `query.search`). */
 const join = (prefix: string, key: string | number) => (prefix ? `${prefix}.${key}` : String(key));
 
+/** A lone UTF-16 surrogate: a high one not followed by a low one, or a low one not after a high one. */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+
+/** A key as a field name: NUL and lone surrogates written as escapes (`\u0000`, `\ud800`), so the answer is well-formed text. */
+export const keyName = (k: string) => k.replace(/\u0000/g, '\\u0000').replace(LONE_SURROGATE, (c) => `\\u${c.charCodeAt(0).toString(16)}`);
+
+/** Why a string or key cannot be stored as text, or null. */
+function textProblem(s: string, what = ''): { code: string; message: string } | null {
+  if (s.includes('\u0000')) return { code: 'nul_character', message: `${what}must not contain the NUL character (U+0000)` };
+  if (!s.isWellFormed()) return { code: 'lone_surrogate', message: `${what}must not contain a lone UTF-16 surrogate (U+D800 to U+DFFF outside a pair)` };
+  return null;
+}
+
 /**
- * One problem per string or key holding NUL in `value` (any JSON-like value),
- * named from `prefix`. Iterative, so a value of any depth is walked safely
- * (the body's depth is bounded already; query strings parsed by qs are too).
+ * One problem per string or key in `value` (any JSON-like value) that text
+ * cannot hold: NUL (`nul_character`) or a lone UTF-16 surrogate
+ * (`lone_surrogate`), named from `prefix`. Iterative, so a value of any
+ * depth is walked safely (the body's depth is bounded already; query strings
+ * parsed by qs are too).
  */
-export function nulProblems(prefix: string, value: unknown): FieldProblem[] {
+export function textProblems(prefix: string, value: unknown): FieldProblem[] {
   const out: FieldProblem[] = [];
   const stack: [string, unknown][] = [[prefix, value]];
   while (stack.length) {
     const [field, v] = stack.pop()!;
     if (typeof v === 'string') {
-      if (v.includes('\u0000')) out.push({ field, code: 'nul_character', message: 'must not contain the NUL character (U+0000)' });
+      const p = textProblem(v);
+      if (p) out.push({ field, ...p });
     } else if (Array.isArray(v)) {
       for (let i = v.length - 1; i >= 0; i--) stack.push([join(field, i), v[i]]);
     } else if (v && typeof v === 'object') {
       const keys = Object.keys(v);
       for (let i = keys.length - 1; i >= 0; i--) {
         const k = keys[i];
-        if (k.includes('\u0000')) {
-          out.push({ field: join(field, k.replace(/\u0000/g, '\\u0000')), code: 'nul_character', message: 'a property name must not contain the NUL character (U+0000)' });
-        } else {
-          stack.push([join(field, k), (v as Record<string, unknown>)[k]]);
-        }
+        const p = textProblem(k, 'a property name ');
+        if (p) out.push({ field: join(field, keyName(k)), ...p });
+        else stack.push([join(field, k), (v as Record<string, unknown>)[k]]);
       }
     }
   }
@@ -124,4 +141,17 @@ export function isStorableDateTime(s: string): boolean {
     if (utcMinutes !== 23 * 60 + 59) return false;
   }
   return true;
+}
+
+const HASHTAG = /^#?[\p{L}\p{M}\p{N}_]{1,100}$/u;
+
+/**
+ * The contract's `format: hashtag`: 1 to 100 letters, marks, digits (Unicode
+ * categories L, M, N) or underscores, after at most one leading '#'. The
+ * contract's own `pattern` for it is portable (ECMA-262 without the `u` flag
+ * and Python's `re` read it) and so cannot name Unicode categories; this is
+ * the rule (openapi/components/schemas/HashtagList.yaml).
+ */
+export function isHashtag(s: string): boolean {
+  return HASHTAG.test(s);
 }

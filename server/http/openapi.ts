@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { parse } from 'yaml';
-import { isStorableDate, isStorableDateTime, nulProblems } from './guard.ts';
+import { isHashtag, isStorableDate, isStorableDateTime, keyName, textProblems } from './guard.ts';
 
 // ajv-formats ships CommonJS; its default export is the function.
 type AddFormats = (ajv: Ajv) => Ajv;
@@ -43,14 +43,15 @@ const METHODS = ['get', 'post', 'put', 'patch', 'delete'] as const;
 function formatErrors(prefix: string, errors: ErrorObject[] | null | undefined): FieldProblem[] {
   const out: FieldProblem[] = [];
   for (const e of errors ?? []) {
-    let field = prefix + e.instancePath.replace(/\//g, '.');
+    // A property name is part of the field: NUL and lone surrogates in it are written as escapes.
+    let field = prefix + keyName(e.instancePath.replace(/\//g, '.'));
     let code = e.keyword;
     let message = e.message ?? 'is not valid';
     if (e.keyword === 'required') {
       field = `${field}.${(e.params as { missingProperty: string }).missingProperty}`;
       message = 'is required';
     } else if (e.keyword === 'additionalProperties') {
-      field = `${field}.${(e.params as { additionalProperty: string }).additionalProperty}`;
+      field = `${field}.${keyName((e.params as { additionalProperty: string }).additionalProperty)}`;
       code = 'unknown_property';
       message = 'is not an allowed property';
     }
@@ -76,6 +77,9 @@ export function loadOpenApi(file = OPENAPI_PATH) {
     // here with its field named instead of by SQL (server/http/guard.ts).
     ajv.addFormat('date-time', isStorableDateTime);
     ajv.addFormat('date', isStorableDate);
+    // The contract's `pattern` on a hashtag is portable (no \p{...}), so looser
+    // than the rule its description states; this format holds the rule.
+    ajv.addFormat('hashtag', isHashtag);
     ajv.addSchema(doc, 'openapi.json');
   }
   const resolve = (obj: any): any => {
@@ -92,8 +96,9 @@ export function loadOpenApi(file = OPENAPI_PATH) {
 
   const operations: Operation[] = [];
   // `x-raw-body: true`: served by their own router on the raw bytes (the
-  // inbound hooks, server/routes/hooks.ts), not by the JSON pipeline; not
-  // throttled, so their `throttle` is never read.
+  // inbound hooks, server/routes/hooks.ts), not by the JSON pipeline; they are
+  // throttled as failed credentials only (api.inbox_hook_guard), so their
+  // `throttle` is never read.
   const rawOperations: Operation[] = [];
   for (const [p, item] of Object.entries<any>(doc.paths ?? {})) {
     for (const method of METHODS) {
@@ -137,12 +142,12 @@ export function loadOpenApi(file = OPENAPI_PATH) {
         bodyRequired: Boolean(rb?.required),
         idempotent: params.some((x: any) => x.in === 'header' && x.name.toLowerCase() === 'idempotency-key'),
         validate({ params: pv, query, headers, body }) {
-          // NUL in any string or key, wherever it arrives (server/http/guard.ts).
+          // NUL and lone surrogates in any string or key, wherever they arrive (server/http/guard.ts).
           const problems: FieldProblem[] = [
-            ...nulProblems('path', pv),
-            ...nulProblems('query', query),
-            ...nulProblems('header', headers),
-            ...nulProblems('body', body),
+            ...textProblems('path', pv),
+            ...textProblems('query', query),
+            ...textProblems('header', headers),
+            ...textProblems('body', body),
           ];
           if (!pathV(pv)) problems.push(...formatErrors('path', pathV.errors));
           if (!queryV(query)) problems.push(...formatErrors('query', queryV.errors));
@@ -154,9 +159,14 @@ export function loadOpenApi(file = OPENAPI_PATH) {
           } else if (body !== undefined) {
             problems.push({ field: 'body', code: 'unexpected', message: 'this operation takes no body' });
           }
-          // One entry per field: the first problem found for it.
+          // One entry per field: the first problem found for it, but a failed
+          // format before the pattern that restates it for other validators
+          // (the contract's date-time and hashtag patterns).
+          const formatted = new Set(problems.filter((x) => x.code === 'format').map((x) => x.field));
           const seen = new Set<string>();
-          return problems.filter((x) => (seen.has(x.field) ? false : (seen.add(x.field), true)));
+          return problems
+            .filter((x) => !(x.code === 'pattern' && formatted.has(x.field)))
+            .filter((x) => (seen.has(x.field) ? false : (seen.add(x.field), true)));
         },
         responseValidator(status) {
           if (!responseCache.has(status)) {

@@ -9,6 +9,7 @@ import { sha256 } from '../security.ts';
 import type { MediaStorage } from '../storage/index.ts';
 import { ApiError, errorBody } from '../errors.ts';
 import { bodyParserError, dataExceptionFields, toApiError } from './errors.ts';
+import { clientKey } from './client-address.ts';
 import type { Operation } from './openapi.ts';
 import { checkQueryDefaults, type IdempotencyKey, type OperationId, type PathParams, type QueryParams, type RequestBody, type TypedResult } from './types.ts';
 
@@ -286,13 +287,15 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
       // A malformed bearer (or none, on a route that needs one) is a failed
       // credential: api.gate_guarded counts it against the client address.
       const sendsCredential = Boolean(token);
-      const bucket = op.anonymous && token !== '' ? `ip:${req.ip}` : null;
+      // The client address (req.ip, or the /mcp caller's when the MCP router vouches for it: server/http/client-address.ts).
+      const client = clientKey(req);
+      const bucket = op.anonymous && token !== '' ? client : null;
       gate = (await pool.oneFirst(sql.type(jsonResult)`
         select ${op.reviewLink
           ? // Reviews: client-review routes take a review link token, and nothing else does.
-            sql.fragment`api.gate_review_link(${sendsCredential ? sql.binary(sha256(token!)) : null}, ${op.throttle}, ${`ip:${req.ip}`})`
+            sql.fragment`api.gate_review_link(${sendsCredential ? sql.binary(sha256(token!)) : null}, ${op.throttle}, ${client})`
           : sql.fragment`api.gate_guarded(${sendsCredential ? sql.binary(sha256(token!)) : null}, ${wsParam}, ${op.throttle},
-                        ${op.minPlan}, ${bucket}, ${`ip:${req.ip}`})`} as result`)) as GateResult;
+                        ${op.minPlan}, ${bucket}, ${client})`} as result`)) as GateResult;
       if (gate.audit === false) audited = false;
       if (gate.rate) {
         headers['X-RateLimit-Limit'] = String(gate.rate.limit);

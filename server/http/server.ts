@@ -38,6 +38,7 @@ export function answerClientError(err: NodeJS.ErrnoException, socket: Duplex): v
       'Content-Type: application/json; charset=utf-8\r\n' +
       `Content-Length: ${Buffer.byteLength(body)}\r\n` +
       `X-Request-Id: ${requestId}\r\n` +
+      'X-Content-Type-Options: nosniff\r\n' +
       'Connection: close\r\n\r\n' +
       body,
   );

@@ -17,8 +17,17 @@
 // of the same change has the same id (the unique constraint drops it). What
 // the inbox does not show (reactions to a post itself, echoes of the
 // account's own messages, other fields) is skipped and counted.
+//
+// Text a platform sends that PostgreSQL cannot hold does not fail the
+// delivery (a platform retries a failed delivery, and this one would fail
+// again every time): NUL is removed, and a lone UTF-16 surrogate (a JSON
+// escape such as "\ud800" not in a pair) becomes U+FFFD in every string of
+// the events. The signed body itself is kept byte for byte
+// (app.inbox_deliveries.body), so nothing the platform sent is lost. Text is
+// cut at a character boundary (server/text.ts), never inside a surrogate pair.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { cutText } from '../text.ts';
 import type { HookSource } from './signatures.ts';
 
 export const EVENT_TYPES = [
@@ -58,18 +67,42 @@ export interface Normalized {
 const MAX_KEY = 300;
 const MAX_TEXT = 65536;
 
-/** Text as PostgreSQL can keep it: no NUL, bounded. */
+/** A string as PostgreSQL can keep it: no NUL, a lone surrogate as U+FFFD (same length). */
+const storable = (v: string) => v.replace(/\u0000/g, '').toWellFormed();
+
+/** Text as PostgreSQL can keep it, bounded (cut at a character boundary). */
 function text(v: unknown, max = MAX_TEXT): string | null {
   if (typeof v !== 'string') return null;
-  return v.replace(/\u0000/g, '').slice(0, max);
+  return cutText(storable(v), max);
 }
 
 /** A platform id: string or number, 1 to 300 characters, else null. */
 function key(v: unknown): string | null {
   if (typeof v === 'number' && Number.isFinite(v)) v = String(v);
   if (typeof v !== 'string') return null;
-  const s = v.replace(/\u0000/g, '');
+  const s = storable(v);
   return s.length >= 1 && s.length <= MAX_KEY ? s : null;
+}
+
+/**
+ * Every string of the events as PostgreSQL can keep it. The fields above are
+ * storable already; an event id also quotes values as the platform sent them
+ * (a reaction's action, a timestamp), so the whole event is made storable,
+ * and an event id longer than app.inbox_events keeps (300) is cut and ends
+ * in a digest of the whole, so it stays the same for a redelivery.
+ */
+function storableEvents(events: InboxEvent[]): InboxEvent[] {
+  const walk = (v: unknown): unknown => {
+    if (typeof v === 'string') return storable(v);
+    if (Array.isArray(v)) return v.map(walk);
+    if (v && typeof v === 'object') return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
+    return v;
+  };
+  return events.map((e) => {
+    const out = walk(e) as InboxEvent;
+    if (out.eventId.length > MAX_KEY) out.eventId = `${cutText(out.eventId, MAX_KEY - 23)}:${digest(out.eventId)}`;
+    return out;
+  });
 }
 
 function digest(v: unknown): string {
@@ -186,7 +219,7 @@ function facebookChange(c: Record<string, any>, entryTime: string, out: InboxEve
   const v = c.value;
   const at = when(v.created_time, entryTime);
   if (v.item === 'comment') {
-    const type = COMMENT_VERBS[v.verb as string];
+    const type = typeof v.verb === 'string' && Object.hasOwn(COMMENT_VERBS, v.verb) ? COMMENT_VERBS[v.verb] : undefined;
     const comment = key(v.comment_id);
     const post = key(v.post_id);
     if (!type || !comment || !post) return 1;
@@ -398,7 +431,7 @@ function sandbox(body: unknown, webhookId: string): Normalized {
   const { type, data } = parsed.data;
   const isReaction = type.startsWith('reaction.');
   if (isReaction && (!data.reaction || !data.reactorId)) throw new DeliveryError('A reaction event names reaction and reactorId.');
-  const nul = (s: string | null | undefined) => (s == null ? null : s.replace(/\u0000/g, ''));
+  const nul = (s: string | null | undefined) => (s == null ? null : storable(s));
   return {
     events: [
       {
@@ -430,13 +463,16 @@ export function normalizeDelivery(source: HookSource, raw: Buffer, headers: Reco
   }
   if (!isObj(body)) throw new DeliveryError('The body is not a JSON object.');
   const iso = now.toISOString();
-  switch (source) {
-    case 'facebook':
-    case 'instagram':
-      return meta(source, body, iso);
-    case 'x':
-      return x(body, iso);
-    case 'sandbox':
-      return sandbox(body, headers['webhook-id'] ?? '');
-  }
+  const normalized = (() => {
+    switch (source) {
+      case 'facebook':
+      case 'instagram':
+        return meta(source, body, iso);
+      case 'x':
+        return x(body, iso);
+      case 'sandbox':
+        return sandbox(body, headers['webhook-id'] ?? '');
+    }
+  })();
+  return { events: storableEvents(normalized.events), skipped: normalized.skipped };
 }

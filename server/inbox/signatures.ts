@@ -8,7 +8,13 @@
 //   x (Account Activity API): x-twitter-webhooks-signature: sha256=<base64 of
 //     HMAC-SHA256(consumer secret, raw body)>; the challenge-response check is
 //     GET ?crc_token=... answered {"response_token": "sha256=<base64 of
-//     HMAC-SHA256(consumer secret, crc_token)>"}.
+//     HMAC-SHA256(consumer secret, crc_token)>"}. Both are the same HMAC with
+//     the same key, and X fixes both, so the check would sign any body for
+//     whoever asks: a CRC answer is given only for a token shaped like X's
+//     (X_CRC_TOKEN: at most 64 characters of base64 / base64url, never a `{`),
+//     and a delivery verifies only when its body is a JSON object (its first
+//     non-blank byte is `{`). The two sets are disjoint, so no CRC answer is
+//     ever a delivery signature.
 //   sandbox (Standard Webhooks): webhook-id, webhook-timestamp (within 5
 //     minutes) and webhook-signature: v1,<base64 of HMAC-SHA256(key,
 //     "<id>.<timestamp>.<body>")> with key the base64 after whsec_.
@@ -41,16 +47,40 @@ export function xSignature(consumerSecret: string, data: Buffer | string): strin
   return `sha256=${createHmac('sha256', consumerSecret).update(data).digest('base64')}`;
 }
 
+/**
+ * X's CRC tokens: short base64 or base64url strings (the Account Activity
+ * API's examples are UUIDs and base64), never JSON. Only these are answered.
+ */
+export const X_CRC_TOKEN_MAX_LENGTH = 64;
+export const X_CRC_TOKEN = /^[A-Za-z0-9+/=_-]{1,64}$/;
+
+export function isXCrcToken(token: string): boolean {
+  return X_CRC_TOKEN.test(token);
+}
+
+/** Whether the body's first byte after JSON whitespace is `{`: what every X delivery is, and no CRC token can be. */
+export function startsAsJsonObject(body: Buffer): boolean {
+  for (const b of body) {
+    if (b === 0x20 || b === 0x09 || b === 0x0a || b === 0x0d) continue;
+    return b === 0x7b;
+  }
+  return false;
+}
+
 export function verifyXSignature(consumerSecret: string, header: string | undefined, body: Buffer): boolean {
   if (!header) return false;
+  // A body that is not a JSON object is never a delivery: its signature could
+  // be a CRC answer (see the head of this file).
+  if (!startsAsJsonObject(body)) return false;
   const m = /^sha256=([A-Za-z0-9+/]+={0,2})$/.exec(header.trim());
   if (!m) return false;
   const expected = createHmac('sha256', consumerSecret).update(body).digest();
   return equalBytes(Buffer.from(m[1], 'base64'), expected);
 }
 
-/** The Account Activity API's CRC answer. */
+/** The Account Activity API's CRC answer, for a token shaped like X's only (a RangeError otherwise). */
 export function xCrcResponse(consumerSecret: string, crcToken: string): { response_token: string } {
+  if (!isXCrcToken(crcToken)) throw new RangeError('not an X CRC token: at most 64 characters of base64 or base64url');
   return { response_token: xSignature(consumerSecret, crcToken) };
 }
 

@@ -41,6 +41,7 @@ import type { AppDeps } from '../deps.ts';
 import { guardedLookup, classifyAddress, parseWebhookUrl, urlHost } from '../net/ssrf.ts';
 import { isIP } from 'node:net';
 import { decryptSubscriptionSecret } from '../webhooks/secret.ts';
+import { cutText } from '../text.ts';
 import { QUEUES } from './queues.ts';
 
 export interface WebhookDeliverJobData {
@@ -127,7 +128,7 @@ export async function postSigned(
       });
       res.on('end', () => {
         const status = res.statusCode ?? 0;
-        const excerpt = Buffer.concat(chunks).toString('utf8').slice(0, EXCERPT_CHARS);
+        const excerpt = cutText(Buffer.concat(chunks).toString('utf8'), EXCERPT_CHARS);
         if (status >= 200 && status < 300) {
           done({ ok: true, status, excerpt, error: null, durationMs: Math.round(performance.now() - started), request });
         } else {

@@ -2,8 +2,13 @@
 // openapi.yaml, and its input schema is derived from that operation: its path,
 // query and header parameters as top-level properties, its JSON request body
 // as `body`. OpenAPI 3.0 schemas are turned into plain JSON Schema (references
-// inlined, `nullable` as a `null` type, `example` and `x-*` dropped), which is
-// what an MCP client shows a model.
+// inlined, `nullable` as an `anyOf` with a `{"type": "null"}` branch, `example`
+// and `x-*` dropped), which is what an MCP client shows a model. Every `type`
+// is a single string: the array form (`["string", "null"]`) is legal JSON
+// Schema, but clients that read `type` as one string reject the tool or drop
+// the constraint (the MCP Inspector flags it), and a null is not an absence
+// for the API (a PATCH's null clears a field), so nullability stays, as a
+// branch of its own.
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { OPENAPI_PATH } from '../http/openapi.ts';
@@ -86,12 +91,22 @@ export function toJsonSchema(doc: any, schema: any, seen: string[] = []): JsonSc
       out[k] = v;
     }
   }
-  if (schema.nullable === true) {
-    if (typeof out.type === 'string') out.type = [out.type, 'null'];
-    if (Array.isArray(out.enum) && !out.enum.includes(null)) out.enum = [...out.enum, null];
-    if (out.type === undefined && (out.allOf || out.oneOf || out.anyOf)) return { anyOf: [out, { type: 'null' }] };
-  }
-  return out;
+  return schema.nullable === true ? orNull(out) : out;
+}
+
+/** `schema` or null, as `anyOf` branches of one `type` each; the annotations stay on the outside. */
+function orNull(schema: JsonSchema): JsonSchema {
+  const { description, title, default: fallback, ...rest } = schema;
+  const outside: JsonSchema = {};
+  if (description !== undefined) outside.description = description;
+  if (title !== undefined) outside.title = title;
+  if (fallback !== undefined) outside.default = fallback;
+  if (Array.isArray(rest.enum)) rest.enum = rest.enum.filter((v: unknown) => v !== null);
+  const keys = Object.keys(rest);
+  // A lone allOf (a nullable reference) is the schema it wraps.
+  const inner = keys.length === 1 && Array.isArray(rest.allOf) && rest.allOf.length === 1 ? (rest.allOf[0] as JsonSchema) : rest;
+  const branches = keys.length === 1 && Array.isArray(rest.anyOf) ? (rest.anyOf as JsonSchema[]) : [inner];
+  return { ...outside, anyOf: [...branches.filter((b) => b.type !== 'null'), { type: 'null' }] };
 }
 
 let cachedDoc: any = null;

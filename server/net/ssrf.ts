@@ -5,9 +5,11 @@
 // connected to is the address checked (server/platforms/webhook.ts explains
 // why both checks exist). Loopback, private, link-local, CGNAT, multicast,
 // unspecified and otherwise reserved addresses are refused, IPv4 and IPv6
-// alike; IPv4-mapped and other IPv4-embedding IPv6 forms are judged by their
-// IPv4 address. WEBHOOK_ALLOW_PRIVATE_NETWORKS=true (README.md) lifts the
-// checks for local development.
+// alike; every IPv6 form that embeds an IPv4 address (IPv4-mapped,
+// IPv4-translated, IPv4-compatible, NAT64, 6to4, Teredo: embeddedIPv4) is
+// judged by that IPv4 address or refused whole, and IPv6 outside global
+// unicast 2000::/3 is refused. WEBHOOK_ALLOW_PRIVATE_NETWORKS=true (README.md)
+// lifts the checks for local development.
 import { lookup as dnsLookupCb, type LookupAddress } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
@@ -70,27 +72,65 @@ function classifyV4([a, b, c]: number[]): AddressCategory | null {
   return null;
 }
 
+/** An IPv6 form that carries an IPv4 address: its name and the IPv4 bytes, or why it is refused whole. */
+export interface EmbeddedIPv4 {
+  form: 'ipv4-mapped' | 'ipv4-translated' | 'ipv4-compatible' | 'nat64' | 'nat64-local' | '6to4' | 'teredo';
+  /** The IPv4 address it leads to, when the form says where it is. */
+  v4: number[] | null;
+}
+
+/**
+ * The IPv4 address an IPv6 address embeds, if it is one of the forms that do
+ * (a host or a translator on the way reaches that IPv4 address):
+ * - ::ffff:0:0/96, IPv4-mapped (RFC 4291 2.5.5.2): ::ffff:a.b.c.d
+ * - ::ffff:0:0:0/96, IPv4-translated (RFC 2765 2.1): ::ffff:0:a.b.c.d
+ * - ::/96, IPv4-compatible (RFC 4291 2.5.5.1, deprecated): ::a.b.c.d
+ * - 64:ff9b::/96, NAT64 well-known prefix (RFC 6052 2.1)
+ * - 64:ff9b:1::/48, NAT64 local-use prefix (RFC 8215): the IPv4 address sits
+ *   where the network's own prefix length puts it (RFC 6052 2.2), which the
+ *   address does not tell, so it is not read (v4 null: refused whole)
+ * - 2002::/16, 6to4 (RFC 3056): the IPv4 address in bits 16-47
+ * - 2001::/32, Teredo (RFC 4380): a server and an obfuscated client IPv4
+ *   address, reached through relays (v4 null: refused whole)
+ */
+export function embeddedIPv4(x: number[]): EmbeddedIPv4 | null {
+  const zero = (from: number, to: number) => x.slice(from, to).every((v) => v === 0);
+  if (zero(0, 10) && x[10] === 0xff && x[11] === 0xff) return { form: 'ipv4-mapped', v4: x.slice(12) };
+  if (zero(0, 8) && x[8] === 0xff && x[9] === 0xff && zero(10, 12)) return { form: 'ipv4-translated', v4: x.slice(12) };
+  if (zero(0, 12)) return { form: 'ipv4-compatible', v4: x.slice(12) };
+  if (x[0] === 0x00 && x[1] === 0x64 && x[2] === 0xff && x[3] === 0x9b) {
+    if (zero(4, 12)) return { form: 'nat64', v4: x.slice(12) };
+    if (x[4] === 0x00 && x[5] === 0x01) return { form: 'nat64-local', v4: null };
+  }
+  if (x[0] === 0x20 && x[1] === 0x02) return { form: '6to4', v4: x.slice(2, 6) };
+  if (x[0] === 0x20 && x[1] === 0x01 && x[2] === 0x00 && x[3] === 0x00) return { form: 'teredo', v4: null };
+  return null;
+}
+
 function classifyV6(x: number[]): AddressCategory | null {
   const zeroUpTo = (n: number) => x.slice(0, n).every((v) => v === 0);
   if (zeroUpTo(16)) return 'unspecified';
   if (zeroUpTo(15) && x[15] === 1) return 'loopback';
-  // IPv4-mapped ::ffff:a.b.c.d and IPv4-compatible ::a.b.c.d: judged as IPv4.
-  if (zeroUpTo(10) && x[10] === 0xff && x[11] === 0xff) return classifyV4(x.slice(12));
-  if (zeroUpTo(12)) return classifyV4(x.slice(12)) ?? 'reserved';
-  // NAT64 well-known prefix 64:ff9b::/96 embeds IPv4; 64:ff9b:1::/48 is local use.
-  if (x[0] === 0x00 && x[1] === 0x64 && x[2] === 0xff && x[3] === 0x9b) {
-    if (x.slice(4, 12).every((v) => v === 0)) return classifyV4(x.slice(12));
-    if (x[4] === 0x00 && x[5] === 0x01) return 'private';
+  // Every form that embeds an IPv4 address is judged by that address, or refused whole.
+  const embedded = embeddedIPv4(x);
+  if (embedded) {
+    if (!embedded.v4) return embedded.form === 'nat64-local' ? 'private' : 'reserved';
+    const category = classifyV4(embedded.v4);
+    // IPv4-compatible addresses are deprecated and routed nowhere: refused even when public.
+    return category ?? (embedded.form === 'ipv4-compatible' ? 'reserved' : null);
   }
-  // 6to4 2002::/16 embeds IPv4 in bytes 2-5.
-  if (x[0] === 0x20 && x[1] === 0x02) return classifyV4(x.slice(2, 6));
   if ((x[0] & 0xfe) === 0xfc) return 'private'; // fc00::/7 unique local
   if (x[0] === 0xfe && (x[1] & 0xc0) === 0x80) return 'link-local'; // fe80::/10
   if (x[0] === 0xfe && (x[1] & 0xc0) === 0xc0) return 'private'; // fec0::/10 site-local (deprecated)
   if (x[0] === 0xff) return 'multicast';
-  if (x[0] === 0x20 && x[1] === 0x01 && x[2] === 0x0d && x[3] === 0xb8) return 'reserved'; // documentation
-  if (x[0] === 0x20 && x[1] === 0x01 && x[2] === 0x00 && x[3] === 0x00) return 'reserved'; // Teredo
-  if (x[0] === 0x01 && x[1] === 0x00 && x.slice(2, 8).every((v) => v === 0)) return 'reserved'; // discard 100::/64
+  // Global unicast is 2000::/3 (RFC 4291 2.4); the rest of the space is
+  // reserved by the IETF or unassigned (::/8 beyond the forms above, 100::/64
+  // discard, 64:ff9b::/32 outside its two NAT64 prefixes, ...).
+  if ((x[0] & 0xe0) !== 0x20) return 'reserved';
+  if (x[0] === 0x20 && x[1] === 0x01 && x[2] === 0x0d && x[3] === 0xb8) return 'reserved'; // 2001:db8::/32 documentation
+  if (x[0] === 0x3f && x[1] === 0xff && (x[2] & 0xf0) === 0x00) return 'reserved'; // 3fff::/20 documentation (RFC 9637)
+  // 2001::/23, IETF protocol assignments (Teredo above, ORCHID, benchmarking 2001:2::/48, ...): no webhook lives there.
+  if (x[0] === 0x20 && x[1] === 0x01 && (x[2] & 0xfe) === 0x00) return 'reserved';
   return null;
 }
 

@@ -21,6 +21,7 @@
 // permanent failures with the platform's message; 429, 5xx, timeouts and
 // network errors are transient (the reply is left failed with the reason and
 // the user retries it).
+import { cutText } from '../text.ts';
 import type { InboxActionResult, InboxModeration, InboxReply } from './types.ts';
 
 export type InboxPlatform = 'facebook' | 'instagram' | 'x';
@@ -49,8 +50,8 @@ function platformMessage(status: number, body: unknown, text: string): string {
     (typeof b?.detail === 'string' && b.detail) || // X API v2 problem
     (Array.isArray(b?.errors) && typeof b.errors[0]?.message === 'string' && b.errors[0].message) ||
     (typeof b?.title === 'string' && b.title) ||
-    text.slice(0, 200);
-  return `The platform answered ${status}: ${m || 'no reason given'}`.slice(0, 1000);
+    cutText(text, 200);
+  return cutText(`The platform answered ${status}: ${m || 'no reason given'}`, 1000);
 }
 
 async function send(opts: PlatformInboxOptions, call: Call): Promise<{ ok: true; body: any } | { ok: false; result: InboxActionResult }> {

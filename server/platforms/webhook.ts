@@ -34,6 +34,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import { classifyAddress, guardedLookup, parseWebhookUrl, urlHost } from '../net/ssrf.ts';
+import { cutText } from '../text.ts';
 import { YOUTUBE_VIDEO_CATEGORIES } from './reference.ts';
 import {
   ConnectorError,
@@ -271,7 +272,7 @@ export function createWebhookConnector(options: ConnectorOptions): Connector {
       if (o.status >= 200 && o.status < 300) {
         const b = (o.body && typeof o.body === 'object' ? o.body : {}) as Record<string, unknown>;
         const id = typeof b.platformPostId === 'string' && b.platformPostId ? b.platformPostId : typeof b.id === 'string' && b.id ? b.id : `webhook-${edition.id}`;
-        return { state: 'published', platformPostId: id.slice(0, 500), permalink: asHttpUrl(b.permalink) };
+        return { state: 'published', platformPostId: cutText(id, 500), permalink: asHttpUrl(b.permalink) };
       }
       return { state: 'failed', permanent: !transientStatus(o.status), error: describeStatus(o.status, o.body) };
     },
@@ -298,7 +299,7 @@ export function createWebhookConnector(options: ConnectorOptions): Connector {
       if (typeof b.articleId !== 'string' || !b.articleId) {
         throw new ConnectorError('UPSTREAM_ERROR', 'The webhook accepted the draft but named no articleId.', { status: o.status });
       }
-      return { articleId: b.articleId.slice(0, 500), draftUrl: asHttpUrl(b.draftUrl) };
+      return { articleId: cutText(b.articleId, 500), draftUrl: asHttpUrl(b.draftUrl) };
     },
 
     async fetchMetrics() {
@@ -347,7 +348,7 @@ function inboxOutcome(o: DeliveryOutcome): InboxActionResult {
   if (o.kind === 'unknown') return { state: 'failed', permanent: false, error: o.error };
   if (o.status >= 200 && o.status < 300) {
     const b = (o.body && typeof o.body === 'object' ? o.body : {}) as Record<string, unknown>;
-    const id = typeof b.platformMessageId === 'string' && b.platformMessageId ? b.platformMessageId.slice(0, 300) : null;
+    const id = typeof b.platformMessageId === 'string' && b.platformMessageId ? cutText(b.platformMessageId, 300) : null;
     return { state: 'done', platformMessageId: id };
   }
   return { state: 'failed', permanent: !transientStatus(o.status), error: describeStatus(o.status, o.body) };

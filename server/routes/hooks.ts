@@ -10,22 +10,36 @@
 // The body is read raw (at most 1 MB, 413 beyond) because the signature is
 // over its exact bytes; nothing is parsed or stored before the signature
 // holds (401 otherwise). An unknown source, integration, or one without a
-// secret for the source is 404. Events are de-duplicated by SQL on the
-// platform's event id, and folded into threads later by job inbox.fold, so
-// the answer comes in milliseconds. Every call for a known integration
-// writes its audit row, actor kind platform_webhook.
+// secret for the source is 404. X's crc_token is answered only when shaped
+// like X's, and an X delivery verifies only when its body is a JSON object,
+// so no CRC answer is a delivery signature (server/inbox/signatures.ts).
+// Events are de-duplicated by SQL on the platform's event id, and folded into
+// threads later by job inbox.fold, so the answer comes in milliseconds.
+//
+// Refused calls are failed credentials of the client address: each call
+// first asks api.inbox_hook_guard (past auth_failure_limit refusals this
+// minute: 429 AUTH_THROTTLED with Retry-After, before the body is read or
+// anything is looked up), and a call refused before its caller proved the
+// hook's secret or verify token (404, 401, 403, a malformed check: 400 or
+// 405) is counted by api.inbox_hook_refused, which says whether it is among
+// the first auth_failure_audit of the minute: those get an audit row each
+// (actor platform_webhook for a known integration, anonymous otherwise), the
+// rest one summary row (app.flush_auth_failures; db/migrations/committed/000029-hostile-input-two.sql, split 02-hook-throttle.sql).
+// Every other call for a known integration writes its audit row, actor kind
+// platform_webhook.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import express, { type NextFunction, type Request, type Response } from 'express';
 import { jsonResult, sql } from '../db/pool.ts';
 import type { AppDeps } from '../deps.ts';
+import { clientKey } from '../http/client-address.ts';
 import { ApiError, errorBody } from '../errors.ts';
 import { decryptHookSecret } from '../inbox/secrets.ts';
 import { DeliveryError, normalizeDelivery } from '../inbox/normalize.ts';
-import { checkSignature, HOOK_SOURCES, xCrcResponse, type HookSource } from '../inbox/signatures.ts';
+import { checkSignature, HOOK_SOURCES, isXCrcToken, X_CRC_TOKEN_MAX_LENGTH, xCrcResponse, type HookSource } from '../inbox/signatures.ts';
 
 export const HOOK_BODY_LIMIT_BYTES = 1024 * 1024;
 export const HOOK_ROUTE = '/v1/hooks/{source}/{integrationId}';
-/** The longest hub.challenge and crc_token answered (the contract's maxLength). */
+/** The longest hub.challenge answered (the contract's maxLength); crc_token: X_CRC_TOKEN_MAX_LENGTH. */
 export const HOOK_CHALLENGE_MAX_LENGTH = 1024;
 /** Inbox routes that need the server secret (cursors, hook secrets, platform tokens). */
 const INBOX_ROUTE = /^\/v1\/workspaces\/[^/]+\/(inbox\/|integrations\/[^/]+\/inbox-(hooks\/|platform-token$))/;
@@ -76,12 +90,38 @@ export function createHooksRouter(deps: AppDeps) {
   const router = express.Router();
   const raw = express.raw({ type: () => true, limit: HOOK_BODY_LIMIT_BYTES });
 
+  // Before the body is read and anything is looked up: an address past the
+  // failed-credential limit is answered 429 AUTH_THROTTLED (not audited one
+  // by one: api.inbox_hook_guard counts it in the minute's summary row).
+  const guard = async (req: Request, res: Response, next: NextFunction) => {
+    const started = performance.now();
+    const requestId = res.locals.requestId as string;
+    let err: ApiError;
+    try {
+      const g = (await pool.oneFirst(sql.type(jsonResult)`select api.inbox_hook_guard(${clientKey(req)}) as result`)) as {
+        error?: { status: number; code: string; message: string; details?: Record<string, unknown> };
+        retryAfter?: number;
+      };
+      if (!g.error) return next();
+      err = new ApiError(g.error.status, g.error.code, g.error.message, g.error.details ?? null);
+      if (g.retryAfter !== undefined) res.setHeader('Retry-After', String(g.retryAfter));
+    } catch (e) {
+      log.error('inbound hook guard failed', { requestId, err: e instanceof Error ? { message: e.message, stack: e.stack } : String(e) });
+      err = new ApiError(500, 'INTERNAL', 'Something went wrong on our side; quote the request id to support.');
+    }
+    log.info('request', { method: req.method, route: HOOK_ROUTE, status: err.status, durationMs: Math.round((performance.now() - started) * 10) / 10, code: err.code });
+    res.status(err.status).json(errorBody(requestId, err));
+  };
+
   const handle = async (req: Request, res: Response) => {
     const started = performance.now();
     const requestId = res.locals.requestId as string;
     let status = 500;
     let code: string | null = null;
     let target: Target | null = null;
+    // Whether the caller proved the hook's credential (the signature, the
+    // verify token) or needs none (X's check); a 4xx before that is a refusal.
+    let credited = false;
     let answer: { json?: unknown; text?: string } = {};
     const headers: Record<string, string> = {};
     try {
@@ -105,7 +145,15 @@ export function createHooksRouter(deps: AppDeps) {
         const q = queryOf(req);
         if (source === 'x') {
           const crc = q.get('crc_token');
-          if (!crc || crc.length > HOOK_CHALLENGE_MAX_LENGTH) throw new ApiError(400, 'VALIDATION_FAILED', `The challenge-response check sends crc_token (at most ${HOOK_CHALLENGE_MAX_LENGTH} characters).`, { fields: [{ field: 'query.crc_token', code: 'required', message: 'is required' }] });
+          if (!crc) throw new ApiError(400, 'VALIDATION_FAILED', 'The challenge-response check sends query.crc_token.', { fields: [{ field: 'query.crc_token', code: 'required', message: 'is required' }] });
+          // Only X's shape is answered: any other string (a JSON body above
+          // all) would be signed like a delivery (server/inbox/signatures.ts).
+          if (!isXCrcToken(crc)) {
+            throw new ApiError(400, 'VALIDATION_FAILED', `query.crc_token is not an X CRC token: at most ${X_CRC_TOKEN_MAX_LENGTH} characters of A-Z, a-z, 0-9, +, /, =, _ and -.`, {
+              fields: [{ field: 'query.crc_token', code: 'pattern', message: `must be 1 to ${X_CRC_TOKEN_MAX_LENGTH} characters of A-Z, a-z, 0-9, +, /, =, _ and -` }],
+            });
+          }
+          credited = true;
           answer = { json: xCrcResponse(secret, crc) };
           status = 200;
           return;
@@ -121,6 +169,7 @@ export function createHooksRouter(deps: AppDeps) {
         const expected = t.verifyTokenHash ? Buffer.from(t.verifyTokenHash, 'hex') : Buffer.alloc(0);
         const given = createHash('sha256').update(token, 'utf8').digest();
         if (expected.length !== 32 || !timingSafeEqual(given, expected)) throw new ApiError(403, 'VERIFY_TOKEN_MISMATCH', 'hub.verify_token is not the token set for this hook.');
+        credited = true;
         answer = { text: challenge };
         status = 200;
         return;
@@ -138,6 +187,7 @@ export function createHooksRouter(deps: AppDeps) {
         const [c, m] = map[check.reason];
         throw new ApiError(401, c, m);
       }
+      credited = true;
       let normalized;
       try {
         normalized = normalizeDelivery(source, body, hs);
@@ -166,10 +216,22 @@ export function createHooksRouter(deps: AppDeps) {
       }
     } finally {
       const durationMs = performance.now() - started;
-      if (target) {
+      // A refusal counts against the address; only the first ones of the
+      // minute are audited one by one (api.inbox_hook_refused).
+      let audited = target !== null;
+      if (status >= 400 && status < 500 && !credited) {
+        try {
+          const r = (await pool.oneFirst(sql.type(jsonResult)`select api.inbox_hook_refused(${clientKey(req)}) as result`)) as { audit: boolean };
+          audited = r.audit === true;
+        } catch (e) {
+          log.error('could not count a refused hook call', { requestId, err: String(e) });
+        }
+      }
+      if (audited) {
         try {
           await pool.query(sql.unsafe`
-            select audit.record('platform_webhook', ${target.integrationId}, null, ${target.organizationId}, ${target.workspaceId},
+            select audit.record(${target ? 'platform_webhook' : 'anonymous'}, ${target?.integrationId ?? null}, null,
+              ${target?.organizationId ?? null}, ${target?.workspaceId ?? null},
               ${req.method}, ${HOOK_ROUTE}, ${status}, ${Number(durationMs.toFixed(3))}, ${code}, ${requestId})`);
         } catch (e) {
           log.error('audit write failed', { err: String(e) });
@@ -196,8 +258,8 @@ export function createHooksRouter(deps: AppDeps) {
     );
   });
 
-  router.get('/v1/hooks/:source/:integrationId', handle);
-  router.post('/v1/hooks/:source/:integrationId', raw, handle);
+  router.get('/v1/hooks/:source/:integrationId', guard, handle);
+  router.post('/v1/hooks/:source/:integrationId', guard, raw, handle);
   router.all('/v1/hooks/:source/:integrationId', (req, res) => {
     res.setHeader('Allow', 'GET, POST');
     res.status(405).json(errorBody(res.locals.requestId, new ApiError(405, 'METHOD_NOT_ALLOWED', `${req.method} is not allowed here; use GET or POST.`, { allow: ['GET', 'POST'] })));

@@ -23,15 +23,21 @@ const NEWLINE = /\r\n|\r|\n/g;
 
 /**
  * Formula injection (OWASP, "CSV Injection"): a spreadsheet runs a cell that
- * starts with =, +, -, @, a tab or a carriage return as a formula (Apple
- * Numbers also the full-width ＝ ＋ － ＠, which it normalises). The export
- * puts a ' before such a cell, and before a cell whose leading 's are followed
- * by one of them (so that a value that already began with ' comes back whole);
- * the import takes exactly one ' off a cell of that shape. An export imported
- * again gives back the values it held.
+ * starts with =, +, -, @, a tab or a carriage return as a formula. Spreadsheets
+ * and the tools in between also trim or normalise what comes before and what
+ * looks like those characters, so a cell is formula-shaped when, after any
+ * leading run of invisible characters (whitespace and line breaks, control
+ * characters, Unicode format characters such as the zero-width space and the
+ * byte order mark, other default-ignorable code points) and quotes, its first
+ * character is one of those or a look-alike: the full-width ＝ ＋ － ＠ (Apple
+ * Numbers normalises them), the small forms ﹦ ﹢ ﹣ ﹫ and the minus sign −.
+ * The export puts a ' before a formula-shaped cell (quotes count among the
+ * leading characters, so a value that already began with ' comes back whole);
+ * the import takes exactly one ' off a cell that is a ' followed by a
+ * formula-shaped value. An export imported again gives back the values it held.
  */
-const FORMULA = /^'*[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20]/;
-const NEUTRALISED = /^'+[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20]/;
+const FORMULA = /^['\s\p{Cc}\p{Cf}\p{Zs}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}]*[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20\uFE66\uFE62\uFE63\uFE6B\u2212]/u;
+const NEUTRALISED = /^'['\s\p{Cc}\p{Cf}\p{Zs}\p{Zl}\p{Zp}\p{Default_Ignorable_Code_Point}]*[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20\uFE66\uFE62\uFE63\uFE6B\u2212]/u;
 
 export function neutraliseFormula(value: string): string {
   return FORMULA.test(value) ? `'${value}` : value;
@@ -89,8 +95,9 @@ export function writeCsv(header: string[], records: unknown[][]): string {
   return stringify([header, ...records.map((r) => r.map((v) => (v === null || v === undefined ? '' : neutraliseFormula(String(v)))))], {
     bom: true,
     record_delimiter: 'windows',
-    // A lone carriage return is a line end to csv-parse (and to spreadsheets): quote it like \n.
-    quoted_match: /\r/,
+    // csv-stringify quotes a field holding the record delimiter (CRLF), but a lone carriage
+    // return or line feed is a line end too, to csv-parse (the import) and to spreadsheets.
+    quoted_match: /[\r\n]/,
   });
 }
 

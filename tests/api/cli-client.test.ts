@@ -28,6 +28,7 @@ let server: TestServer;
 let dir: string;
 let ws: string;
 let key: string;
+let managerKey: string;
 let integrationId: string;
 let env: Record<string, string>;
 
@@ -69,6 +70,7 @@ beforeAll(async () => {
   const owner = await signup(api);
   ws = owner.workspaceId;
   key = (await createKey(api, owner.token, ws, { role: 'editor' })).key;
+  managerKey = (await createKey(api, owner.token, ws, { role: 'manager' })).key;
   integrationId = (
     await server.owner.query(`insert into app.integrations (organization_id, workspace_id, connector, platform, name) values ($1, $2, 'sandbox', 'x', 'CLI Sandbox X') returning id`, [
       owner.organizationId,
@@ -122,6 +124,12 @@ describe('login and credentials', () => {
     expect(r.json.map((w: any) => w.id)).toEqual([ws]);
     const bad = await cli(['workspaces'], { PRESSROOM_API_KEY: 'prk_wrong_wrong_wrong_wrong_wrong' });
     expect(bad.code).toBe(3);
+  });
+
+  it('an empty PRESSROOM_URL or PRESSROOM_WORKSPACE is unset: the stored login applies', async () => {
+    const r = await ok(['workspaces', '--json'], { PRESSROOM_URL: '', PRESSROOM_WORKSPACE: '', PRESSROOM_API_KEY: '' });
+    expect(r.json.map((w: any) => w.id)).toEqual([ws]);
+    expect((await ok(['integrations', 'list', '--json'], { PRESSROOM_URL: '', PRESSROOM_WORKSPACE: '' })).json).toEqual([expect.objectContaining({ id: integrationId })]);
   });
 
   it('an unreachable server is exit 6', async () => {
@@ -195,9 +203,56 @@ describe('content', () => {
     expect(audit.rows[0].n).toBe(1);
   });
 
+  it('content created without a channel is an idea: content create says where it is, content roots lists it, content list (editions) does not', async () => {
+    const created = await ok(['content', 'create', '--caption', 'An idea from the CLI']);
+    const rootId = UUID.exec(created.stdout)![0];
+    expect(created.stdout).toBe(`Created: root ${rootId}, an idea: no channel, so no edition yet. \`content list\` lists editions; \`content roots\` lists it (and every root).\n`);
+
+    const editions = await ok(['content', 'list', '--all', '--json']);
+    expect(editions.json.data.filter((c: any) => c.rootId === rootId)).toEqual([]);
+    const roots = await ok(['content', 'roots', '--json']);
+    expect(roots.json.data.find((r: any) => r.id === rootId)).toMatchObject({ caption: 'An idea from the CLI', editions: [] });
+    expect(roots.json.meta).toMatchObject({ offset: 0, total: expect.any(Number) });
+    const human = await ok(['content', 'roots']);
+    expect(human.stdout.split('\n')[0]).toMatch(/^ROOT\s+EDITIONS\s+TITLE\s+CAPTION\s+UPDATED$/);
+    expect(human.stdout).toMatch(new RegExp(`^${rootId}\\s+idea\\s+-\\s+An idea from the CLI\\s`, 'm'));
+    // A root with editions shows each one's platform and status.
+    expect(human.stdout).toMatch(/^\S+\s+x:\w+/m);
+    const all = await ok(['content', 'roots', '--all', '--json']);
+    expect(all.json.data.map((r: any) => r.id)).toContain(rootId);
+
+    // An empty workspace's edition list says where ideas are.
+    const fresh = await signup(client(server));
+    const freshKey = (await createKey(client(server), fresh.token, fresh.workspaceId, { role: 'editor' })).key;
+    const freshEnv = { PRESSROOM_URL: server.baseUrl, PRESSROOM_API_KEY: freshKey };
+    await ok(['content', 'create', '--caption', 'first idea'], freshEnv);
+    const empty = await ok(['content', 'list'], freshEnv);
+    expect(empty.stdout).toBe('(none)\nNo editions. Content created without a channel is an idea, with no edition: `pressroom content roots` lists it.\n');
+  });
+
+  it('an empty --channel, or one swallowed by an unquoted empty variable, is a usage error that says so', async () => {
+    const count = async () => (await server.owner.query('select count(*)::int as n from app.content_roots where workspace_id = $1', [ws])).rows[0].n as number;
+    const before = await count();
+    const cases: [string[], RegExp][] = [
+      [['content', 'create', '--caption', 'x', '--channel', ''], /^pressroom: USAGE: content create: --channel is empty \(an unset shell variable\?\); it takes an integration id: `pressroom integrations list` shows them/],
+      [['content', 'create', '--caption', 'x', '--channel', integrationId, '--channel', ' '], /--channel is empty/],
+      [['content', 'check', '--caption', 'x', '--channel', '--at', '2030-01-01T00:00:00Z'], /^pressroom: USAGE: content check: --channel has no value: the argument after it, "--at", is an option \(an empty shell variable left unquoted\?\)/],
+      [['content', 'list', '-w', '--all'], /-w has no value: the argument after it, "--all", is an option/],
+      [['content', 'list', '--workspace', ''], /--workspace is empty .*`pressroom workspaces` shows them/],
+      [['workspaces', '--url', ''], /--url is empty/],
+    ];
+    for (const [args, message] of cases) {
+      const r = await cli(args);
+      expect(r.code, args.join(' ')).toBe(2);
+      expect(r.stderr, args.join(' ')).toMatch(message);
+      expect(r.stderr).not.toMatch(/ambiguous/);
+    }
+    expect(await count()).toBe(before);
+  });
+
   it('usage errors are exit 2 and name the problem', async () => {
     const cases: [string[], RegExp][] = [
-      [['content', 'frobnicate'], /content frobnicate: unknown; content takes list, get, create, check, schedule, publish, revert/],
+      [['content', 'frobnicate'], /content frobnicate: unknown; content takes list, roots, get, create, check, schedule, publish, revert/],
       [['content', 'get', 'not-a-uuid'], /ID must be a UUID/],
       [['content', 'get'], /content get takes ID \(got none\)/],
       [['content', 'list', '--limit', '500'], /--limit must be a whole number from 1 to 100/],
@@ -275,6 +330,58 @@ describe('integrations, reviews, analytics', () => {
     const r = await ok(['integrations', 'list']);
     expect(r.stdout).toMatch(new RegExp(`^${integrationId}\\s+x\\s+CLI Sandbox X\\s+-\\s+active\\s+sandbox$`, 'm'));
     expect((await ok(['integrations', 'list', '--json'])).json).toEqual([expect.objectContaining({ id: integrationId })]);
+  });
+
+  it('integrations create and delete, with the rules and roles of the API', async () => {
+    const asManager = { PRESSROOM_URL: server.baseUrl, PRESSROOM_API_KEY: managerKey };
+    const created = await ok(['integrations', 'create', '--platform', 'x', '--name', 'Made by the CLI', '--username', 'acme'], asManager);
+    const id = UUID.exec(created.stdout)![0];
+    expect(created.stdout.split('\n')[0]).toBe(`Connected X (sandbox); use it with --channel ${id}`);
+    expect(created.stdout).toMatch(/^status:\s+active$/m);
+    expect((await server.owner.query('select workspace_id, connector, platform, name, username from app.integrations where id = $1', [id])).rows).toEqual([
+      { workspace_id: ws, connector: 'sandbox', platform: 'x', name: 'Made by the CLI', username: 'acme' },
+    ]);
+    const listed = await ok(['integrations', 'list', '--json'], asManager);
+    expect(listed.json.map((i: any) => i.id)).toContain(id);
+
+    // A sandbox that fails every publish, in JSON.
+    const failing = await ok(['integrations', 'create', '--platform', 'linkedin', '--name', 'Failing', '--behavior', 'fail', '--json'], asManager);
+    expect(failing.json).toMatchObject({ connector: 'sandbox', platform: 'linkedin', settings: { behavior: 'fail' } });
+
+    // The README's path with the command: schedule on the new channel, list it.
+    const at = new Date(Date.now() + 3600_000).toISOString();
+    const post = await ok(['content', 'create', '--caption', 'Hello from the CLI', '--channel', id, '--at', at, '--json'], asManager);
+    const editionId = post.json.editions[0].id;
+    const scheduled = await ok(['content', 'list', '--status', 'scheduled', '--json'], asManager);
+    expect(scheduled.json.data).toContainEqual(expect.objectContaining({ id: editionId, integrationId: id, status: 'scheduled' }));
+
+    // Refused while an edition is scheduled on it (409, exit 1); deleted once it is not.
+    const busy = await cli(['integrations', 'delete', id, '--json'], asManager);
+    expect(busy.code).toBe(1);
+    expect(busy.json.error).toMatchObject({ code: 'INTEGRATION_HAS_SCHEDULED_CONTENT', status: 409, details: { count: 1, contentIds: [editionId] } });
+    await ok(['content', 'revert', editionId], asManager);
+    const deleted = await ok(['integrations', 'delete', id], asManager);
+    expect(deleted.stdout).toBe(`Disconnected ${id}.\n`);
+    expect((await ok(['integrations', 'list', '--json'], asManager)).json.map((i: any) => i.id)).not.toContain(id);
+    expect((await cli(['integrations', 'delete', id], asManager)).code).toBe(5);
+
+    // The API's rules: an editor may not connect channels (403, exit 4); the webhook URL guard; the platforms and settings.
+    const editor = await cli(['integrations', 'create', '--platform', 'x', '--name', 'Editor tries']);
+    expect(editor.code).toBe(4);
+    expect(editor.stderr).toMatch(/^pressroom: ROLE_REQUIRED: .*\(request id /);
+    const privateHook = await cli(['integrations', 'create', '--connector', 'webhook', '--platform', 'x', '--name', 'Hook', '--webhook-url', 'http://127.0.0.1:9/hook', '--json'], asManager);
+    expect(privateHook.code).toBe(1);
+    expect(privateHook.json.error.code).toBe('WEBHOOK_URL_PRIVATE_NETWORK');
+    const unknown = await cli(['integrations', 'create', '--platform', 'myspace', '--name', 'Old', '--json'], asManager);
+    expect(unknown.code).toBe(1);
+    expect(['UNKNOWN_PLATFORM', 'VALIDATION_FAILED']).toContain(unknown.json.error.code);
+    const behavior = await cli(['integrations', 'create', '--platform', 'x', '--name', 'Odd', '--behavior', 'sometimes', '--json'], asManager);
+    expect(behavior.code).toBe(1);
+    const missing = await cli(['integrations', 'create', '--name', 'No platform'], asManager);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/integrations create needs --platform/);
+    const names = await server.owner.query(`select name from app.integrations where workspace_id = $1 and name in ('Editor tries', 'Hook', 'Old', 'Odd')`, [ws]);
+    expect(names.rows).toEqual([]);
   });
 
   it('reviews inbox', async () => {

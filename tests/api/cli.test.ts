@@ -453,7 +453,7 @@ async function freePort(): Promise<number> {
   });
 }
 
-describe('embedded PostgreSQL under DATA_DIR (no DATABASE_URL)', () => {
+describe('embedded PostgreSQL under DATA_DIR (no DATABASE_URL, or an empty one)', () => {
   let dir: string;
   let port: number;
   let running: EmbeddedDatabase | null = null;
@@ -468,7 +468,8 @@ describe('embedded PostgreSQL under DATA_DIR (no DATABASE_URL)', () => {
   });
 
   it('starts and stops the cluster itself, or joins the one the server runs', { timeout: 120_000 }, async () => {
-    const env = { DATA_DIR: dir, EMBEDDED_PG_PORT: String(port) };
+    // DATABASE_URL= (empty, as Compose and .env files give) is unset too: the embedded cluster.
+    const env = { DATA_DIR: dir, EMBEDDED_PG_PORT: String(port), DATABASE_URL: '', APP_DATABASE_URL: '' };
     const pidFile = path.join(dir, 'pg', 'postmaster.pid');
 
     // Nothing runs: the CLI creates and starts the cluster, migrates, and stops it.

@@ -1,7 +1,7 @@
 // openapi.yaml as a product: the rules every operation must follow.
 import { describe, expect, it } from 'vitest';
 import type { AppDeps } from '../../server/deps.ts';
-import { HOOK_SOURCES } from '../../server/inbox/signatures.ts';
+import { HOOK_SOURCES, X_CRC_TOKEN, X_CRC_TOKEN_MAX_LENGTH } from '../../server/inbox/signatures.ts';
 import { createHooksRouter, HOOK_BODY_LIMIT_BYTES, HOOK_CHALLENGE_MAX_LENGTH, servedRoutes } from '../../server/routes/hooks.ts';
 import { routes } from '../../server/routes/index.ts';
 import { openapi } from '../support/server.ts';
@@ -62,9 +62,12 @@ describe('openapi.yaml', () => {
       expect(s.summary).toBeTruthy();
       expect(s.security).toEqual([]);
       expect(op.anonymous).toBe(true);
-      expect(s['x-throttle'], 'not throttled: a refused platform stops delivering').toBeUndefined();
+      // Throttled as failed credentials (api.inbox_hook_guard): 429 AUTH_THROTTLED with Retry-After.
+      expect(s['x-throttle']).toBe(op.method === 'GET' ? 'read' : 'write');
       const statuses = Object.keys(s.responses);
-      expect(statuses).toEqual(expect.arrayContaining(['200', '400', '404', '500', '503']));
+      expect(statuses).toEqual(expect.arrayContaining(['200', '400', '404', '429', '500', '503']));
+      expect(Object.keys(s.responses['429'].headers ?? {})).toContain('Retry-After');
+      expect(s.responses['429'].content['application/json'].example.error.code).toBe('AUTH_THROTTLED');
       if (op.method === 'POST') {
         expect(statuses).toEqual(expect.arrayContaining(['401', '413']));
         expect(s.requestBody.content['application/json'].example).toBeTruthy();
@@ -78,7 +81,8 @@ describe('openapi.yaml', () => {
         const query = Object.fromEntries(s.parameters.map((p: any) => [p.name, p.schema]));
         expect(Object.keys(query).sort()).toEqual(['crc_token', 'hub.challenge', 'hub.mode', 'hub.verify_token']);
         expect(query['hub.challenge'].maxLength).toBe(HOOK_CHALLENGE_MAX_LENGTH);
-        expect(query.crc_token.maxLength).toBe(HOOK_CHALLENGE_MAX_LENGTH);
+        expect(query.crc_token.maxLength).toBe(X_CRC_TOKEN_MAX_LENGTH);
+        expect(query.crc_token.pattern).toBe(X_CRC_TOKEN.source);
       }
       const source = openapi.doc.paths[op.path].parameters.find((p: any) => p.name === 'source');
       expect(source.schema.enum).toEqual([...HOOK_SOURCES]);

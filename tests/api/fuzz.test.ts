@@ -1,11 +1,19 @@
 // Generated negative tests: for every operation of openapi.yaml, requests the
 // contract refuses (missing and wrong-typed required fields, out-of-range
-// numbers, over-long strings, bad formats, unknown properties and query
-// parameters, NUL bytes, wrong content types, malformed, deeply nested and
-// huge bodies, bad path ids), built from the operation's own schemas with
+// numbers, over-long strings, also of 4-byte characters, bad formats, unknown
+// properties and query parameters, NUL bytes, lone UTF-16 surrogates in
+// values and keys, wrong content types, malformed, deeply nested and huge
+// bodies, bad path ids), built from the operation's own schemas with
 // fast-check's generators. Each must be answered 4xx in the envelope with a
 // code of db/ERRORS.md, and together they must write nothing but their audit
 // rows (one per request).
+//
+// Then text that is valid but unusual, in every string of every body and
+// every string query parameter: noncharacters (U+FFFE, U+FFFF, U+10FFFF), a
+// byte order mark, bidirectional overrides, combining marks, astral emoji
+// and ZWJ sequences, characters whose case mapping grows, and 4-byte
+// characters exactly at a field's maxLength. Whatever the operation makes of
+// it, the answer must be below 500 and one openapi.yaml documents for it.
 //
 // FUZZ_SEED (default 16) fixes the generated values; FUZZ_RUNS (default 300)
 // is the number of extra random requests after the systematic ones, e.g.
@@ -113,13 +121,27 @@ function wrongTypeArb(s: Schema): fc.Arbitrary<unknown> {
   return s.nullable ? fc.oneof(...wrong) : fc.oneof(fc.constant(null), ...wrong);
 }
 
+/** A lone UTF-16 surrogate, high or low, at the start, in the middle or at the end of some text. */
+const loneSurrogateArb: fc.Arbitrary<string> = fc
+  .tuple(
+    fc.oneof(fc.integer({ min: 0xd800, max: 0xdbff }), fc.integer({ min: 0xdc00, max: 0xdfff })).map((c) => String.fromCharCode(c)),
+    fc.constantFrom('start', 'middle', 'end'),
+    fc.string({ minLength: 1, maxLength: 6 }),
+  )
+  .map(([sur, at, text]) => (at === 'start' ? sur + text : at === 'end' ? text + sur : `${text.slice(0, 1)}${sur}${text.slice(1)}`));
+
+/** A character of four UTF-8 bytes and two UTF-16 units: one code point, as maxLength counts. */
+const ASTRAL = '𝕏';
+
 /** Values that break the schema's own constraints: length, range, format, enum. */
 function badValues(s: Schema): [string, fc.Arbitrary<unknown>][] {
   const out: [string, fc.Arbitrary<unknown>][] = [['wrong type', wrongTypeArb(s)]];
   const t = typeOf(s);
   if (t === 'string') {
     out.push(['NUL', fc.tuple(fc.string({ maxLength: 6 }), fc.string({ maxLength: 6 })).map(([a, b]) => `${a}\u0000${b}`)]);
+    out.push(['lone surrogate', loneSurrogateArb]);
     if (s.maxLength !== undefined) out.push(['over-long', fc.integer({ min: 1, max: 40 }).map((n) => 'y'.repeat(s.maxLength + n))]);
+    if (s.maxLength !== undefined && s.maxLength < 10_000) out.push(['over-long, 4-byte characters', fc.constant(ASTRAL.repeat(s.maxLength + 1))]);
     if (s.format === 'uuid') out.push(['bad uuid', fc.constantFrom('not-a-uuid', '00000000-0000-0000-0000-00000000000g', '{}')]);
     if (s.format === 'date-time') {
       out.push(['bad date-time', fc.constantFrom('2030-01-01T00:00:00+16:00', '2030-01-01T00:00:00-20:12', '0000-01-01T00:00:00Z', '2030-02-30T00:00:00Z', 'yesterday', '2030-01-01')]);
@@ -191,7 +213,8 @@ function casesOf(op: Operation, workspaceId: string, seed = SEED): Case[] {
 
   // Bad path ids.
   for (const p of pathParams) {
-    const bad = typeOf(p.schema) === 'integer' ? ['abc', '1.5', '99999999999999999999999'] : ['not-a-uuid', '%00', 'a'.repeat(300), '%C0%AF'];
+    // %ED%A0%80 is U+D800 as UTF-8 would write it (CESU-8): not UTF-8, so no lone surrogate reaches a path parameter.
+    const bad = typeOf(p.schema) === 'integer' ? ['abc', '1.5', '99999999999999999999999'] : ['not-a-uuid', '%00', 'a'.repeat(300), '%C0%AF', '%ED%A0%80'];
     for (const b of bad) out.push(base(`path ${p.name} = ${b.slice(0, 20)}`, { path: pathWith({ [p.name]: b }) }));
   }
   // Query: unknown parameter, and each parameter's bad values.
@@ -199,6 +222,10 @@ function casesOf(op: Operation, workspaceId: string, seed = SEED): Case[] {
   for (const p of paramsOf(op, 'query')) {
     for (const [kind, arb] of badValues(p.schema)) {
       if (kind === 'wrong type' && typeOf(p.schema) === 'string' && !p.schema.format && !p.schema.enum && !p.schema.pattern) continue; // any text is a string
+      // A URL cannot carry a lone surrogate (percent-encoding is of UTF-8): the in-process check is in tests/api/hostile.test.ts.
+      if (kind === 'lone surrogate') continue;
+      // Percent-encoded, a 4-byte character is 12 bytes of the URL: past 16 KB Node answers 431 before any route (no audit row).
+      if (kind === 'over-long, 4-byte characters' && p.schema.maxLength * 12 > 8000) continue;
       let v = one(arb, salt++);
       if (kind === 'wrong type') v = typeOf(p.schema) === 'string' ? ['a', 'b'] : 'abc';
       if (kind === 'bad item') v = 'abc';
@@ -226,6 +253,7 @@ function casesOf(op: Operation, workspaceId: string, seed = SEED): Case[] {
     out.push(base(`body missing ${r}`, { body: json(rest) }));
   }
   if (bodySchema.additionalProperties === false) out.push(base('body unknown property', { body: json({ ...obj, zzUnknown: 1 }) }));
+  out.push(base('body key with a lone surrogate', { body: json({ ...obj, [one(loneSurrogateArb, salt++)]: 'v' }) }));
   out.push(base('body of the wrong type', { body: json(one(wrongTypeArb(bodySchema), salt++)) }));
   for (const [name, ps] of Object.entries(props)) {
     const s = deref(ps);
@@ -235,6 +263,7 @@ function casesOf(op: Operation, workspaceId: string, seed = SEED): Case[] {
       for (const [inner, is] of Object.entries<any>(s.properties)) {
         if (typeOf(deref(is)) === 'string') {
           out.push(base(`body ${name}.${inner}: NUL`, { body: json({ ...obj, [name]: { ...(sample(s) as object), [inner]: 'a\u0000b' } }) }));
+          out.push(base(`body ${name}.${inner}: lone surrogate`, { body: json({ ...obj, [name]: { ...(sample(s) as object), [inner]: one(loneSurrogateArb, salt++) } }) }));
           break;
         }
       }
@@ -379,7 +408,7 @@ describe(`generated negative requests (FUZZ_SEED=${SEED}, FUZZ_RUNS=${RUNS})`, (
 // any source, integration id, query, signature headers and body. Each answer
 // must be one openapi.yaml documents for the operation (checkHookAnswer), a
 // 4xx but for a subscription check that is answered (X's crc_token is
-// answered for any token), and no delivery or event may be stored.
+// answered for any token shaped like X's), and no delivery or event may be stored.
 describe(`generated requests to the x-raw-body operations (FUZZ_SEED=${SEED})`, () => {
   it('answer only documented statuses, never >= 500, and store nothing unsigned', { timeout: 120_000 }, async () => {
     expect(openapi.rawOperations.length).toBeGreaterThan(0);
@@ -440,5 +469,148 @@ describe(`generated requests to the x-raw-body operations (FUZZ_SEED=${SEED})`, 
     console.log(`fuzz: x-raw-body operations: ${n} requests, ${problems.length} problems`);
     expect(problems.slice(0, 20)).toEqual([]);
     expect(await stored()).toBe(before);
+  });
+});
+
+// Valid but unusual text (see the head of this file) in every string of every
+// request body, one field at a time, and in every string query parameter.
+// These requests may well succeed and write rows, so they come last, with an
+// organization of their own (signed up again should a request end its session).
+const EDGE_PIECES = [
+  '\uFFFE', // noncharacters
+  '\uFFFF',
+  '\u{10FFFF}',
+  '\u{1FFFE}',
+  '\uFEFF', // byte order mark
+  '\u202E', // right-to-left override, and the isolates
+  '\u2066',
+  '\u2069',
+  '\u0301', // a combining mark alone, and after a letter
+  'e\u0301',
+  'Z\u0351\u036B\u0343\u036A',
+  '\u200D', // zero-width joiner
+  '😀', // astral emoji, a ZWJ sequence with a skin tone, a flag
+  '👩🏽‍💻',
+  '🇫🇷',
+  ASTRAL,
+  'İ', // lower() makes two characters of it
+  'ß',
+  'ﷺ',
+  '\u00A0',
+  '\u3000',
+  '１２３',
+];
+const edgeStringArb: fc.Arbitrary<string> = fc
+  .array(fc.oneof(fc.constantFrom(...EDGE_PIECES), fc.string({ minLength: 1, maxLength: 3 })), { minLength: 1, maxLength: 6 })
+  .map((parts) => parts.join(''));
+
+/**
+ * Edge values for a string schema: drawn ones, and 4-byte characters exactly
+ * at maxLength when the request stays small (a body under BODY_LIMIT; a URL
+ * well under Node's 16 KB, with 12 bytes per percent-encoded character).
+ */
+function edgeValues(s: Schema, seed: number, where: 'query' | 'body'): [string, string][] {
+  const out: [string, string][] = fc.sample(edgeStringArb, { seed, numRuns: 2 }).map((v) => ['edge text', v]);
+  const max = s.maxLength as number | undefined;
+  if (max !== undefined && max * (where === 'query' ? 12 : 4) < (where === 'query' ? 8000 : BODY_LIMIT - 4096)) {
+    out.push(['4-byte characters at maxLength', ASTRAL.repeat(max)]);
+    out.push(['an emoji ending at maxLength', 'a'.repeat(max - 1) + '😀']);
+  }
+  return out;
+}
+
+function unicodeCasesOf(op: Operation, workspaceId: string, seed: number): Case[] {
+  const validPath: Record<string, string> = {};
+  for (const p of paramsOf(op, 'path')) validPath[p.name] = p.name === 'workspaceId' ? workspaceId : String(sample(p.schema));
+  const path = op.path.replace(/\{([^}]+)\}/g, (_, n) => encodeURIComponent(validPath[n]));
+  const query: Record<string, unknown> = {};
+  for (const p of paramsOf(op, 'query')) if (p.required) query[p.name] = sample(p.schema);
+  const headers: Record<string, string> = {};
+  const idem = paramsOf(op, 'header').find((h) => h.name.toLowerCase() === 'idempotency-key');
+  if (idem) headers['idempotency-key'] = `fuzz-${crypto.randomUUID()}`;
+  const bodySchema = bodySchemaOf(op);
+  const validBody = bodySchema ? sample(bodySchema) : undefined;
+  const obj = (validBody && typeof validBody === 'object' && !Array.isArray(validBody) ? validBody : null) as Record<string, unknown> | null;
+  const out: Case[] = [];
+  let n = 0;
+  for (const p of paramsOf(op, 'query')) {
+    if (typeOf(p.schema) !== 'string') continue;
+    for (const [kind, v] of edgeValues(p.schema, seed + n++, 'query')) {
+      out.push({ op, kind: `query ${p.name}: ${kind}`, path, query: encodeQuery({ ...query, [p.name]: v }), headers, body: validBody !== undefined ? JSON.stringify(validBody) : undefined });
+    }
+  }
+  if (obj && bodySchema) {
+    const json = { ...headers, 'content-type': 'application/json' };
+    for (const [name, ps] of Object.entries<any>(bodySchema.properties ?? {})) {
+      const s = deref(ps);
+      if (typeOf(s) === 'string') {
+        for (const [kind, v] of edgeValues(s, seed + n++, 'body')) out.push({ op, kind: `body ${name}: ${kind}`, path, query: encodeQuery(query), headers: json, body: JSON.stringify({ ...obj, [name]: v }) });
+      } else if (typeOf(s) === 'object' && s.properties) {
+        // One level down, as the negative cases do.
+        for (const [inner, is] of Object.entries<any>(s.properties)) {
+          const si = deref(is);
+          if (typeOf(si) !== 'string') continue;
+          for (const [kind, v] of edgeValues(si, seed + n++, 'body')) {
+            out.push({ op, kind: `body ${name}.${inner}: ${kind}`, path, query: encodeQuery(query), headers: json, body: JSON.stringify({ ...obj, [name]: { ...(sample(s) as object), [inner]: v } }) });
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+describe(`generated valid but unusual Unicode text (FUZZ_SEED=${SEED})`, () => {
+  it('is never answered >= 500, and every answer is one openapi.yaml documents for the operation', { timeout: 300_000 }, async () => {
+    const api = client(server);
+    let owner = await signup(api);
+    token = owner.token;
+    const problems: string[] = [];
+    const statuses = new Map<number, number>();
+    let requests = 0;
+    let over = 0;
+    let resignups = 0;
+    for (const [i, op] of openapi.operations.entries()) {
+      for (const c of unicodeCasesOf(op, owner.workspaceId, SEED * 7919 + i * 101)) {
+        const a = await send(c);
+        requests++;
+        statuses.set(a.status, (statuses.get(a.status) ?? 0) + 1);
+        const where = `${op.method} ${op.path} [${c.kind}] -> ${a.status}: ${a.text.slice(0, 200)}`;
+        if (a.status >= 500) {
+          over++;
+          problems.push(where);
+          continue;
+        }
+        if (!a.headers['x-request-id']) problems.push(`${where} (no X-Request-Id)`);
+        if (a.status === 204) {
+          if (!doc.paths[op.path][op.method.toLowerCase()].responses['204'] || a.text !== '') problems.push(`${where} (204 not documented, or with a body)`);
+        } else {
+          let body: any;
+          try {
+            body = JSON.parse(a.text);
+          } catch {
+            problems.push(`${where} (not JSON)`);
+            continue;
+          }
+          const validate = op.responseValidator(a.status);
+          if (!validate) problems.push(`${where} (status not documented)`);
+          else if (!validate(body)) problems.push(`${where} (body does not match openapi.yaml: ${JSON.stringify(validate.errors).slice(0, 200)})`);
+          if (a.status >= 400 && !codes.has(body?.error?.code)) problems.push(`${where} (code not in db/ERRORS.md)`);
+        }
+        // A request that ended the session (a password change, a logout): carry on as a new organization.
+        if (a.status === 401) {
+          owner = await signup(api);
+          token = owner.token;
+          resignups++;
+          break;
+        }
+      }
+    }
+    console.log(
+      `fuzz: unicode edge cases: ${requests} requests, ${over} answers >= 500, ${problems.length} problems, ${resignups} sign-ups again; statuses ${[...statuses].sort((a, b) => a[0] - b[0]).map(([k, v]) => `${k}:${v}`).join(' ')}`,
+    );
+    expect(problems.slice(0, 30)).toEqual([]);
+    expect(over).toBe(0);
+    expect(requests).toBeGreaterThan(500);
   });
 });

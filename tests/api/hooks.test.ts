@@ -1,15 +1,18 @@
 // Inbound platform webhooks over real HTTP: each source's handshake and
-// signature (valid, tampered, missing, stale or replayed), raw storage,
-// de-duplication, limits, audit rows, folding by the real pg-boss job, and
-// the convergence of a recorded stream replayed in shuffled orders.
+// signature (valid, tampered, missing, stale or replayed), X's check never
+// signing a delivery, raw storage, de-duplication, limits, refusals throttled
+// and audited as failed credentials, audit rows, folding by the real pg-boss
+// job, and the convergence of a recorded stream replayed in shuffled orders.
 import { createHmac } from 'node:crypto';
+import fc from 'fast-check';
 import { PgBoss } from 'pg-boss';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkSignature } from '../../server/inbox/signatures.ts';
+import { checkSignature, xCrcResponse } from '../../server/inbox/signatures.ts';
 import { foldInbox, registerInboxJobs } from '../../server/jobs/inbox.ts';
 import { PGBOSS_SCHEMA, QUEUES } from '../../server/jobs/queues.ts';
 import { client, signup } from '../support/http.ts';
 import {
+  checkHookAnswer,
   deliver,
   hookCheck,
   hookIntegration,
@@ -95,6 +98,65 @@ describe('subscription checks', () => {
     expect(r.status).toBe(200);
     expect(await r.json()).toEqual({ response_token: `sha256=${createHmac('sha256', X_CONSUMER_SECRET).update(token).digest('base64')}` });
     expect((await get(`/v1/hooks/x/${xi}`)).status).toBe(400);
+  });
+
+  it('X: no CRC answer verifies as a delivery signature: the token posted as the body with the answer as its signature is refused and stores nothing', async () => {
+    const before = { deliveries: await count('inbox_deliveries', xi), events: await count('inbox_events', xi) };
+    // Tokens as X sends them (a UUID, base64, base64url), the longest answered, and one that is only `=`.
+    for (const token of ['9b4507b3-9040-4669-9ca3-6b94edb50553', 'OTIzYzQ2NDYtMmRiNS00YzRi+/==', 'abc_DEF-123', 'A'.repeat(64), '==']) {
+      const r = await get(`/v1/hooks/x/${xi}?crc_token=${encodeURIComponent(token)}`);
+      expect(r.status, token).toBe(200);
+      const { response_token } = (await r.json()) as { response_token: string };
+      expect(response_token).toBe(`sha256=${createHmac('sha256', X_CONSUMER_SECRET).update(token).digest('base64')}`);
+      for (const body of [token, ` ${token}`, `\n${token}`]) {
+        const forged = await deliver(server, 'x', xi, { body, headers: { 'content-type': 'application/json', 'x-twitter-webhooks-signature': response_token } });
+        expect(forged.status, body).toBe(401);
+        expect(forged.body.error.code).toBe('SIGNATURE_INVALID');
+      }
+    }
+    expect({ deliveries: await count('inbox_deliveries', xi), events: await count('inbox_events', xi) }).toEqual(before);
+  });
+
+  it('X: a crc_token not shaped like X\'s (a JSON reply above all, too long, other characters) is 400 naming query.crc_token, and is never signed', async () => {
+    const before = { deliveries: await count('inbox_deliveries', xi), events: await count('inbox_events', xi) };
+    // The audit's forgery: ask the check to sign a reply, then post the reply with that answer.
+    const reply = JSON.stringify(xReply('1050118621198921999', '@acme forged'));
+    for (const token of [reply, '{}', 'A'.repeat(65), 'has space', 'a.b', 'a%00b', '%E2%9C%93', '<x>']) {
+      const r = await get(`/v1/hooks/x/${xi}?crc_token=${token === reply ? encodeURIComponent(token) : token}`);
+      expect(r.status, token).toBe(400);
+      const body = (await r.json()) as any;
+      expect(body.error.code).toBe('VALIDATION_FAILED');
+      expect(body.error.message).toContain('query.crc_token');
+      expect(body.error.details.fields).toEqual([expect.objectContaining({ field: 'query.crc_token', code: 'pattern' })]);
+      expect(JSON.stringify(body)).not.toContain('sha256=');
+    }
+    const missing = (await (await get(`/v1/hooks/x/${xi}?crc_token=`)).json()) as any;
+    expect(missing.error.details.fields).toEqual([expect.objectContaining({ field: 'query.crc_token', code: 'required' })]);
+    expect(missing.error.message).toContain('query.crc_token');
+    // The same reply, signed as the check would have signed it, is not accepted either.
+    const forged = await deliver(server, 'x', xi, { body: reply, headers: { 'content-type': 'application/json', 'x-twitter-webhooks-signature': 'sha256=AAAA' } });
+    expect(forged.status).toBe(401);
+    expect({ deliveries: await count('inbox_deliveries', xi), events: await count('inbox_events', xi) }).toEqual(before);
+  });
+
+  it('X: for any string, either the check refuses to sign it or its answer is not a delivery signature of it', () => {
+    const secret = X_CONSUMER_SECRET;
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ maxLength: 80 }), fc.json(), fc.stringMatching(/^[A-Za-z0-9+/=_-]{1,64}$/)), (token) => {
+        let answer: string;
+        try {
+          answer = xCrcResponse(secret, token).response_token;
+        } catch {
+          return true; // not answered
+        }
+        const check = checkSignature('x', secret, { 'x-twitter-webhooks-signature': answer }, Buffer.from(token, 'utf8'));
+        return !check.ok;
+      }),
+      { numRuns: 500 },
+    );
+    // ...while a delivery (a JSON object) with its own signature verifies.
+    const d = xDelivery(xReply('1', 'x'));
+    expect(checkSignature('x', secret, d.headers, Buffer.from(d.body))).toEqual({ ok: true });
   });
 
   it('sandbox has no GET check (405); unknown source, integration, or a source that is not the integration\'s platform: 404', async () => {
@@ -212,6 +274,118 @@ describe('signatures, raw storage and de-duplication', () => {
     expect((await deliver(server, 'facebook', fb, sign(JSON.stringify({ object: 'instagram', entry: [] })))).status).toBe(400);
     expect((await deliver(server, 'sandbox', sb, sandboxDelivery('msg_bad', { type: 'message.created', data: { threadKind: 'comment' } }))).status).toBe(400);
     expect(await count('inbox_deliveries', fb)).toBe(before);
+  });
+});
+
+describe('refused calls are failed credentials of the client address', () => {
+  it('past AUTH_FAILURE_LIMIT refusals a minute the address gets 429 AUTH_THROTTLED with Retry-After before anything is checked; only the first AUTH_FAILURE_AUDIT are audited one by one, the rest in one summary row', async () => {
+    const limited = await startTestServer('hooks-throttle', { AUTH_FAILURE_LIMIT: 6, AUTH_FAILURE_AUDIT: 3, TRUST_PROXY: true });
+    try {
+      const lapi = client(limited);
+      const o = await signup(lapi);
+      const lfb = await hookIntegration(lapi, o, 'facebook', 'facebook');
+      const lx = await hookIntegration(lapi, o, 'x', 'x');
+      const them = '203.0.113.50';
+      let n = 0;
+      const call = async (method: 'GET' | 'POST', path: string, from: string, d?: { body: string; headers: Record<string, string> }) => {
+        const requestId = `hook-throttle-${++n}`;
+        const res = await fetch(`${limited.baseUrl}${path}`, {
+          method,
+          headers: { ...(d?.headers ?? {}), 'x-forwarded-for': from, 'x-request-id': requestId },
+          body: d?.body,
+        });
+        const text = await res.text();
+        checkHookAnswer(method, res.status, res.headers.get('content-type'), text);
+        return { requestId, status: res.status, code: res.headers.get('content-type')?.startsWith('application/json') ? (JSON.parse(text).error?.code ?? null) : null, retryAfter: res.headers.get('retry-after') };
+      };
+      const stored = async () => Number((await limited.owner.query(`select (select count(*) from app.inbox_deliveries) + (select count(*) from app.inbox_events) as n`)).rows[0].n);
+      const before = await stored();
+      const valid = xDelivery(xReply('1050118621198922001', '@acme hi'));
+
+      // Six refusals of every kind, from one address.
+      const refused = [
+        await call('POST', `/v1/hooks/x/${lx}`, them, { ...valid, body: valid.body.replace('hi', 'hI') }),
+        await call('POST', `/v1/hooks/facebook/${lfb}`, them, { body: '{}', headers: { 'content-type': 'application/json' } }),
+        await call('GET', `/v1/hooks/facebook/${lfb}?hub.mode=subscribe&hub.verify_token=guess&hub.challenge=1`, them),
+        await call('POST', `/v1/hooks/facebook/00000000-0000-4000-8000-000000000000`, them, metaDelivery({})),
+        await call('GET', `/v1/hooks/x/${lx}?crc_token=${encodeURIComponent('{"a":1}')}`, them),
+        await call('POST', `/v1/hooks/nosuch/${lx}`, them, valid),
+      ];
+      expect(refused.map((r) => `${r.status} ${r.code}`)).toEqual([
+        '401 SIGNATURE_INVALID',
+        '401 SIGNATURE_MISSING',
+        '403 VERIFY_TOKEN_MISMATCH',
+        '404 NOT_FOUND',
+        '400 VALIDATION_FAILED',
+        '404 NOT_FOUND',
+      ]);
+      // Now even a right signature and a right verify token from that address are refused, unread.
+      const throttled = [
+        await call('POST', `/v1/hooks/x/${lx}`, them, valid),
+        await call('GET', `/v1/hooks/facebook/${lfb}?hub.mode=subscribe&hub.verify_token=${META_VERIFY_TOKEN}&hub.challenge=1`, them),
+        await call('GET', `/v1/hooks/x/${lx}?crc_token=abc`, them),
+      ];
+      for (const r of throttled) {
+        expect(r.status).toBe(429);
+        expect(r.code).toBe('AUTH_THROTTLED');
+        expect(Number(r.retryAfter)).toBeGreaterThanOrEqual(1);
+        expect(Number(r.retryAfter)).toBeLessThanOrEqual(60);
+      }
+      expect(await stored()).toBe(before);
+      // The same window as the pipeline's failed credentials: a right bearer from that address is refused too.
+      const pipeline = await lapi.get('/v1/workspaces', { token: o.token, headers: { 'x-forwarded-for': them } });
+      expect(pipeline.status).toBe(429);
+      expect(pipeline.body.error.code).toBe('AUTH_THROTTLED');
+      // Another address is not throttled: its delivery is stored.
+      const other = await call('POST', `/v1/hooks/x/${lx}`, '198.51.100.60', valid);
+      expect(other.status).toBe(200);
+      expect(await stored()).toBeGreaterThan(before);
+
+      // The first 3 refusals have a row each (anonymous for the unknown hook), the rest none yet.
+      const rows = async () =>
+        (await limited.owner.query(`select request_id, actor_kind, route, status, error_code, calls from audit.api_calls where request_id like 'hook-throttle-%' order by occurred_at`)).rows;
+      const own = await rows();
+      expect(own.map((r) => [r.request_id, r.actor_kind, r.status, r.error_code])).toEqual([
+        [refused[0].requestId, 'platform_webhook', 401, 'SIGNATURE_INVALID'],
+        [refused[1].requestId, 'platform_webhook', 401, 'SIGNATURE_MISSING'],
+        [refused[2].requestId, 'platform_webhook', 403, 'VERIFY_TOKEN_MISMATCH'],
+        [other.requestId, 'platform_webhook', 200, null],
+      ]);
+      // The minute closes: one summary row counts the 3 refusals and the 4 throttled calls not audited one by one.
+      await limited.owner.query(`update app.auth_failures set window_start = window_start - interval '1 minute'`);
+      await limited.owner.query(`select app.flush_auth_failures()`);
+      const summary = await limited.owner.query(`select method, route, status, error_code, calls, actor_kind from audit.api_calls where error_code = 'AUTH_FAILURE_BURST'`);
+      expect(summary.rows).toEqual([{ method: '*', route: null, status: 401, error_code: 'AUTH_FAILURE_BURST', calls: 7, actor_kind: 'anonymous' }]);
+      expect(own.filter((r) => r.request_id !== other.requestId).length + summary.rows[0].calls).toBe(refused.length + throttled.length + 1);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it('an unknown hook is audited as anonymous within the first refusals, and accepted calls never count', async () => {
+    const limited = await startTestServer('hooks-accepted', { AUTH_FAILURE_LIMIT: 2, AUTH_FAILURE_AUDIT: 2, TRUST_PROXY: true });
+    try {
+      const lapi = client(limited);
+      const o = await signup(lapi);
+      const lx = await hookIntegration(lapi, o, 'x', 'x');
+      const from = { 'x-forwarded-for': '203.0.113.77' };
+      // Many accepted calls (checks and deliveries) from one address: never throttled.
+      for (let i = 0; i < 5; i++) {
+        const check = await fetch(`${limited.baseUrl}/v1/hooks/x/${lx}?crc_token=t${i}`, { headers: from });
+        expect(check.status).toBe(200);
+        const d = xDelivery(xReply(`10501186211989230${i}`, '@acme hi'));
+        const r = await fetch(`${limited.baseUrl}/v1/hooks/x/${lx}`, { method: 'POST', headers: { ...d.headers, ...from }, body: d.body });
+        expect(r.status).toBe(200);
+      }
+      expect((await limited.owner.query(`select * from app.auth_failures`)).rowCount).toBe(0);
+      const unknown = await fetch(`${limited.baseUrl}/v1/hooks/x/00000000-0000-4000-8000-000000000000?crc_token=abc`, { headers: { ...from, 'x-request-id': 'hook-unknown-1' } });
+      expect(unknown.status).toBe(404);
+      const row = await limited.owner.query(`select actor_kind, actor_id, organization_id, route, status, error_code from audit.api_calls where request_id = 'hook-unknown-1'`);
+      expect(row.rows).toEqual([{ actor_kind: 'anonymous', actor_id: null, organization_id: null, route: '/v1/hooks/{source}/{integrationId}', status: 404, error_code: 'NOT_FOUND' }]);
+      expect((await limited.owner.query(`select failures, audited from app.auth_failures where client = 'ip:203.0.113.77'`)).rows).toEqual([{ failures: 1, audited: 1 }]);
+    } finally {
+      await limited.close();
+    }
   });
 });
 

@@ -70,7 +70,8 @@ describe('process', () => {
     expect(j.headers.get('content-type')).toMatch(/application\/json/);
     expect(await j.json()).toEqual(loadOpenApi().doc);
     const page = await (await fetch(`${baseUrl}/docs`)).text();
-    expect(page).toContain('<redoc spec-url="/docs/openapi.json">');
+    expect(page).toContain('<script src="/docs/redoc-init.js"></script>');
+    expect((await (await fetch(`${baseUrl}/docs/redoc-init.js`)).text())).toContain("Redoc.init('/docs/openapi.json'");
     expect(page).not.toMatch(/https?:\/\//);
     const js = await fetch(`${baseUrl}/docs/redoc.standalone.js`);
     expect(js.status).toBe(200);

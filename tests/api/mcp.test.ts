@@ -14,6 +14,8 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { VOUCHED_CLIENT_HEADER, vouchFor } from '../../server/http/client-address.ts';
+import { MAX_BATCH_MESSAGES } from '../../server/mcp/http.ts';
 import { OPERATION_TOOLS } from '../../server/mcp/tools.ts';
 import { foldInbox } from '../../server/jobs/inbox.ts';
 import { client, createKey, signup } from '../support/http.ts';
@@ -48,11 +50,12 @@ afterAll(async () => {
   await server?.close();
 });
 
-async function tenant() {
-  const owner = await signup(api);
-  const key = await createKey(api, owner.token, owner.workspaceId);
+async function tenant(on: TestServer = server, keyBody: Record<string, unknown> = {}) {
+  const c = on === server ? api : client(on);
+  const owner = await signup(c);
+  const key = await createKey(c, owner.token, owner.workspaceId, keyBody);
   const integrationId: string = (
-    await server.owner.query(`insert into app.integrations (organization_id, workspace_id, connector, platform, name) values ($1, $2, 'sandbox', 'x', 'X account') returning id`, [
+    await on.owner.query(`insert into app.integrations (organization_id, workspace_id, connector, platform, name) values ($1, $2, 'sandbox', 'x', 'X account') returning id`, [
       owner.organizationId,
       owner.workspaceId,
     ])
@@ -81,6 +84,23 @@ async function stdioClient(key: string, extraEnv: Record<string, string> = {}) {
   );
   return c;
 }
+
+/** A raw POST to /mcp: the JSON-RPC answer (or house envelope) as JSON, with the status and headers. */
+async function rpc(base: string, message: unknown, opts: { key?: string; headers?: Record<string, string>; raw?: string } = {}) {
+  const res = await fetch(`${base}/mcp`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+      ...(opts.key ? { authorization: `Bearer ${opts.key}` } : {}),
+      ...opts.headers,
+    },
+    body: opts.raw ?? JSON.stringify(message),
+  });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? JSON.parse(text) : null };
+}
+const toolCall = (id: number, name: string, args: Record<string, unknown>) => ({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
 
 const call = async (c: Client, name: string, args: Record<string, unknown>) => (await c.callTool({ name, arguments: args })) as CallToolResult;
 // The tool's answer, read as JSON: each test checks the fields it needs (shapes vary by tool).
@@ -325,7 +345,7 @@ describe('MCP over Streamable HTTP (/mcp)', () => {
     }
   });
 
-  it("a key is refused another workspace's data, and a bad key is the API's 401", async () => {
+  it("a key is refused another workspace's data, and a bad key is refused by /mcp itself (401, audited)", async () => {
     const a = await tenant();
     const b = await tenant();
     const c = await httpClient(a.key);
@@ -339,13 +359,14 @@ describe('MCP over Streamable HTTP (/mcp)', () => {
     } finally {
       await c.close();
     }
-    const bogus = await httpClient('prk_not_a_real_key');
-    try {
-      const r = await call(bogus, 'list_workspaces', {});
-      expect(toolError(r)).toMatchObject({ status: 401, code: 'UNAUTHENTICATED' });
-    } finally {
-      await bogus.close();
-    }
+    // A bogus bearer is refused by /mcp itself, before any server is built: 401 in the house envelope.
+    await expect(httpClient('prk_not_a_real_key')).rejects.toThrow();
+    const bogus = await rpc(server.baseUrl, { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'list_workspaces', arguments: {} } }, { key: 'prk_not_a_real_key' });
+    expect(bogus.status).toBe(401);
+    expect(bogus.headers.get('www-authenticate')).toMatch(/^Bearer/);
+    expect(bogus.body.error).toMatchObject({ code: 'UNAUTHENTICATED', requestId: bogus.headers.get('x-request-id') });
+    // ... and audited as the API's refusals are, on route /mcp.
+    expect(await auditRows([bogus.body.error.requestId])).toEqual([expect.objectContaining({ status: 401, method: 'POST', route: '/mcp', actor_kind: 'anonymous' })]);
   });
 
   it('upload_media refuses a URL on a private network (the SSRF guard) unless the operator allows it', async () => {
@@ -360,6 +381,259 @@ describe('MCP over Streamable HTTP (/mcp)', () => {
     } finally {
       await c.close();
     }
+  });
+});
+
+describe('MCP protocol answers (JSON-RPC errors, tool schemas)', () => {
+  it('answers JSON-RPC errors: -32700 for a body that is not JSON, -32600 for what is not a JSON-RPC message, -32601 and -32602', async () => {
+    const t = await tenant();
+    const post = (message: unknown, raw?: string) => rpc(server.baseUrl, message, { key: t.key, raw });
+
+    const notJson = await post(null, '{"jsonrpc": "2.0", "id": 1, "method": ');
+    expect(notJson.status).toBe(400);
+    expect(notJson.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32700 } });
+    expect(notJson.body.error.data).toMatchObject({ code: 'MALFORMED_JSON', requestId: notJson.headers.get('x-request-id') });
+
+    for (const [message, id, says] of [
+      [42, null, 'not a JSON-RPC 2.0 object'],
+      [{ hello: 'world' }, null, '"jsonrpc": "2.0"'],
+      [{ jsonrpc: '1.0', id: 7, method: 'tools/list' }, 7, '"jsonrpc": "2.0"'],
+      [{ jsonrpc: '2.0', id: 8 }, 8, 'no "method"'],
+      [{ jsonrpc: '2.0', id: { x: 1 }, method: 'tools/list' }, null, '"id"'],
+      [{ jsonrpc: '2.0', id: 9, method: 'tools/list', params: [1] }, 9, '"params"'],
+      [[], null, 'empty batch'],
+      [[{ jsonrpc: '2.0', id: 1, method: 'tools/list' }, 'x'], null, 'message 1 of the batch'],
+    ] as const) {
+      const r = await post(message);
+      expect(r.status, JSON.stringify(message)).toBe(400);
+      expect(r.body, JSON.stringify(message)).toMatchObject({ jsonrpc: '2.0', id, error: { code: -32600 } });
+      expect(r.body.error.message).toContain(says);
+    }
+
+    const tooMany = await post(Array.from({ length: MAX_BATCH_MESSAGES + 1 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'tools/list' })));
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.body).toMatchObject({ jsonrpc: '2.0', id: null, error: { code: -32600, data: { maxBatch: MAX_BATCH_MESSAGES } } });
+    expect(tooMany.body.error.message).toContain(`at most ${MAX_BATCH_MESSAGES}`);
+    // A batch within the bound is answered message by message.
+    const batch = await post([{ jsonrpc: '2.0', id: 1, method: 'tools/list' }, toolCall(2, 'list_workspaces', {})]);
+    expect(batch.status).toBe(200);
+    expect(batch.body.map((m: { id: number }) => m.id).sort()).toEqual([1, 2]);
+
+    const noMethod = await post({ jsonrpc: '2.0', id: 3, method: 'prompts/list' });
+    expect(noMethod.status).toBe(200);
+    expect(noMethod.body).toMatchObject({ jsonrpc: '2.0', id: 3, error: { code: -32601 } });
+
+    const unknownTool = await post(toolCall(4, 'drop_all_tables', {}));
+    expect(unknownTool.status).toBe(200);
+    expect(unknownTool.body).toMatchObject({ jsonrpc: '2.0', id: 4, error: { code: -32602 } });
+    expect(unknownTool.body.error.message).toContain('drop_all_tables');
+
+    const noName = await post({ jsonrpc: '2.0', id: 5, method: 'tools/call', params: { arguments: {} } });
+    expect(noName.body).toMatchObject({ jsonrpc: '2.0', id: 5, error: { code: -32602 } });
+
+    // A notification alone is accepted with nothing to answer.
+    expect((await post({ jsonrpc: '2.0', method: 'notifications/initialized' })).status).toBe(202);
+  });
+
+  it('names the offending property of invalid tool input in the message (a tool error the model reads), and never calls the API', async () => {
+    const t = await tenant();
+    const c = await httpClient(t.key);
+    try {
+      const r = await call(c, 'create_content', { workspaceId: t.workspaceId, body: { caption: 5, channels: [{ integrationId: 'nope' }], surprise: true } });
+      expect(r.isError).toBe(true);
+      const err = toolError(r);
+      expect(err).toMatchObject({ code: 'INVALID_TOOL_INPUT', requestId: null, status: null });
+      const fields = (err.details?.problems ?? []).map((p) => p.field).sort();
+      expect(fields).toEqual(['body.caption', 'body.channels.0.integrationId', 'body.surprise']);
+      for (const f of fields) expect(err.message).toContain(f);
+      expect(err.message).toContain('body.caption must be string, or must be null');
+      expect(err.message).toContain('body.surprise is not an allowed property');
+      const missing = await call(c, 'get_content', { workspaceId: t.workspaceId });
+      expect(toolError(missing).message).toContain('id is required');
+      expect((await server.owner.query(`select count(*)::int as n from app.content_roots where workspace_id = $1`, [t.workspaceId])).rows[0].n).toBe(0);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('no tool schema spells `type` as an array; nullable properties are anyOf branches and null still reaches the API', async () => {
+    /** Every schema (nested ones included) whose `type` is there but not a single string, by its path. */
+    const typeArrays = (schema: unknown, at: string, out: string[] = []): string[] => {
+      if (!schema || typeof schema !== 'object' || Array.isArray(schema)) return out;
+      const s = schema as Record<string, unknown>;
+      if ('type' in s && typeof s.type !== 'string') out.push(at);
+      for (const k of ['properties', 'patternProperties', '$defs', 'definitions']) {
+        for (const [name, sub] of Object.entries((s[k] ?? {}) as Record<string, unknown>)) typeArrays(sub, `${at}.${k}.${name}`, out);
+      }
+      for (const k of ['items', 'additionalProperties', 'not', 'contains', 'propertyNames', 'if', 'then', 'else']) {
+        if (Array.isArray(s[k])) (s[k] as unknown[]).forEach((sub, i) => typeArrays(sub, `${at}.${k}[${i}]`, out));
+        else typeArrays(s[k], `${at}.${k}`, out);
+      }
+      for (const k of ['anyOf', 'oneOf', 'allOf', 'prefixItems']) {
+        if (Array.isArray(s[k])) (s[k] as unknown[]).forEach((sub, i) => typeArrays(sub, `${at}.${k}[${i}]`, out));
+      }
+      return out;
+    };
+    // The walk finds what it looks for.
+    expect(typeArrays({ type: 'object', properties: { a: { anyOf: [{ type: ['string', 'null'] }] } } }, 't')).toEqual(['t.properties.a.anyOf[0]']);
+    const t = await tenant();
+    const h = await httpClient(t.key);
+    const s = await stdioClient(t.key);
+    try {
+      for (const c of [h, s]) {
+        const { tools } = await c.listTools();
+        expect(tools.length).toBe(OPERATION_TOOLS.length + 1);
+        const found = tools.flatMap((tool) => [...typeArrays(tool.inputSchema, `${tool.name}.inputSchema`), ...typeArrays(tool.outputSchema, `${tool.name}.outputSchema`)]);
+        expect(found).toEqual([]);
+        // The walk does see types: every tool's input is an object.
+        for (const tool of tools) expect(tool.inputSchema.type).toBe('object');
+      }
+      const update = (await h.listTools()).tools.find((x) => x.name === 'update_content')!;
+      const caption = (inputProps(update).body.properties?.caption ?? {}) as { anyOf?: { type: string }[]; description?: string };
+      expect(caption.anyOf?.map((b) => b.type)).toEqual(['string', 'null']);
+      expect(caption.description).toBeTruthy();
+
+      // null is still sent as null: an edition's caption returns to its root's.
+      const created = data(await call(h, 'create_content', { workspaceId: t.workspaceId, body: { caption: 'root caption', channels: [{ integrationId: t.integrationId }] } }));
+      const id = created.editions[0].id;
+      data(await call(h, 'update_content', { workspaceId: t.workspaceId, id, body: { caption: 'own caption' } }));
+      const cleared = await call(h, 'update_content', { workspaceId: t.workspaceId, id, body: { caption: null } });
+      expect(cleared.isError, JSON.stringify(cleared.structuredContent)).toBeFalsy();
+      expect(data(await call(h, 'get_content', { workspaceId: t.workspaceId, id })).caption).toBe('root caption');
+    } finally {
+      await h.close();
+      await s.close();
+    }
+  });
+});
+
+describe('MCP hardening (credential first, caller address, bounded work)', () => {
+  // A server that lets upload_media fetch private addresses (so a fetch of the
+  // local file host below would go through), behind a proxy (TRUST_PROXY: each
+  // test names its own client address with X-Forwarded-For), with a low
+  // failed-credential limit.
+  let guarded: TestServer;
+  let host: HttpServer;
+  let hostUrl: string;
+  let hits = 0;
+  let inFlight = 0;
+  let maxInFlight = 0;
+  beforeAll(async () => {
+    guarded = await startTestServer('mcp-guarded', { WEBHOOK_ALLOW_PRIVATE_NETWORKS: true, TRUST_PROXY: true, AUTH_FAILURE_LIMIT: 20, AUTH_FAILURE_AUDIT: 5 });
+    host = createServer((req, res) => {
+      hits++;
+      inFlight++;
+      maxInFlight = Math.max(maxInFlight, inFlight);
+      setTimeout(() => {
+        inFlight--;
+        res.writeHead(200, { 'content-type': 'image/png' }).end(image);
+      }, 150);
+    });
+    await new Promise<void>((r) => host.listen(0, '127.0.0.1', r));
+    hostUrl = `http://127.0.0.1:${(host.address() as AddressInfo).port}/pic.png`;
+  });
+  afterAll(async () => {
+    await new Promise((r) => host?.close(r));
+    await guarded?.close();
+  });
+
+  async function awayFromMinuteEnd() {
+    const s = new Date().getUTCSeconds();
+    if (s >= 45) await new Promise((r) => setTimeout(r, (61 - s) * 1000));
+  }
+
+  it('upload_media fetches nothing for a bogus or read-only credential; one fetch at a time per request; batches are bounded', async () => {
+    const from = (ip: string) => ({ 'x-forwarded-for': ip });
+    const t = await tenant(guarded);
+    const viewer = await tenant(guarded, { role: 'viewer' });
+    const upload = (id: number, workspaceId: string) => toolCall(id, 'upload_media', { workspaceId, url: hostUrl });
+
+    // Bogus bearer over HTTP, alone and in a batch: refused before anything is read.
+    const bogus = await rpc(guarded.baseUrl, upload(1, t.workspaceId), { key: 'prk_bogus_upload', headers: from('198.51.100.1') });
+    expect(bogus.status).toBe(401);
+    const bogusBatch = await rpc(guarded.baseUrl, [1, 2, 3].map((i) => upload(i, t.workspaceId)), { key: 'prk_bogus_upload', headers: from('198.51.100.1') });
+    expect(bogusBatch.status).toBe(401);
+    // Bogus key on stdio (which reads no /mcp gate): the API refuses it before the fetch.
+    const stdio = await stdioClient('prk_bogus_upload', { WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true', PRESSROOM_URL: guarded.baseUrl });
+    try {
+      expect(toolError(await call(stdio, 'upload_media', { workspaceId: t.workspaceId, url: hostUrl }))).toMatchObject({ status: 401, code: 'UNAUTHENTICATED' });
+    } finally {
+      await stdio.close();
+    }
+    // A viewer may not upload: refused before the fetch too.
+    const read = await rpc(guarded.baseUrl, upload(1, viewer.workspaceId), { key: viewer.key, headers: from('198.51.100.2') });
+    expect(read.body.result.structuredContent.error).toMatchObject({ code: 'ROLE_REQUIRED', status: 403 });
+    // Another workspace: refused before the fetch.
+    const other = await rpc(guarded.baseUrl, upload(1, viewer.workspaceId), { key: t.key, headers: from('198.51.100.2') });
+    expect(other.body.result.structuredContent.error).toMatchObject({ code: 'WORKSPACE_FORBIDDEN', status: 403 });
+    // A batch over the bound: refused whole.
+    const over = await rpc(guarded.baseUrl, Array.from({ length: MAX_BATCH_MESSAGES + 1 }, (_, i) => upload(i, t.workspaceId)), { key: t.key, headers: from('198.51.100.2') });
+    expect(over.status).toBe(400);
+    expect(over.body.error.code).toBe(-32600);
+    expect(hits).toBe(0);
+
+    // An editor's batch of three uploads: fetched one after the other, all uploaded.
+    const three = await rpc(guarded.baseUrl, [1, 2, 3].map((i) => upload(i, t.workspaceId)), { key: t.key, headers: from('198.51.100.2') });
+    expect(three.status).toBe(200);
+    for (const m of three.body) expect(m.result.isError, JSON.stringify(m.result.structuredContent)).toBeFalsy();
+    expect(hits).toBe(3);
+    expect(maxInFlight).toBe(1);
+  });
+
+  // Up to 15 s spent waiting for a fresh minute, so that the 40 calls share one.
+  it("counts and audits the /mcp caller's own address: one address's bogus calls do not throttle another's, and the API takes no spoofed address", { timeout: 60_000 }, async () => {
+    const t = await tenant(guarded);
+    // The windows of the test above (its stdio client calls from loopback) are not this test's.
+    await guarded.owner.query(`delete from app.auth_failures`);
+    await awayFromMinuteEnd();
+    const attacker = { 'x-forwarded-for': '203.0.113.7' };
+    const answers = [];
+    for (let i = 0; i < 40; i++) answers.push(await rpc(guarded.baseUrl, toolCall(i, 'list_workspaces', {}), { key: `prk_bogus${i}`, headers: attacker }));
+    expect(answers.slice(0, 20).map((a) => a.status)).toEqual(Array(20).fill(401));
+    expect(answers.slice(20).map((a) => a.status)).toEqual(Array(20).fill(429));
+    expect(answers[20].body.error.code).toBe('AUTH_THROTTLED');
+    expect(Number(answers[20].headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+
+    // Another address's valid MCP calls go through (their loopback API calls count as that address, not 127.0.0.1) ...
+    const c = await new Client({ name: 'mcp-test', version: '1.0.0' });
+    await c.connect(
+      new StreamableHTTPClientTransport(new URL(`${guarded.baseUrl}/mcp`), { requestInit: { headers: { Authorization: `Bearer ${t.key}`, 'x-forwarded-for': '198.51.100.9' } } }),
+    );
+    try {
+      expect(data(await call(c, 'list_workspaces', {})).map((w: { id: string }) => w.id)).toEqual([t.workspaceId]);
+      expect(data(await call(c, 'list_integrations', { workspaceId: t.workspaceId })).map((i: { id: string }) => i.id)).toEqual([t.integrationId]);
+    } finally {
+      await c.close();
+    }
+    // ... while the throttled address is refused, right key or not.
+    expect((await rpc(guarded.baseUrl, toolCall(1, 'list_workspaces', {}), { key: t.key, headers: attacker })).status).toBe(429);
+
+    // The failures are the caller's: counted against 203.0.113.7, none against loopback.
+    const clients = (await guarded.owner.query(`select client, failures from app.auth_failures`)).rows;
+    expect(clients.find((r) => r.client === 'ip:203.0.113.7')?.failures).toBeGreaterThanOrEqual(40);
+    expect(clients.map((r) => r.client)).not.toContain('ip:127.0.0.1');
+    // The first five are audited one by one (route /mcp), the rest in one summary row naming the address.
+    const ids = answers.map((a) => a.body.error.requestId);
+    const audited = (await guarded.owner.query(`select route, status, error_code from audit.api_calls where request_id = any($1)`, [ids])).rows;
+    expect(audited).toEqual(Array(5).fill({ route: '/mcp', status: 401, error_code: 'UNAUTHENTICATED' }));
+    await guarded.owner.query(`update app.auth_failures set window_start = window_start - interval '1 minute'`);
+    await guarded.owner.query(`select app.flush_auth_failures()`);
+    const summary = (await guarded.owner.query(`select request_id, calls from audit.api_calls where error_code = 'AUTH_FAILURE_BURST'`)).rows;
+    expect(summary.map((r) => r.request_id)).toEqual([expect.stringMatching(/^auth-failures:ip:203\.0\.113\.7:/)]);
+    expect(summary[0].calls).toBe(36);
+
+    // The pipeline takes the caller's address from /mcp's header only when its MAC verifies (the
+    // key is this process's: the test server runs in it), and never from anyone else.
+    const forged = `${encodeURIComponent('192.0.2.66')};${'A'.repeat(43)}`;
+    const vouched = vouchFor('192.0.2.77');
+    for (const [header, n] of [[forged, 2], [vouched, 3]] as const) {
+      for (let i = 0; i < n; i++) {
+        const r = await fetch(`${guarded.baseUrl}/v1/workspaces`, { headers: { authorization: 'Bearer prk_bogus', 'x-forwarded-for': '192.0.2.55', [VOUCHED_CLIENT_HEADER]: header } });
+        expect(r.status).toBe(401);
+      }
+    }
+    const counted = Object.fromEntries((await guarded.owner.query(`select client, failures from app.auth_failures where client like 'ip:192.0.2.%'`)).rows.map((r) => [r.client, r.failures]));
+    expect(counted).toEqual({ 'ip:192.0.2.55': 2, 'ip:192.0.2.77': 3 });
   });
 });
 
@@ -455,5 +729,28 @@ describe('MCP over stdio (pressroom mcp)', () => {
     expect(r.status).toBe(2);
     expect(r.stdout).toBe('');
     expect(r.stderr).toContain('set PRESSROOM_URL and PRESSROOM_API_KEY');
+  });
+});
+
+describe('MCP and text that is not Unicode', () => {
+  it('create_content with a lone UTF-16 surrogate in the caption is a tool error (400), never a 500, and writes nothing', async () => {
+    const t = await tenant();
+    const c = await httpClient(t.key);
+    const count = async () => Number((await server.owner.query(`select count(*) from app.content_items where workspace_id = $1`, [t.workspaceId])).rows[0].count);
+    try {
+      for (const caption of ['a\ud800', '\udc00b', 'x\ud83d']) {
+        const r = await call(c, 'create_content', { workspaceId: t.workspaceId, body: { caption, channels: [{ integrationId: t.integrationId }] } });
+        expect(r.isError, JSON.stringify(r.structuredContent)).toBe(true);
+        const err = toolError(r);
+        expect(err.status).toBe(400);
+        expect(['VALIDATION_FAILED', 'INVALID_TOOL_INPUT']).toContain(err.code);
+      }
+      expect(await count()).toBe(0);
+      const ok = data(await call(c, 'create_content', { workspaceId: t.workspaceId, body: { caption: 'Spring 🌸', channels: [{ integrationId: t.integrationId }] } }));
+      expect(data(await call(c, 'get_content', { workspaceId: t.workspaceId, id: ok.editions[0].id })).caption).toBe('Spring 🌸');
+      expect(await count()).toBe(1);
+    } finally {
+      await c.close();
+    }
   });
 });

@@ -3,7 +3,8 @@
 // format with it: requests by route template and status, latency histogram,
 // 429 refusals, the request pool, the pg-boss queues (depth and age, read
 // through app.queue_stats), publish outcomes and lateness; with METRICS_PORT,
-// served on a port of its own without a token.
+// served on a port of its own without a token. Every family follows the
+// naming rule of `promtool check metrics` (promtoolProblems below).
 import type { Server } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -39,6 +40,64 @@ function series(text: string, name: string, labels: Record<string, string> = {})
   }
   return null;
 }
+
+/**
+ * The naming rules `promtool check metrics` applies to the families of an
+ * exposition (Prometheus' util/promlint): a counter's name ends in `_total`;
+ * no other type's does (gauge, histogram, summary, untyped: a sample with no
+ * `# TYPE` line is untyped); and `_bucket`, `_count`, `_sum` are the series of
+ * histograms and summaries only. One line per problem.
+ */
+function promtoolProblems(text: string): string[] {
+  const types = new Map<string, string>();
+  const sampled = new Set<string>();
+  for (const line of text.split('\n')) {
+    const typed = /^# TYPE (\S+) (\S+)$/.exec(line);
+    if (typed) {
+      types.set(typed[1], typed[2]);
+      continue;
+    }
+    if (line === '' || line.startsWith('#')) continue;
+    const name = /^([a-zA-Z_:][a-zA-Z0-9_:]*)/.exec(line)?.[1];
+    if (name) sampled.add(name);
+  }
+  // Samples of a family: the family's name, or it plus the suffixes of its type.
+  const familyOf = (sample: string) => {
+    if (types.has(sample)) return sample;
+    const m = /^(.*)_(bucket|count|sum|created)$/.exec(sample);
+    return m && ['histogram', 'summary'].includes(types.get(m[1]) ?? '') ? m[1] : null;
+  };
+  for (const sample of sampled) if (!familyOf(sample)) types.set(sample, 'untyped');
+  const problems: string[] = [];
+  for (const [name, type] of types) {
+    if (type === 'counter' && !name.endsWith('_total')) problems.push(`${name}: counter metrics should have "_total" suffix`);
+    if (type !== 'counter' && name.endsWith('_total')) problems.push(`${name}: non-counter metrics should not have "_total" suffix (${type})`);
+    if (!['histogram', 'summary'].includes(type) && /_(bucket|count|sum)$/.test(name)) problems.push(`${name}: non-histogram and non-summary metrics should not have "${/_(\w+)$/.exec(name)![1]}" suffix (${type})`);
+  }
+  return problems.sort();
+}
+
+describe('promtoolProblems (the naming rule the scrape is held to)', () => {
+  it('finds a gauge, a histogram or an untyped series named *_total, and a counter without it', () => {
+    const text = [
+      '# TYPE a_total gauge', 'a_total 1',
+      '# TYPE b counter', 'b 2',
+      '# TYPE c_total histogram', 'c_total_bucket{le="+Inf"} 1', 'c_total_sum 1', 'c_total_count 1',
+      'd_total 3',
+      '# TYPE e_count gauge', 'e_count 1',
+      '# TYPE ok_total counter', 'ok_total 1',
+      '# TYPE ok_seconds histogram', 'ok_seconds_bucket{le="+Inf"} 1', 'ok_seconds_sum 1', 'ok_seconds_count 1',
+      '# TYPE ok_gauge gauge', 'ok_gauge 1',
+    ].join('\n');
+    expect(promtoolProblems(text)).toEqual([
+      'a_total: non-counter metrics should not have "_total" suffix (gauge)',
+      'b: counter metrics should have "_total" suffix',
+      'c_total: non-counter metrics should not have "_total" suffix (histogram)',
+      'd_total: non-counter metrics should not have "_total" suffix (untyped)',
+      'e_count: non-histogram and non-summary metrics should not have "count" suffix (gauge)',
+    ]);
+  });
+});
 
 describe('GET /metrics on the API port', () => {
   it('is not served while METRICS_TOKEN is unset', async () => {
@@ -90,6 +149,16 @@ describe('GET /metrics on the API port', () => {
     for (const name of ['pressroom_publish_outcomes_total', 'pressroom_publish_lateness_seconds', 'pressroom_publish_limit_deferrals_total', 'pressroom_process_cpu_seconds_total']) {
       expect(text).toContain(`# TYPE ${name}`);
     }
+  });
+
+  it('names every family as promtool check metrics wants: _total on counters and on nothing else', async () => {
+    const text = await (await scrape(server.baseUrl, TOKEN)).text();
+    expect(promtoolProblems(text)).toEqual([]);
+    // prom-client's three *_total gauges are gone; their by-type gauges, whose sum they were, stay.
+    for (const name of ['handles', 'requests', 'resources']) expect(text).not.toContain(`pressroom_nodejs_active_${name}_total`);
+    expect(text).toContain('# TYPE pressroom_nodejs_active_handles gauge');
+    expect(text).toContain('# TYPE pressroom_nodejs_active_resources gauge');
+    expect(text).toContain('# TYPE pressroom_process_cpu_seconds_total counter');
   });
 });
 

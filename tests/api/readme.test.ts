@@ -1,7 +1,9 @@
 // README.md's "First calls" block, run as a reader pastes it: taken from the
 // README itself (so an edit that breaks it breaks this test), with bash
 // -euo pipefail, against a real server whose database has no organization
-// yet and whose ALLOW_SIGNUP is the default (false), as after `npm start`.
+// yet and whose ALLOW_SIGNUP is the default (false), as after `npm start`:
+// sign-up, a key, a sandbox channel connected and a post scheduled on it with
+// the key, the scheduled posts listed.
 import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -60,13 +62,14 @@ describe('README.md first calls', () => {
     expect(block).toContain(`API=${README_URL}\n`);
   });
 
-  it('run as pasted: sign up, create a key with the session, list the workspaces with the key', async () => {
-    const script = block.replace(README_URL, server.baseUrl) + `\nprintf '\\n%s\\n%s\\n%s\\n%s\\n' '${MARKER}' "$SESSION" "$WS" "$KEY"\n`;
+  it('run as pasted: sign up, create a key with the session, connect a sandbox channel and schedule a post with the key, list it', async () => {
+    const started = Date.now();
+    const script = block.replace(README_URL, server.baseUrl) + `\nprintf '\\n%s\\n%s\\n%s\\n%s\\n%s\\n%s\\n' '${MARKER}' "$SESSION" "$WS" "$KEY" "$CHANNEL" "$POST"\n`;
     const run = await runBash(script);
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
     const [last, values] = run.stdout.split(`\n${MARKER}\n`);
-    const [session, ws, key] = values.trim().split('\n');
+    const [session, ws, key, channel, post] = values.trim().split('\n');
 
     // 1. The sign-up answered a session token and the new workspace.
     expect(session).toMatch(/^prs_/);
@@ -75,16 +78,26 @@ describe('README.md first calls', () => {
       `select o.name as org, w.name as workspace from app.workspaces w join app.organizations o on o.id = w.organization_id where w.id = $1`, [ws]);
     expect(org.rows).toEqual([{ org: 'Acme', workspace: 'Marketing' }]);
 
-    // 2. The key exists, named CI, editor on that workspace, stored as its hash.
+    // 2. The key exists, a manager's on that workspace (connecting channels needs one), stored as its hash.
     expect(key).toMatch(/^prk_/);
     const stored = await server.owner.query('select name, role, key_hash = sha256($1::bytea) as matches from app.api_keys where key_hash = sha256($1::bytea)', [key]);
-    expect(stored.rows).toEqual([{ name: 'CI', role: 'editor', matches: true }]);
+    expect(stored.rows).toEqual([{ name: 'Getting started', role: 'manager', matches: true }]);
 
-    // 3. The last call, made with the key, listed that workspace.
+    // 3. The key connected a sandbox channel for X in that workspace.
+    const integration = await server.owner.query('select workspace_id, connector, platform, name from app.integrations where id = $1', [channel]);
+    expect(integration.rows).toEqual([{ workspace_id: ws, connector: 'sandbox', platform: 'x', name: 'Acme on X (sandbox)' }]);
+
+    // 4. The post is scheduled on it, about an hour from when the block ran, its publish job queued.
+    const edition = await server.owner.query('select integration_id, status, scheduled_at from app.content_items where id = $1', [post]);
+    expect(edition.rows).toEqual([{ integration_id: channel, status: 'scheduled', scheduled_at: expect.any(Date) }]);
+    const at = (edition.rows[0].scheduled_at as Date).getTime();
+    expect(at).toBeGreaterThan(started + 3590_000);
+    expect(at).toBeLessThan(Date.now() + 3600_000);
+
+    // 5. The last call, made with the key, listed that scheduled post.
     const answer = JSON.parse(last);
-    expect(answer).toEqual({ data: [expect.objectContaining({ id: ws, name: 'Marketing', role: 'editor' })], meta: null });
-    const again = await fetch(`${server.baseUrl}/v1/workspaces`, { headers: { authorization: `Bearer ${key}` } });
-    expect(again.status).toBe(200);
+    expect(answer.data).toEqual([expect.objectContaining({ id: post, integrationId: channel, platform: 'x', status: 'scheduled', caption: 'Hello from Pressroom' })]);
+    expect(answer.meta).toMatchObject({ total: 1 });
   });
 
   it('fail loudly when a step fails: a second sign-up is refused and its error is printed', async () => {

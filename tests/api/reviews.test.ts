@@ -696,3 +696,48 @@ describe('client reviewers, end to end', () => {
     expect(Number(posts)).toBe(1);
   }, 60_000);
 });
+
+describe('reactions are one emoji (db/migrations/committed/000029-hostile-input-two.sql, split 05-reaction-emoji.sql)', () => {
+  it('members and client links: text, markup and two emoji are 400 VALIDATION_FAILED; emoji of every shape are taken', async () => {
+    const w = await workspace();
+    const t = { token: w.token };
+    const c1 = await w.draft('Emoji');
+    const r = await api.post(`${w.ws}/reviews`, {
+      title: 'Emoji', stages: [stage('All', [member(w.userId), clientReviewer('emoji@example.com', 'Emma')], 'any')], contentIds: [c1],
+    }, t);
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    const rid = r.body.data.id;
+    const iid = r.body.data.items[0].id;
+    const sent = await api.post(`${w.ws}/reviews/${rid}/send`, undefined, t);
+    const link = sent.body.data.links[0].token as string;
+    const comment = await api.post(`${w.ws}/reviews/${rid}/items/${iid}/comments`, { body: 'React to me' }, t);
+    const aid = comment.body.data.id;
+    const member_ = `${w.ws}/reviews/${rid}/items/${iid}/activity/${aid}/reactions`;
+    const client_ = `/v1/review-link/items/${iid}/activity/${aid}/reactions`;
+
+    for (const junk of ['<script>', '<img/src=x>', 'ok', '+1', '👍👍', '\u200b👍', '👍\u200d', '🇫']) {
+      for (const [path, token] of [[member_, w.token], [client_, link]] as const) {
+        const res = await api.post(path, { emoji: junk }, { token });
+        expect(res.status, `${path} ${JSON.stringify(junk)}`).toBe(400);
+        expect(res.body.error.code).toBe('VALIDATION_FAILED');
+        expect(res.body.error.details.fields).toEqual([{ field: 'emoji', code: 'not_an_emoji', message: expect.any(String) }]);
+        const del = await api.delete(`${path}/${encodeURIComponent(junk)}`, { token });
+        expect(del.status, `DELETE ${path} ${JSON.stringify(junk)}`).toBe(400);
+      }
+    }
+    // Over 32 code points: refused by the contract before SQL.
+    expect((await api.post(member_, { emoji: '👍'.repeat(33) }, t)).status).toBe(400);
+
+    for (const emoji of ['👍', '❤️', '👍🏽', '👨‍👩‍👧‍👦', '🏳️‍🌈', '🇫🇷', '🏴\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}', '1️⃣']) {
+      const res = await api.post(member_, { emoji }, t);
+      expect(res.status, emoji).toBe(201);
+      expect(res.body.data).toEqual({ activityId: aid, emoji, reacted: true });
+    }
+    expect((await api.post(client_, { emoji: '🎉' }, { token: link })).status).toBe(201);
+    const activity = await api.get(`${w.ws}/reviews/${rid}/items/${iid}/activity`, t);
+    const entry = activity.body.data.find((a: any) => a.id === aid);
+    // One per person: the member's last (the keycap) and the client's.
+    expect(entry.reactions.map((x: any) => x.emoji).sort()).toEqual(['1️⃣', '🎉'].sort());
+    expect((await api.delete(`${client_}/${encodeURIComponent('🎉')}`, { token: link })).body.data).toEqual({ activityId: aid, emoji: '🎉', reacted: false });
+  });
+});

@@ -1,22 +1,29 @@
 // The typed client (clients/typescript) against a real server: typed calls
 // with an API key, the error envelope as PressroomError with the request id,
 // Idempotency-Key (automatic and explicit, replayed by the server), retries
-// on 429 honouring Retry-After, offset and cursor pagination, and the signed
-// media upload with progress.
+// on 429 honouring Retry-After, offset and cursor pagination, the signed
+// media upload with progress, and isEdition/isTombstone on content list items
+// (checked at compile time too: `npm run typecheck` covers this file).
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import {
   createPressroomClient,
+  isEdition,
+  isTombstone,
   paginateCursor,
   paginateOffset,
   PressroomError,
   retryAfterMs,
   unwrap,
   uploadMedia,
+  type ContentListEntry,
+  type ContentListItem,
+  type ContentTombstone,
   type PressroomClient,
   type RetryInfo,
+  type Schema,
 } from '../../clients/typescript/src/index.ts';
 import { client, createKey, signup } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -258,6 +265,41 @@ describe('pagination', () => {
     expect(refused.code).toBe('UPLOAD_SIZE_MISMATCH');
     const sessions = await server.owner.query(`select state from app.media_upload_sessions where workspace_id = $1 and filename = 'x.png'`, [fresh.ws]);
     expect(sessions.rows).toEqual([{ state: 'aborted' }]);
+  });
+});
+
+describe('content list items', () => {
+  it('isEdition and isTombstone tell the editions from the tombstones of since, and narrow the type', async () => {
+    const fresh = await signupWithKey();
+    const integrationId = (
+      await server.owner.query(`insert into app.integrations (organization_id, workspace_id, connector, platform, name) values ($1, $2, 'sandbox', 'x', 'X') returning id`, [fresh.orgId, fresh.ws])
+    ).rows[0].id;
+    const since = new Date(Date.now() - 1000).toISOString();
+    const create = (caption: string) =>
+      unwrap(fresh.sdk.POST('/v1/workspaces/{workspaceId}/content', { params: { path: { workspaceId: fresh.ws } }, body: { intent: 'draft', caption, channels: [{ integrationId }] } }));
+    const kept = (await create('kept')).data.editions[0].id;
+    const gone = (await create('gone')).data.editions[0].id;
+    await unwrap(fresh.sdk.DELETE('/v1/workspaces/{workspaceId}/content/{id}', { params: { path: { workspaceId: fresh.ws, id: gone } } }));
+
+    const polled = await unwrap(fresh.sdk.GET('/v1/workspaces/{workspaceId}/content', { params: { path: { workspaceId: fresh.ws }, query: { since } } }));
+    const items: ContentListEntry[] = polled.data;
+    expect(items.filter(isEdition).map((c) => [c.id, c.status, c.caption])).toEqual([[kept, 'draft', 'kept']]);
+    expect(items.filter(isTombstone).map((c) => [c.id, c.deleted])).toEqual([[gone, true]]);
+    // Without since, every item is an edition.
+    const listed = await unwrap(fresh.sdk.GET('/v1/workspaces/{workspaceId}/content', { params: { path: { workspaceId: fresh.ws } } }));
+    expect(listed.data.every(isEdition)).toBe(true);
+
+    // Compile time: an item needs narrowing before status; each guard narrows to its type.
+    const item = polled.data[0];
+    // @ts-expect-error a list item may be a tombstone, which has no status
+    expect(item.status).toBeDefined();
+    if (isEdition(item)) {
+      expectTypeOf(item).toEqualTypeOf<ContentListItem>();
+      expectTypeOf(item.status).toEqualTypeOf<Schema<'ContentStatus'>>();
+    } else {
+      expectTypeOf(item).toEqualTypeOf<ContentTombstone>();
+    }
+    expectTypeOf(items.filter(isEdition)).toEqualTypeOf<ContentListItem[]>();
   });
 });
 

@@ -5,7 +5,9 @@
 import { createServer, get, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { checkWebhookUrl, classifyAddress, guardedLookup, parseIPv6, WebhookUrlError, type HostLookup } from '../../server/net/ssrf.ts';
+import { checkWebhookUrl, classifyAddress, embeddedIPv4, guardedLookup, parseIPv6, WebhookUrlError, type HostLookup } from '../../server/net/ssrf.ts';
+import { client, signup } from '../support/http.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
 
 describe('classifyAddress', () => {
   it.each([
@@ -47,6 +49,91 @@ describe('classifyAddress', () => {
     expect(() => classifyAddress('localhost')).toThrow(TypeError);
     expect(parseIPv6('::ffff:1.2.3.4')?.slice(10)).toEqual([0xff, 0xff, 1, 2, 3, 4]);
     expect(parseIPv6('1:2:3:4:5:6:7:8:9')).toBeNull();
+  });
+});
+
+describe('IPv6 forms that embed an IPv4 address', () => {
+  // Each form around loopback, a private and a link-local address, and (where the form is judged by its
+  // IPv4 address) a public one.
+  it.each([
+    // IPv4-mapped ::ffff:0:0/96
+    ['::ffff:127.0.0.1', 'loopback'],
+    ['::ffff:a00:1', 'private'],
+    // IPv4-translated ::ffff:0:0:0/96 (RFC 2765)
+    ['::ffff:0:127.0.0.1', 'loopback'],
+    ['::ffff:0:7f00:1', 'loopback'],
+    ['0:0:0:0:ffff:0:10.1.2.3', 'private'],
+    ['::ffff:0:169.254.169.254', 'link-local'],
+    ['::ffff:0:0.0.0.0', 'unspecified'],
+    // IPv4-compatible ::/96 (deprecated): refused even around a public address
+    ['::127.0.0.1', 'loopback'],
+    ['::10.0.0.1', 'private'],
+    ['::8.8.8.8', 'reserved'],
+    // NAT64 64:ff9b::/96, and the local-use 64:ff9b:1::/48 refused whole
+    ['64:ff9b::127.0.0.1', 'loopback'],
+    ['64:ff9b::a9fe:a9fe', 'link-local'],
+    ['64:ff9b:1::7f00:1', 'private'],
+    ['64:ff9b:1:abcd::8.8.8.8', 'private'],
+    // 6to4 2002::/16: the IPv4 address in bits 16-47
+    ['2002:7f00:1::1', 'loopback'],
+    ['2002:a9fe:a9fe::', 'link-local'],
+    // Teredo 2001::/32: refused whole
+    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'reserved'],
+    ['2001::7f00:1', 'reserved'],
+    // Outside global unicast 2000::/3
+    ['64:ff9b:2::1', 'reserved'],
+    ['100::1', 'reserved'],
+    ['::1:0:0:1', 'reserved'],
+    ['3fff::1', 'reserved'],
+  ])('%s is %s', (address, category) => {
+    expect(classifyAddress(address)).toBe(category);
+  });
+
+  it.each(['::ffff:0:8.8.8.8', '::ffff:0:808:808', '64:ff9b::93.184.215.14', '2002:808:808::1', '2a00:1450:4001:80b::200e'])('%s is public', (address) => {
+    expect(classifyAddress(address)).toBeNull();
+  });
+
+  it('names the form and the embedded address', () => {
+    expect(embeddedIPv4(parseIPv6('::ffff:0:127.0.0.1')!)).toEqual({ form: 'ipv4-translated', v4: [127, 0, 0, 1] });
+    expect(embeddedIPv4(parseIPv6('::ffff:127.0.0.1')!)).toEqual({ form: 'ipv4-mapped', v4: [127, 0, 0, 1] });
+    expect(embeddedIPv4(parseIPv6('2002:c0a8:101::')!)).toEqual({ form: '6to4', v4: [192, 168, 1, 1] });
+    expect(embeddedIPv4(parseIPv6('2001:0:4136:e378::1')!)).toEqual({ form: 'teredo', v4: null });
+    expect(embeddedIPv4(parseIPv6('2606:4700:4700::1111')!)).toBeNull();
+  });
+
+  it('a URL with such a literal is refused by the URL check, in every notation the URL parser takes', async () => {
+    const noLookup: HostLookup = async () => {
+      throw new Error('no lookup expected');
+    };
+    for (const url of ['http://[::ffff:0:127.0.0.1]/', 'http://[::ffff:0:7f00:1]:8080/x', 'http://[0:0:0:0:ffff:0:a00:1]/', 'http://[64:ff9b::7f00:1]/', 'http://[2002:7f00:1::]/', 'http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/']) {
+      const e = await checkWebhookUrl(url, { allowPrivateNetworks: false, lookup: noLookup }).catch((x) => x);
+      expect(e.code, url).toBe('WEBHOOK_URL_PRIVATE_NETWORK');
+    }
+  });
+});
+
+describe('webhook URLs over HTTP', () => {
+  let server: TestServer;
+  beforeAll(async () => {
+    server = await startTestServer('ssrf');
+  });
+  afterAll(async () => server?.close());
+
+  it('webhook integrations and lifecycle webhook subscriptions refuse http://[::ffff:0:127.0.0.1]/ and the other embedding forms', async () => {
+    const api = client(server);
+    const owner = await signup(api);
+    const ws = `/v1/workspaces/${owner.workspaceId}`;
+    const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+    for (const url of ['http://[::ffff:0:127.0.0.1]/', 'http://[::ffff:0:a9fe:a9fe]/latest/meta-data/', 'http://[64:ff9b::a00:1]/', 'http://[2002:c0a8:1::1]/', 'http://[::127.0.0.1]/']) {
+      const integration = await api.post(`${ws}/integrations`, { connector: 'webhook', platform: 'linkedin', name: 'Hook', url, secret }, { token: owner.token });
+      expect(integration.status, url).toBe(400);
+      expect(integration.body.error.code, url).toBe('WEBHOOK_URL_PRIVATE_NETWORK');
+      const subscription = await api.post(`${ws}/webhooks`, { url, events: ['content.created'] }, { token: owner.token });
+      expect(subscription.status, url).toBe(400);
+      expect(subscription.body.error.code, url).toBe('WEBHOOK_URL_PRIVATE_NETWORK');
+    }
+    expect((await api.get(`${ws}/integrations`, { token: owner.token })).body.data).toEqual([]);
+    expect((await api.get(`${ws}/webhooks`, { token: owner.token })).body.data).toEqual([]);
   });
 });
 

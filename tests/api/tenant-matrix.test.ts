@@ -112,6 +112,8 @@ describe('tenant matrix', () => {
       pages: wbPage.body.data.id,
       sections: wbSection,
       rows: await first('workbench_rows'),
+      // A reaction's path segment is an emoji (the contract refuses anything else before any role check).
+      reactions: encodeURIComponent('👍'),
     };
     for (const [k, v] of Object.entries(ids)) expect(v, `a resource of A for ${k}`).toBeTruthy();
     const idsOfA = new Set(Object.values(ids).filter((v): v is string => Boolean(v) && v!.length > 8));

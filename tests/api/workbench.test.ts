@@ -3,6 +3,7 @@
 // Idempotency-Key and the expensive throttle counting one call, CSV export
 // and an import dry run against a file with every kind of defect, and
 // concurrent moves that never lose or duplicate a position.
+import { parse } from 'csv-parse/sync';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, createKey, signup } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
@@ -426,6 +427,35 @@ describe('CSV', () => {
     expect(imp.status, JSON.stringify(imp.body)).toBe(201);
     const rows = await api.get(`${wb}/pages/${q.id}`, { token: owner.token });
     expect(rows.body.data.rows.map((r: { title: string; caption: string | null }) => [r.title, r.caption])).toEqual(values);
+  });
+
+  it('neutralises formulas behind invisible leading characters and look-alike signs, and an import gives them back', async () => {
+    const p = await newPage('Hidden formulas', ['Week 1']);
+    // 20 formula-shaped cells a spreadsheet may run: behind a line feed, a zero-width space, a BOM, other
+    // whitespace and format characters, and with the full-width, small and minus look-alikes of = + - @.
+    const cells = [
+      '\n=1+1', '\u200b=1+1', '\ufeff=1+1', '\u2028=1+1', '\u00a0=1+1', '\u3000+1', '\u2060@SUM(A1)', '\u200e-1', '\u000b=1+1', '\n\u200b\ufeff =1+1',
+      '\ufe66HYPERLINK("http://evil.example")', '\ufe621', '\u22121', '\ufe63 1', '\ufe6bSUM(A1)',
+      '\uff1d1+1', '\uff0b1', '\uff0d1', '\uff20SUM(A1)', '\u200b\uff1d1',
+    ];
+    expect(cells).toHaveLength(20);
+    const plain = ['plain text', 'a = b', '\u200bhello', "'quoted"];
+    for (const [i, caption] of [...cells, ...plain].entries()) await newRow({ sectionId: p.sections[0].id, title: `c${i}`, caption });
+    const stored = (await api.get(`${wb}/pages/${p.id}`, { token: owner.token })).body.data.rows.map((r: { caption: string }) => r.caption);
+    expect(stored).toEqual([...cells, ...plain]);
+
+    const ex = await api.get(`${wb}/pages/${p.id}/export`, { token: owner.token });
+    expect(ex.status).toBe(200);
+    const records = parse(ex.body.data.csv as string, { bom: true }) as string[][];
+    const caption = records[0].indexOf('caption');
+    const exported = records.slice(1).map((r) => r[caption]);
+    expect(exported).toEqual([...cells.map((c) => `'${c}`), ...plain]);
+
+    const q = await newPage('Hidden formulas again', []);
+    const imp = await api.post(`${wb}/pages/${q.id}/import`, { csv: ex.body.data.csv }, { token: owner.token, headers: { 'idempotency-key': 'import-hidden-formulas' } });
+    expect(imp.status, JSON.stringify(imp.body)).toBe(201);
+    const back = await api.get(`${wb}/pages/${q.id}`, { token: owner.token });
+    expect(back.body.data.rows.map((r: { caption: string }) => r.caption)).toEqual([...cells, ...plain]);
   });
 
   it('an import takes one quote off a neutralised cell only', async () => {

@@ -14,7 +14,10 @@
 //   with exponential backoff when the request is safe to repeat (GET/HEAD, or
 //   it carries an Idempotency-Key);
 // - pagination: `paginateCursor()` (meta.nextCursor) and `paginateOffset()`
-//   (meta.limit/offset/hasMore) turn a page call into an async iterator.
+//   (meta.limit/offset/hasMore) turn a page call into an async iterator;
+// - `isEdition()` / `isTombstone()`: the items of `GET {ws}/content` are
+//   typed edition-or-tombstone (tombstones come with `since` only), and these
+//   narrow one item to either.
 //
 // The public API is what this file exports; keep it stable.
 import createClient, { type Client, type Middleware } from 'openapi-fetch';
@@ -30,6 +33,26 @@ export type ApiError = ErrorEnvelope['error'];
 export type Schema<N extends keyof components['schemas']> = components['schemas'][N];
 
 export type PressroomClient = Client<paths, 'application/json'>;
+
+/** An edition as `GET {ws}/content` lists it. */
+export type ContentListItem = Schema<'ContentListItem'>;
+/** An edition deleted after `since`: `{id, rootId, deleted: true, deletedAt}`, listed only by `GET {ws}/content?since=...`. */
+export type ContentTombstone = Schema<'ContentTombstone'>;
+/** An item of `GET {ws}/content`: an edition, or (with `since`) a tombstone. */
+export type ContentListEntry = ContentListItem | ContentTombstone;
+
+/** True for a tombstone of `GET {ws}/content?since=...`; narrows the item to `ContentTombstone`. */
+export function isTombstone(item: ContentListEntry): item is ContentTombstone {
+  return 'deleted' in item && item.deleted === true;
+}
+
+/**
+ * True for an edition; narrows an item of `GET {ws}/content` to `ContentListItem`
+ * (`if (isEdition(c)) console.log(c.status)`). Without `since` every item is one.
+ */
+export function isEdition(item: ContentListEntry): item is ContentListItem {
+  return !isTombstone(item);
+}
 
 export interface RetryOptions {
   /** Retries after the first attempt (default 3; 0 turns retrying off). */
