@@ -6,7 +6,7 @@ import type { SerializableValue } from 'slonik';
 // and take their API base URL from ConnectorOptions.baseUrl, so tests can
 // point them at a local fake.
 
-export type ConnectorName = 'sandbox' | 'webhook';
+export type ConnectorName = 'sandbox' | 'webhook' | 'mastodon' | 'bluesky' | 'x' | 'linkedin';
 
 export type MediaKind = 'image' | 'video' | 'gif';
 
@@ -30,6 +30,10 @@ export interface IntegrationRef {
   capabilities?: PlatformCapabilities;
   webhookUrl?: string | null;
   webhookSecret?: string | null;
+  /** A connected account's credentials (decrypted by the worker; never present in a request). */
+  credentials?: IntegrationCredentials | null;
+  /** Where the account's platform API is (instance or PDS for Mastodon and Bluesky; the operator's base otherwise). */
+  endpoint?: PlatformEndpoint;
 }
 
 /** The integration a connector works on, from a row the SQL functions return (settings may be null there). */
@@ -54,6 +58,12 @@ export interface MediaRef {
   url: string;
   contentType?: string;
   altText: string | null;
+  /** Bytes and pixel size, for connectors that upload the file themselves (every platform but sandbox and webhook); the worker fills these in. */
+  size?: number;
+  width?: number | null;
+  height?: number | null;
+  /** Reads the file from media storage (at most `size` bytes). */
+  read?: () => Promise<Buffer>;
 }
 
 /** One edition (content item) ready to publish, with its effective caption and media. */
@@ -78,9 +88,14 @@ export interface PublishableEdition {
 }
 
 export type PublishResult =
-  | { state: 'published'; platformPostId: string; permalink: string | null }
-  /** permanent: retrying cannot help (rejected content, revoked access); otherwise retry later. */
-  | { state: 'failed'; permanent: boolean; error: string }
+  /** threadPostIds: the ids of a thread's further posts, in order (platformPostId is the first's), where the connector knows them. */
+  | { state: 'published'; platformPostId: string; permalink: string | null; threadPostIds?: string[] }
+  /**
+   * permanent: retrying cannot help (rejected content, revoked access); otherwise retry later.
+   * retryAt: the platform's rate limit resets then (429 with reset headers): put the edition back until it.
+   * reauth: the platform refused the access token (401): refresh the credentials once and try again.
+   */
+  | { state: 'failed'; permanent: boolean; error: string; retryAt?: string; reauth?: boolean }
   /** The request may or may not have reached the platform (timeout after sending): verify before retrying. */
   | { state: 'unknown'; error: string };
 
@@ -154,6 +169,14 @@ export interface Connector {
   readonly publishLimits?: PublishLimits;
   /** Publishes one edition. Never throws for a platform's answer: the outcome is in the result. */
   publish(integration: IntegrationRef, edition: PublishableEdition, call?: ConnectorCall): Promise<PublishResult>;
+  /**
+   * For platforms with no idempotency (X, LinkedIn): after an unknown outcome,
+   * looks for the post this edition's earlier attempt may have made (by its
+   * caption and time, or a marker), so the engine records it instead of
+   * posting twice. Null when none is found; throws ConnectorError when the
+   * platform cannot be asked now.
+   */
+  findPublished?(integration: IntegrationRef, edition: PublishableEdition, since: Date): Promise<{ platformPostId: string; permalink: string | null } | null>;
   /** Changes the caption of a published post (platforms with capabilities.editPublishedCaption). */
   editPublishedCaption(
     integration: IntegrationRef,
@@ -264,4 +287,138 @@ export class ConnectorError extends Error {
     this.code = code;
     this.details = details;
   }
+}
+
+// ---------------------------------------------------------------------------
+// Connected accounts: the platforms' own connectors (docs/connectors.md)
+// ---------------------------------------------------------------------------
+//
+// A platform connector lives in one file, server/platforms/<name>.ts, and
+// exports one PlatformModule; the registry (server/platforms/index.ts) lists
+// the modules. The framework around it (stored credentials, the OAuth flow,
+// refresh under a lock, the reconnect-required state) calls the module's
+// `auth` part; the publish worker, the inbox and analytics jobs call the
+// Connector it creates, with the account's decrypted credentials in
+// IntegrationRef.credentials (filled in by the worker only, never by a request).
+
+/** A connected account's credentials, decrypted. Never answered, logged or audited. */
+export interface IntegrationCredentials {
+  accessToken: string;
+  /** Null when the platform gives none (Mastodon tokens do not expire) or it was not granted. */
+  refreshToken: string | null;
+  /** When the access token expires (ISO 8601), when the platform says. */
+  expiresAt: string | null;
+  /** When the refresh token itself expires (LinkedIn: 1 year), when known. */
+  refreshExpiresAt?: string | null;
+  /** The scopes granted. */
+  scopes: string[];
+  /** What else the connector keeps with the account, e.g. Bluesky's DID and PDS, Mastodon's instance, LinkedIn's author URN. */
+  extra: Record<string, unknown>;
+}
+
+/** The operator's app registered at a platform (client id and secret), decrypted. */
+export interface PlatformApp {
+  clientId: string;
+  clientSecret: string | null;
+}
+
+/** The account a credential acts as, as the platform names it. */
+export interface PlatformAccount {
+  /** The platform's stable id of the account (X user id, LinkedIn person or organization URN, Mastodon account id, Bluesky DID). */
+  id: string;
+  /** The handle (@name), when the platform has one. */
+  username: string | null;
+  /** The display name. */
+  name: string;
+  avatarUrl?: string | null;
+  profileUrl?: string | null;
+  /** For a platform whose one consent covers several accounts (LinkedIn organization pages): what the choice step shows. */
+  kind?: 'person' | 'organization' | 'page';
+  /** Credentials specific to this account (a page token), merged over the consent's. */
+  extra?: Record<string, unknown>;
+}
+
+/** The result of a token exchange or refresh that the platform accepted. */
+export interface TokenSet {
+  accessToken: string;
+  refreshToken: string | null;
+  /** Seconds the access token lives, when the platform says. */
+  expiresIn: number | null;
+  refreshExpiresIn?: number | null;
+  scopes: string[];
+  extra?: Record<string, unknown>;
+}
+
+/**
+ * A refresh's outcome. `revoked`: the platform refused the grant for good
+ * (invalid_grant, revoked, expired): the integration becomes
+ * reconnect_required with the reason. `retry`: the platform is down, rate
+ * limited or did not answer: try again later, never disconnect.
+ */
+export type RefreshOutcome =
+  | { state: 'refreshed'; tokens: TokenSet }
+  | { state: 'revoked'; reason: string }
+  | { state: 'retry'; error: string; retryAt?: Date | null };
+
+/** Where the platform lives for this account: fixed (X, LinkedIn) or the user's own server (Mastodon instance, Bluesky PDS). */
+export interface PlatformEndpoint {
+  /** The API base: the operator's override (tests point it at a local fake) or the user's instance/PDS URL. */
+  baseUrl: string;
+  /** Whether this base may be loopback or private: true for an operator-set base, WEBHOOK_ALLOW_PRIVATE_NETWORKS for a user-given one. */
+  allowPrivateNetworks: boolean;
+}
+
+/** The OAuth 2.0 authorization-code flow of a platform (PKCE S256 wherever the platform supports it). */
+export interface OAuthFlow {
+  /** Scopes asked for; the callback refuses a grant missing one of `requiredScopes`. */
+  scopes: string[];
+  requiredScopes: string[];
+  pkce: boolean;
+  /** Whether the platform needs an operator app (false for Mastodon: an app is registered on each instance). */
+  needsOperatorApp: boolean;
+  /** The URL the user's browser is sent to. */
+  authorizeUrl(input: { endpoint: PlatformEndpoint; app: PlatformApp; redirectUri: string; state: string; codeChallenge: string | null; scopes: string[] }): string;
+  /** Exchanges the authorization code; throws ConnectorError UPSTREAM_ERROR with the platform's reason when refused. */
+  exchangeCode(input: { endpoint: PlatformEndpoint; app: PlatformApp; redirectUri: string; code: string; codeVerifier: string | null; timeoutMs: number }): Promise<TokenSet>;
+  /** Exchanges a refresh token; never throws. */
+  refresh(input: { endpoint: PlatformEndpoint; app: PlatformApp; credentials: IntegrationCredentials; timeoutMs: number }): Promise<RefreshOutcome>;
+  /** Registers an app on a user-given instance (Mastodon: POST /api/v1/apps); absent where the operator registers apps. */
+  registerApp?(input: { endpoint: PlatformEndpoint; redirectUri: string; scopes: string[]; timeoutMs: number }): Promise<PlatformApp>;
+}
+
+/** Sign-in with a password the user made for the app (Bluesky app passwords). */
+export interface PasswordFlow {
+  /** Creates a session; throws ConnectorError UPSTREAM_ERROR (refused) or UNSAFE_URL. */
+  signIn(input: { endpoint: PlatformEndpoint; identifier: string; password: string; timeoutMs: number }): Promise<TokenSet>;
+  refresh(input: { endpoint: PlatformEndpoint; credentials: IntegrationCredentials; timeoutMs: number }): Promise<RefreshOutcome>;
+}
+
+/** What a connector says about the account's own limits, for the content checks (Mastodon: the instance's). */
+export interface AccountLimits {
+  captionMaxLength?: number;
+  maxMedia?: number;
+  imageMaxBytes?: number;
+  videoMaxBytes?: number;
+}
+
+/** One platform connector: one file, one entry in the registry. */
+export interface PlatformModule {
+  /** The connector name stored in app.integrations.connector. */
+  readonly name: string;
+  /** The app.platforms codes it publishes to. */
+  readonly platforms: readonly string[];
+  /** How an account is connected: an operator's OAuth app, a per-instance OAuth app, an app password, or nothing (sandbox, webhook). */
+  readonly connect: 'oauth' | 'password' | 'none';
+  /** The default API base (absent where the user names the instance or PDS). */
+  readonly defaultBaseUrl?: string;
+  /** Environment variable names of the operator's app, e.g. X_CLIENT_ID / X_CLIENT_SECRET. */
+  readonly appEnv?: { clientId: string; clientSecret: string };
+  readonly oauth?: OAuthFlow;
+  readonly password?: PasswordFlow;
+  /** The account(s) a fresh credential acts for (more than one: the user chooses, one integration each). */
+  readAccounts?(input: { endpoint: PlatformEndpoint; credentials: IntegrationCredentials; timeoutMs: number }): Promise<PlatformAccount[]>;
+  /** The account's own limits (read at connect and refresh), when the platform publishes them. */
+  readLimits?(input: { endpoint: PlatformEndpoint; credentials: IntegrationCredentials; timeoutMs: number }): Promise<AccountLimits | null>;
+  /** The publishing side, shared by every account of the connector. */
+  create(options: ConnectorOptions): Connector;
 }

@@ -34,6 +34,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { isIP } from 'node:net';
 import { classifyAddress, guardedLookup, parseWebhookUrl, urlHost } from '../net/ssrf.ts';
+import { httpUrl } from './http.ts';
 import { cutText } from '../text.ts';
 import { YOUTUBE_VIDEO_CATEGORIES } from './reference.ts';
 import {
@@ -216,16 +217,6 @@ function transientStatus(status: number): boolean {
   return !(status >= 400 && status < 500);
 }
 
-function asHttpUrl(v: unknown): string | null {
-  if (typeof v !== 'string' || v.length > 2048) return null;
-  try {
-    const u = new URL(v);
-    return u.protocol === 'http:' || u.protocol === 'https:' ? v : null;
-  } catch {
-    return null;
-  }
-}
-
 function integrationPayload(i: IntegrationRef) {
   return { id: i.id, platform: i.platform, name: i.name, username: i.username };
 }
@@ -272,7 +263,7 @@ export function createWebhookConnector(options: ConnectorOptions): Connector {
       if (o.status >= 200 && o.status < 300) {
         const b = (o.body && typeof o.body === 'object' ? o.body : {}) as Record<string, unknown>;
         const id = typeof b.platformPostId === 'string' && b.platformPostId ? b.platformPostId : typeof b.id === 'string' && b.id ? b.id : `webhook-${edition.id}`;
-        return { state: 'published', platformPostId: cutText(id, 500), permalink: asHttpUrl(b.permalink) };
+        return { state: 'published', platformPostId: cutText(id, 500), permalink: httpUrl(b.permalink) };
       }
       return { state: 'failed', permanent: !transientStatus(o.status), error: describeStatus(o.status, o.body) };
     },
@@ -299,7 +290,7 @@ export function createWebhookConnector(options: ConnectorOptions): Connector {
       if (typeof b.articleId !== 'string' || !b.articleId) {
         throw new ConnectorError('UPSTREAM_ERROR', 'The webhook accepted the draft but named no articleId.', { status: o.status });
       }
-      return { articleId: cutText(b.articleId, 500), draftUrl: asHttpUrl(b.draftUrl) };
+      return { articleId: cutText(b.articleId, 500), draftUrl: httpUrl(b.draftUrl) };
     },
 
     async fetchMetrics() {
