@@ -564,6 +564,28 @@ create policy connector_publish_limits_worker on app.connector_publish_limits as
 grant delete, insert, select, update on table app.connector_publish_limits to pressroom_definer;
 grant select on table app.connector_publish_limits to pressroom_worker;
 
+create table app.connectors (
+  name text not null,
+  platforms text[] not null,
+  connect text not null,
+  declared_at timestamp with time zone default now() not null,
+  constraint connectors_connect_check CHECK ((connect = ANY (ARRAY['oauth'::text, 'password'::text, 'none'::text]))),
+  constraint connectors_name_check CHECK ((name ~ '^[a-z][a-z0-9_]{0,30}$'::text)),
+  constraint connectors_pkey PRIMARY KEY (name),
+  constraint connectors_platforms_check CHECK ((cardinality(platforms) >= 1))
+);
+comment on table app.connectors is 'The connectors this server has (server/platforms/index.ts is the one list; app.declare_connectors writes it after every migration, server/db/migrate.ts), the platforms each publishes to and how an account is connected (oauth, password, none). app.integrations.connector references it. Not tenant data: requests read it through api functions, the worker reads it.';
+alter table app.connectors enable row level security;
+alter table app.connectors force row level security;
+create policy connectors_definer on app.connectors as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy connectors_read on app.connectors as permissive for select to pressroom_api, pressroom_worker
+  using (true);
+grant select on table app.connectors to pressroom_api;
+grant delete, insert, select, update on table app.connectors to pressroom_definer;
+grant select on table app.connectors to pressroom_worker;
+
 create table app.content_item_counts (
   id bigint not null,
   organization_id uuid not null,
@@ -1767,6 +1789,50 @@ grant update (archived_at) on table app.inbox_threads to pressroom_api;
 grant update (assignee_id) on table app.inbox_threads to pressroom_api;
 grant update (updated_at) on table app.inbox_threads to pressroom_api;
 
+create table app.integration_credentials (
+  workspace_id uuid not null,
+  integration_id uuid not null,
+  organization_id uuid not null,
+  ciphertext bytea not null,
+  key_version integer not null,
+  expires_at timestamp with time zone,
+  refresh_expires_at timestamp with time zone,
+  refreshable boolean not null,
+  has_refresh_token boolean default false not null,
+  refreshed_at timestamp with time zone,
+  refresh_failures integer default 0 not null,
+  last_refresh_error text,
+  next_refresh_at timestamp with time zone,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  constraint integration_credentials_ciphertext_check CHECK (((length(ciphertext) >= 34) AND (length(ciphertext) <= 65536))),
+  constraint integration_credentials_error_check CHECK (((last_refresh_error IS NULL) OR (length(last_refresh_error) <= 1000))),
+  constraint integration_credentials_failures_check CHECK ((refresh_failures >= 0)),
+  constraint integration_credentials_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
+  constraint integration_credentials_integration_key UNIQUE (integration_id),
+  constraint integration_credentials_key_version_check CHECK (((key_version >= 1) AND (key_version <= 65535))),
+  constraint integration_credentials_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint integration_credentials_pkey PRIMARY KEY (workspace_id, integration_id),
+  constraint integration_credentials_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.integration_credentials is 'A connected account''s tokens (access, refresh, expiry, scopes, and what the connector keeps with them), as one vault ciphertext bound to integration:<id> (server/platforms/vault.ts, AES-256-GCM, key_version for rotation), with the expiry times in clear for the refresh job and has_refresh_token so that no write replaces a refresh token with none (409 REFRESH_TOKEN_DROPPED). Never granted to requests or BI, never in an answer, a log, an audit row or an idempotency replay: written by pressroom_definer functions (connect, reconnect, the worker''s credentials_store), read by the worker (app.credentials_for, app.credentials_lock).';
+CREATE INDEX integration_credentials_organization_id_idx ON app.integration_credentials USING btree (organization_id);
+CREATE INDEX integration_credentials_refresh_idx ON app.integration_credentials USING btree (next_refresh_at) WHERE refreshable;
+alter table app.integration_credentials enable row level security;
+alter table app.integration_credentials force row level security;
+create policy integration_credentials_api_scope on app.integration_credentials as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy integration_credentials_definer on app.integration_credentials as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy integration_credentials_worker on app.integration_credentials as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+CREATE TRIGGER integration_credentials_10_set_updated_at BEFORE UPDATE ON app.integration_credentials FOR EACH ROW EXECUTE FUNCTION app.tg_set_updated_at();
+grant delete, insert, select, update on table app.integration_credentials to pressroom_definer;
+grant select on table app.integration_credentials to pressroom_worker;
+
 create table app.integration_metrics_daily (
   organization_id uuid not null,
   workspace_id uuid not null,
@@ -1940,9 +2006,18 @@ create table app.integrations (
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
   deleted_at timestamp with time zone,
+  account_id text,
+  instance_url text,
+  connection_state text default 'ok'::text not null,
+  connection_reason text,
+  connection_changed_at timestamp with time zone,
+  constraint integrations_account_id_check CHECK (((account_id IS NULL) OR ((length(account_id) >= 1) AND (length(account_id) <= 512)))),
   constraint integrations_check CHECK (((connector <> 'webhook'::text) OR ((webhook_url IS NOT NULL) AND (webhook_secret IS NOT NULL)))),
-  constraint integrations_connector_check CHECK ((connector = ANY (ARRAY['sandbox'::text, 'webhook'::text]))),
+  constraint integrations_connection_reason_check CHECK (((connection_reason IS NULL) OR (length(connection_reason) <= 1000))),
+  constraint integrations_connection_state_check CHECK ((connection_state = ANY (ARRAY['ok'::text, 'reconnect_required'::text]))),
+  constraint integrations_connector_fkey FOREIGN KEY (connector) REFERENCES app.connectors(name),
   constraint integrations_created_by_fkey FOREIGN KEY (created_by) REFERENCES app.users(id) ON DELETE SET NULL,
+  constraint integrations_instance_url_check CHECK (((instance_url IS NULL) OR ((length(instance_url) <= 2048) AND (instance_url ~* '^https?://[^/?#@[:space:]]+$'::text)))),
   constraint integrations_name_check CHECK (((length(btrim(name)) >= 1) AND (length(btrim(name)) <= 200))),
   constraint integrations_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
   constraint integrations_pkey PRIMARY KEY (id),
@@ -1954,7 +2029,11 @@ create table app.integrations (
   constraint integrations_webhook_url_http CHECK (((webhook_url IS NULL) OR ((length(webhook_url) <= 2048) AND (webhook_url ~* '^https?://[^/?#@[:space:]]+([/?#][^[:space:]]*)?$'::text)))),
   constraint integrations_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
-comment on table app.integrations is 'A connected account (channel) of a workspace: its connector (sandbox or webhook), platform, name and settings; a webhook integration also keeps its URL and signing secret, which pressroom_api may insert but never read. Tenant policies of app.apply_tenant_policies (select, insert, update; writes need editor, the api functions manager); never deleted by a request: api.delete_integration sets deleted_at.';
+comment on table app.integrations is 'A connected account (channel) of a workspace: its connector (one of app.connectors: sandbox, webhook, or a platform connector of the registry), platform, name and settings; a platform account''s id, instance and connection state (its credentials are in app.integration_credentials, engine-only); a webhook integration also keeps its URL and signing secret, which pressroom_api may insert but never read. Tenant policies of app.apply_tenant_policies (select, insert, update; writes need editor, the api functions manager); never deleted by a request: api.delete_integration sets deleted_at.';
+comment on column app.integrations.account_id is 'The platform''s id of the connected account (X user id, LinkedIn person or organization URN, Mastodon account id, Bluesky DID); null for sandbox and webhook. A reconnect must bring back the same account (409 RECONNECT_ACCOUNT_MISMATCH).';
+comment on column app.integrations.instance_url is 'The origin of the account''s own server (Mastodon instance, Bluesky PDS); null where the platform is one service.';
+comment on column app.integrations.connection_state is 'ok, or reconnect_required (the platform refused the grant for good: revoked, expired, invalid_grant), with connection_reason; editions due meanwhile fail with that reason and can be retried after a reconnect. expiring and refresh_failing are derived from app.integration_credentials (app.integration_connection_json).';
+CREATE UNIQUE INDEX integrations_account_key ON app.integrations USING btree (workspace_id, connector, COALESCE(instance_url, ''::text), account_id) WHERE ((deleted_at IS NULL) AND (account_id IS NOT NULL));
 CREATE INDEX integrations_organization_id_idx ON app.integrations USING btree (organization_id);
 CREATE INDEX integrations_workspace_id_idx ON app.integrations USING btree (workspace_id) WHERE (deleted_at IS NULL);
 alter table app.integrations enable row level security;
@@ -1976,6 +2055,7 @@ create policy integrations_worker on app.integrations as permissive for all to p
   using (true)
   with check (true);
 CREATE TRIGGER integrations_10_set_updated_at BEFORE UPDATE ON app.integrations FOR EACH ROW EXECUTE FUNCTION app.tg_set_updated_at();
+CREATE TRIGGER integrations_90_webhooks AFTER UPDATE OF connection_state ON app.integrations FOR EACH ROW WHEN ((old.connection_state IS DISTINCT FROM new.connection_state)) EXECUTE FUNCTION app.tg_integrations_webhooks();
 grant delete, insert, select, update on table app.integrations to pressroom_definer;
 grant delete, insert, select, update on table app.integrations to pressroom_worker;
 grant select (id) on table app.integrations to pressroom_api;
@@ -1993,6 +2073,11 @@ grant insert, select (created_by) on table app.integrations to pressroom_api;
 grant select (created_at) on table app.integrations to pressroom_api;
 grant select (updated_at) on table app.integrations to pressroom_api;
 grant select, update (deleted_at) on table app.integrations to pressroom_api;
+grant select (account_id) on table app.integrations to pressroom_api;
+grant select (instance_url) on table app.integrations to pressroom_api;
+grant select (connection_state) on table app.integrations to pressroom_api;
+grant select (connection_reason) on table app.integrations to pressroom_api;
+grant select (connection_changed_at) on table app.integrations to pressroom_api;
 
 create table app.media_folders (
   id uuid default gen_random_uuid() not null,
@@ -2526,6 +2611,55 @@ grant insert (data) on table app.notifications to pressroom_api;
 grant insert (created_at) on table app.notifications to pressroom_api;
 grant insert (read_at) on table app.notifications to pressroom_api;
 
+create table app.oauth_states (
+  workspace_id uuid not null,
+  state_hash bytea not null,
+  organization_id uuid not null,
+  user_id uuid,
+  api_key_id uuid,
+  connector text not null,
+  platform text not null,
+  instance_url text,
+  platform_app_id uuid,
+  redirect_uri text not null,
+  return_to text not null,
+  integration_id uuid,
+  verifier_ciphertext bytea,
+  created_at timestamp with time zone default now() not null,
+  expires_at timestamp with time zone not null,
+  consumed_at timestamp with time zone,
+  completed_at timestamp with time zone,
+  constraint oauth_states_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES app.api_keys(id) ON DELETE CASCADE,
+  constraint oauth_states_connector_fkey FOREIGN KEY (connector) REFERENCES app.connectors(name) ON DELETE CASCADE,
+  constraint oauth_states_hash_check CHECK ((length(state_hash) = 32)),
+  constraint oauth_states_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
+  constraint oauth_states_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint oauth_states_pkey PRIMARY KEY (workspace_id, state_hash),
+  constraint oauth_states_platform_app_id_fkey FOREIGN KEY (platform_app_id) REFERENCES app.platform_apps(id) ON DELETE CASCADE,
+  constraint oauth_states_platform_fkey FOREIGN KEY (platform) REFERENCES app.platforms(code),
+  constraint oauth_states_principal_check CHECK (((user_id IS NOT NULL) OR (api_key_id IS NOT NULL))),
+  constraint oauth_states_redirect_uri_check CHECK ((length(redirect_uri) <= 2048)),
+  constraint oauth_states_return_to_check CHECK (((length(return_to) <= 2048) AND (return_to ~* '^https?://'::text))),
+  constraint oauth_states_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id) ON DELETE CASCADE,
+  constraint oauth_states_verifier_check CHECK (((verifier_ciphertext IS NULL) OR ((length(verifier_ciphertext) >= 34) AND (length(verifier_ciphertext) <= 1024)))),
+  constraint oauth_states_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.oauth_states is 'One started connection (POST {ws}/integrations/connect or .../reconnect): the SHA-256 of the state the platform hands back (the state itself is <workspace id>.<43 base64url characters>, so the row is found in its workspace), who started it, the PKCE verifier (vault ciphertext bound to oauth-state:<hash hex>), the platform app, where the browser goes back to, and the integration a reconnect is for. Taken once (consumed_at) by the callback within 10 minutes (expires_at), then completed (completed_at) by api.oauth_complete; purged an hour after expiry (app.purge_expired). Engine-only: reached through pressroom_definer functions.';
+CREATE INDEX oauth_states_expires_idx ON app.oauth_states USING btree (expires_at);
+CREATE INDEX oauth_states_organization_id_idx ON app.oauth_states USING btree (organization_id);
+alter table app.oauth_states enable row level security;
+alter table app.oauth_states force row level security;
+create policy oauth_states_api_scope on app.oauth_states as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy oauth_states_definer on app.oauth_states as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy oauth_states_worker on app.oauth_states as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant delete, insert, select, update on table app.oauth_states to pressroom_definer;
+
 create table app.organizations (
   id uuid default gen_random_uuid() not null,
   name text not null,
@@ -2554,6 +2688,47 @@ grant select (plan) on table app.organizations to pressroom_api;
 grant select (trial_ends_at) on table app.organizations to pressroom_api;
 grant select (created_at) on table app.organizations to pressroom_api;
 grant select (updated_at) on table app.organizations to pressroom_api;
+
+create table app.pending_connections (
+  workspace_id uuid not null,
+  id uuid default gen_random_uuid() not null,
+  organization_id uuid not null,
+  user_id uuid,
+  api_key_id uuid,
+  connector text not null,
+  platform text not null,
+  instance_url text,
+  accounts jsonb not null,
+  credentials bytea[] not null,
+  credential_meta jsonb not null,
+  created_at timestamp with time zone default now() not null,
+  expires_at timestamp with time zone not null,
+  constraint pending_connections_accounts_check CHECK (((jsonb_typeof(accounts) = 'array'::text) AND ((jsonb_array_length(accounts) >= 1) AND (jsonb_array_length(accounts) <= 500)))),
+  constraint pending_connections_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES app.api_keys(id) ON DELETE CASCADE,
+  constraint pending_connections_connector_fkey FOREIGN KEY (connector) REFERENCES app.connectors(name) ON DELETE CASCADE,
+  constraint pending_connections_credentials_check CHECK (((cardinality(credentials) = jsonb_array_length(accounts)) AND (jsonb_typeof(credential_meta) = 'array'::text) AND (jsonb_array_length(credential_meta) = jsonb_array_length(accounts)))),
+  constraint pending_connections_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint pending_connections_pkey PRIMARY KEY (workspace_id, id),
+  constraint pending_connections_platform_fkey FOREIGN KEY (platform) REFERENCES app.platforms(code),
+  constraint pending_connections_principal_check CHECK (((user_id IS NOT NULL) OR (api_key_id IS NOT NULL))),
+  constraint pending_connections_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id) ON DELETE CASCADE,
+  constraint pending_connections_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.pending_connections is 'A consent that covers several accounts (LinkedIn: the member and the organization pages they administer): the accounts (public fields only, each with the integration id it will get) and one vault ciphertext per account, bound to integration:<that id>, so choosing moves ciphertexts without the server decrypting anything; until the user chooses (api.choose_pending_connection: one integration per chosen account) or it expires (30 minutes, app.purge_expired). Engine-only.';
+CREATE INDEX pending_connections_expires_idx ON app.pending_connections USING btree (expires_at);
+CREATE INDEX pending_connections_organization_id_idx ON app.pending_connections USING btree (organization_id);
+alter table app.pending_connections enable row level security;
+alter table app.pending_connections force row level security;
+create policy pending_connections_api_scope on app.pending_connections as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy pending_connections_definer on app.pending_connections as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy pending_connections_worker on app.pending_connections as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant delete, insert, select, update on table app.pending_connections to pressroom_definer;
 
 create table app.pillars (
   id uuid default gen_random_uuid() not null,
@@ -2604,6 +2779,36 @@ grant insert, update (name) on table app.pillars to pressroom_api;
 grant insert, update (color) on table app.pillars to pressroom_api;
 grant insert (created_at) on table app.pillars to pressroom_api;
 grant insert, update (updated_at) on table app.pillars to pressroom_api;
+
+create table app.platform_apps (
+  id uuid default gen_random_uuid() not null,
+  connector text not null,
+  instance text default ''::text not null,
+  client_id text not null,
+  secret_ciphertext bytea,
+  source text not null,
+  redirect_uri text,
+  scopes text[] default '{}'::text[] not null,
+  created_at timestamp with time zone default now() not null,
+  updated_at timestamp with time zone default now() not null,
+  constraint platform_apps_client_id_check CHECK (((length(client_id) >= 1) AND (length(client_id) <= 512))),
+  constraint platform_apps_connector_fkey FOREIGN KEY (connector) REFERENCES app.connectors(name) ON DELETE CASCADE,
+  constraint platform_apps_instance_check CHECK (((instance = ''::text) OR ((length(instance) <= 2048) AND (instance ~* '^https?://[^/?#@[:space:]]+$'::text)))),
+  constraint platform_apps_key UNIQUE (connector, instance),
+  constraint platform_apps_pkey PRIMARY KEY (id),
+  constraint platform_apps_redirect_uri_check CHECK (((redirect_uri IS NULL) OR (length(redirect_uri) <= 2048))),
+  constraint platform_apps_secret_check CHECK (((secret_ciphertext IS NULL) OR ((length(secret_ciphertext) >= 34) AND (length(secret_ciphertext) <= 8192)))),
+  constraint platform_apps_source_check CHECK ((source = ANY (ARRAY['admin'::text, 'registered'::text]))),
+  constraint platform_apps_source_instance_check CHECK (((source = 'admin'::text) = (instance = ''::text)))
+);
+comment on table app.platform_apps is 'Platform apps (OAuth clients): an operator''s (instance '''', set with `npx pressroom platform-app set`; X_CLIENT_ID and the like in the environment take precedence and are never stored) and the apps Pressroom registered on users'' instances (Mastodon, POST /api/v1/apps; instance = its origin, redirect_uri the callback it was registered with), reused for every later connection to that instance. The client secret is a vault ciphertext bound to platform-app:<id>. Server-wide, not tenant data; reached by pressroom_definer functions only.';
+alter table app.platform_apps enable row level security;
+alter table app.platform_apps force row level security;
+create policy platform_apps_definer on app.platform_apps as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+CREATE TRIGGER platform_apps_10_set_updated_at BEFORE UPDATE ON app.platform_apps FOR EACH ROW EXECUTE FUNCTION app.tg_set_updated_at();
+grant delete, insert, select, update on table app.platform_apps to pressroom_definer;
 
 create table app.platforms (
   code text not null,
@@ -5990,6 +6195,122 @@ comment on function app.compact_content_root_counts(uuid) is 'Folds a workspace'
 grant execute on function app.compact_content_root_counts(uuid) to pressroom_worker;
 revoke all on function app.compact_content_root_counts(uuid) from public;
 
+CREATE OR REPLACE FUNCTION app.connect_connector(p_platform text, p_connector text)
+ RETURNS app.connectors
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v app.connectors;
+  v_n int;
+begin
+  if not exists (select 1 from app.platforms where code = p_platform) then
+    perform app.raise(400, 'UNKNOWN_PLATFORM', format('Unknown platform %s.', coalesce(p_platform, 'null')),
+      jsonb_build_object('field', 'platform', 'platforms', (select jsonb_agg(code order by code) from app.platforms)));
+  end if;
+  if p_connector is not null then
+    select * into v from app.connectors where name = p_connector;
+    if v.name is null then
+      perform app.raise(400, 'UNKNOWN_CONNECTOR', format('Unknown connector %s.', p_connector),
+        jsonb_build_object('field', 'connector', 'connectors', (select jsonb_agg(name order by name) from app.connectors)));
+    end if;
+    if p_platform <> all (v.platforms) then
+      perform app.raise(400, 'PLATFORM_NOT_SUPPORTED', format('The connector %s does not publish to %s.', v.name, p_platform),
+        jsonb_build_object('field', 'platform', 'connector', v.name, 'platforms', to_jsonb(v.platforms)));
+    end if;
+    return v;
+  end if;
+  select count(*) into v_n from app.connectors where p_platform = any (platforms) and connect <> 'none';
+  if v_n = 0 then
+    perform app.raise(400, 'PLATFORM_NOT_SUPPORTED', format('No connector of this server connects %s accounts yet.', p_platform),
+      jsonb_build_object('field', 'platform', 'platform', p_platform));
+  elsif v_n > 1 then
+    perform app.raise(400, 'CONNECTOR_REQUIRED', format('Several connectors connect %s accounts; name one in connector.', p_platform),
+      jsonb_build_object('field', 'connector', 'connectors', (select jsonb_agg(name order by name) from app.connectors
+                                                               where p_platform = any (platforms) and connect <> 'none')));
+  end if;
+  select * into v from app.connectors where p_platform = any (platforms) and connect <> 'none';
+  return v;
+end
+$function$;
+alter function app.connect_connector(text,text) owner to pressroom_definer;
+revoke all on function app.connect_connector(text,text) from public;
+
+CREATE OR REPLACE FUNCTION app.connect_require_manager()
+ RETURNS void
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+begin
+  perform app.require_role('manager');
+  if not app.current_workspace_accessible() then
+    perform app.raise(403, 'ROLE_REQUIRED', 'This operation needs the manager role in this workspace.',
+      jsonb_build_object('requiredRole', 'manager', 'role', null));
+  end if;
+end
+$function$;
+alter function app.connect_require_manager() owner to pressroom_definer;
+revoke all on function app.connect_require_manager() from public;
+
+CREATE OR REPLACE FUNCTION app.connection_save(p_org uuid, p_ws uuid, p_created_by uuid, p_connector text, p_platform text, p_instance_url text, p_target uuid, p_account jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_integ app.integrations;
+  v_id uuid;
+  v_account text := p_account ->> 'accountId';
+  v_name text := left(coalesce(nullif(btrim(p_account ->> 'name'), ''), nullif(btrim(p_account ->> 'username'), ''), v_account), 200);
+  v_username text := left(nullif(btrim(p_account ->> 'username'), ''), 200);
+begin
+  if v_account is null or length(v_account) not between 1 and 512 then
+    perform app.raise(400, 'VALIDATION_FAILED', 'The platform named no account id.');
+  end if;
+  if p_target is not null then
+    select * into v_integ from app.integrations where id = p_target and workspace_id = p_ws and deleted_at is null for update;
+    if v_integ.id is null then
+      perform app.raise_not_found('integration', p_target);
+    end if;
+    if (v_integ.account_id is not null and v_integ.account_id <> v_account)
+       or coalesce(v_integ.instance_url, '') <> coalesce(p_instance_url, '') then
+      perform app.raise(409, 'RECONNECT_ACCOUNT_MISMATCH',
+        format('The platform account signed in (%s) is not the account of this integration; sign in as %s, or connect the other account as a new integration.',
+               coalesce(v_username, v_account), coalesce(v_integ.username, v_integ.account_id)),
+        jsonb_build_object('integrationId', v_integ.id, 'expectedAccountId', v_integ.account_id, 'accountId', v_account));
+    end if;
+    update app.integrations set account_id = v_account, username = coalesce(v_username, username),
+      connection_state = 'ok', connection_reason = null,
+      connection_changed_at = case when connection_state <> 'ok' then now() else connection_changed_at end
+    where id = v_integ.id;
+    perform app.credentials_put(v_integ.id, p_account -> 'credential');
+    return jsonb_build_object('integrationId', v_integ.id, 'reconnected', true);
+  end if;
+  select id into v_id from app.integrations
+  where workspace_id = p_ws and connector = p_connector and coalesce(instance_url, '') = coalesce(p_instance_url, '')
+    and account_id = v_account and deleted_at is null;
+  if v_id is not null then
+    perform app.raise(409, 'ACCOUNT_ALREADY_CONNECTED',
+      format('The account %s is connected in this workspace already; reconnect that integration instead (POST .../integrations/%s/reconnect).',
+             coalesce(v_username, v_account), v_id),
+      jsonb_build_object('integrationId', v_id, 'accountId', v_account));
+  end if;
+  insert into app.integrations (id, organization_id, workspace_id, connector, platform, name, username, settings, created_by,
+    account_id, instance_url, connection_state, connection_changed_at)
+  values (coalesce((p_account ->> 'integrationId')::uuid, gen_random_uuid()), p_org, p_ws, p_connector, p_platform, v_name, v_username,
+    '{}', p_created_by, v_account, p_instance_url, 'ok', now())
+  returning id into v_id;
+  perform app.credentials_put(v_id, p_account -> 'credential');
+  return jsonb_build_object('integrationId', v_id, 'reconnected', false);
+end
+$function$;
+alter function app.connection_save(uuid,uuid,uuid,text,text,text,uuid,jsonb) owner to pressroom_definer;
+comment on function app.connection_save(uuid,uuid,uuid,text,text,text,uuid,jsonb) is 'The one place a connected account becomes an integration: a reconnect (p_target) updates the same account only (409 RECONNECT_ACCOUNT_MISMATCH), sets connection_state ok and stores the new credential; a new connection refuses an account already connected in the workspace (409 ACCOUNT_ALREADY_CONNECTED) and creates the integration with the id its credential is bound to. Called by api.oauth_complete, api.choose_pending_connection and api.connect_with_password.';
+revoke all on function app.connection_save(uuid,uuid,uuid,text,text,text,uuid,jsonb) from public;
+
 CREATE OR REPLACE FUNCTION app.content_detail_json(p_id uuid)
  RETURNS jsonb
  LANGUAGE sql
@@ -6924,6 +7245,165 @@ alter function app.create_session_with_ttl(uuid,text,bytea,integer) owner to pre
 comment on function app.create_session_with_ttl(uuid,text,bytea,integer) is 'Sign-in''s session creation with the lifetime given; called by api.create_session.';
 revoke all on function app.create_session_with_ttl(uuid,text,bytea,integer) from public;
 
+CREATE OR REPLACE FUNCTION app.credentials_due(p_limit integer DEFAULT 100)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+  select coalesce(jsonb_agg(c.integration_id order by c.next_refresh_at), '[]')
+  from (select c.integration_id, c.next_refresh_at
+        from app.integration_credentials c
+        join app.integrations i on i.id = c.integration_id
+        where c.refreshable and c.next_refresh_at <= now() and i.deleted_at is null and i.connection_state = 'ok'
+        order by c.next_refresh_at
+        limit least(greatest(coalesce(p_limit, 100), 1), 1000)) c
+$function$;
+alter function app.credentials_due(integer) owner to pressroom_definer;
+comment on function app.credentials_due(integer) is 'The integrations whose credential is due for a refresh (next_refresh_at passed: 10 minutes before expiry, or the backoff after a failed refresh), live and not reconnect_required, oldest first, at most p_limit (1 to 1000); the refresh job (server/platforms/credentials.ts) refreshes each under app.credentials_lock. Executable by pressroom_worker only.';
+grant execute on function app.credentials_due(integer) to pressroom_worker;
+revoke all on function app.credentials_due(integer) from public;
+
+CREATE OR REPLACE FUNCTION app.credentials_for(p_ids uuid[])
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+  select coalesce(jsonb_agg(app.credentials_row_json(i, c) order by i.id), '[]')
+  from app.integrations i
+  left join app.integration_credentials c on c.workspace_id = i.workspace_id and c.integration_id = i.id
+  where i.id = any (p_ids)
+$function$;
+alter function app.credentials_for(uuid[]) owner to pressroom_definer;
+comment on function app.credentials_for(uuid[]) is 'The worker''s read of the credentials of a batch of integrations: per integration its connector, instance, account, connection state and the credential''s ciphertext (null when none is stored) with key version and expiry. Executable by pressroom_worker only.';
+grant execute on function app.credentials_for(uuid[]) to pressroom_worker;
+revoke all on function app.credentials_for(uuid[]) from public;
+
+CREATE OR REPLACE FUNCTION app.credentials_lock(p_integration uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_i app.integrations;
+  v_c app.integration_credentials;
+begin
+  select * into v_i from app.integrations where id = p_integration;
+  if v_i.id is null then
+    return null;
+  end if;
+  select * into v_c from app.integration_credentials where workspace_id = v_i.workspace_id and integration_id = v_i.id for update;
+  return app.credentials_row_json(v_i, v_c);
+end
+$function$;
+alter function app.credentials_lock(uuid) owner to pressroom_definer;
+comment on function app.credentials_lock(uuid) is 'Locks an integration''s credential row (FOR UPDATE, until the caller''s transaction ends) and returns it as app.credentials_for does: a refresh runs under it, so two workers never refresh the same grant (X rotates refresh tokens: a second refresh with the old one kills the grant). Null when the integration does not exist. Executable by pressroom_worker only.';
+grant execute on function app.credentials_lock(uuid) to pressroom_worker;
+revoke all on function app.credentials_lock(uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.credentials_put(p_integration uuid, p_credential jsonb)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_integ app.integrations;
+  v_old app.integration_credentials;
+  v_cipher bytea;
+  v_expires timestamptz := (p_credential ->> 'expiresAt')::timestamptz;
+  v_refreshable boolean := coalesce((p_credential ->> 'refreshable')::boolean, false);
+  v_has_refresh boolean := coalesce((p_credential ->> 'hasRefreshToken')::boolean, false);
+begin
+  if jsonb_typeof(p_credential) is distinct from 'object' or jsonb_typeof(p_credential -> 'ciphertext') is distinct from 'string'
+     or jsonb_typeof(p_credential -> 'keyVersion') is distinct from 'number' then
+    perform app.raise(400, 'VALIDATION_FAILED', 'A credential is {ciphertext, keyVersion, expiresAt, refreshExpiresAt, refreshable, hasRefreshToken}.');
+  end if;
+  v_cipher := decode(p_credential ->> 'ciphertext', 'base64');
+  select * into v_integ from app.integrations where id = p_integration;
+  if v_integ.id is null then
+    perform app.raise_not_found('integration', p_integration);
+  end if;
+  select * into v_old from app.integration_credentials where integration_id = p_integration for update;
+  if v_old.integration_id is not null and v_old.has_refresh_token and not v_has_refresh then
+    perform app.raise(409, 'REFRESH_TOKEN_DROPPED',
+      'The stored refresh token would be replaced with none; the server keeps the stored one when the platform sends no new one.',
+      jsonb_build_object('integrationId', p_integration));
+  end if;
+  insert into app.integration_credentials as c (workspace_id, integration_id, organization_id, ciphertext, key_version,
+    expires_at, refresh_expires_at, refreshable, has_refresh_token, refreshed_at, refresh_failures, last_refresh_error, next_refresh_at)
+  values (v_integ.workspace_id, v_integ.id, v_integ.organization_id, v_cipher, (p_credential ->> 'keyVersion')::int,
+    v_expires, (p_credential ->> 'refreshExpiresAt')::timestamptz, v_refreshable, v_has_refresh, now(), 0, null,
+    case when v_refreshable and v_expires is not null then v_expires - interval '10 minutes' end)
+  on conflict (workspace_id, integration_id) do update set ciphertext = excluded.ciphertext, key_version = excluded.key_version,
+    expires_at = excluded.expires_at, refresh_expires_at = excluded.refresh_expires_at, refreshable = excluded.refreshable,
+    has_refresh_token = excluded.has_refresh_token, refreshed_at = now(), refresh_failures = 0, last_refresh_error = null,
+    next_refresh_at = excluded.next_refresh_at;
+end
+$function$;
+alter function app.credentials_put(uuid,jsonb) owner to pressroom_definer;
+comment on function app.credentials_put(uuid,jsonb) is 'Stores an integration''s credential ({ciphertext base64, keyVersion, expiresAt, refreshExpiresAt, refreshable, hasRefreshToken}; the ciphertext bound to integration:<id>), clearing the refresh failures and planning the next refresh 10 minutes before expiry; 409 REFRESH_TOKEN_DROPPED when a stored refresh token would be replaced with none.';
+revoke all on function app.credentials_put(uuid,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION app.credentials_refresh_failed(p_integration uuid, p_error text, p_retry_at timestamp with time zone DEFAULT NULL::timestamp with time zone)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v app.integration_credentials;
+begin
+  update app.integration_credentials
+  set refresh_failures = refresh_failures + 1, last_refresh_error = left(p_error, 1000),
+      next_refresh_at = greatest(coalesce(p_retry_at, now()),
+                                 now() + least(interval '1 minute' * power(2, least(refresh_failures, 20)), interval '6 hours'))
+  where integration_id = p_integration
+  returning * into v;
+  if v.integration_id is null then
+    return null;
+  end if;
+  return jsonb_build_object('integrationId', v.integration_id, 'refreshFailures', v.refresh_failures, 'nextRefreshAt', v.next_refresh_at);
+end
+$function$;
+alter function app.credentials_refresh_failed(uuid,text,timestamp with time zone) owner to pressroom_definer;
+comment on function app.credentials_refresh_failed(uuid,text,timestamp with time zone) is 'A refresh the platform could not answer (5xx, 429, network): counts the failure, keeps the error and plans the next try with backoff (1, 2, 4 ... minutes, at most 6 hours, never before the platform''s own retry time). The integration stays connected (its state shows refresh_failing). Executable by pressroom_worker only.';
+grant execute on function app.credentials_refresh_failed(uuid,text,timestamp with time zone) to pressroom_worker;
+revoke all on function app.credentials_refresh_failed(uuid,text,timestamp with time zone) from public;
+
+CREATE OR REPLACE FUNCTION app.credentials_row_json(i app.integrations, c app.integration_credentials)
+ RETURNS jsonb
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+  select jsonb_build_object('integrationId', i.id, 'workspaceId', i.workspace_id, 'connector', i.connector, 'platform', i.platform,
+    'instanceUrl', i.instance_url, 'accountId', i.account_id, 'connectionState', i.connection_state, 'connectionReason', i.connection_reason,
+    'ciphertext', encode(c.ciphertext, 'base64'), 'keyVersion', c.key_version, 'expiresAt', c.expires_at,
+    'refreshExpiresAt', c.refresh_expires_at, 'refreshable', coalesce(c.refreshable, false), 'hasRefreshToken', coalesce(c.has_refresh_token, false),
+    'refreshFailures', coalesce(c.refresh_failures, 0), 'nextRefreshAt', c.next_refresh_at)
+$function$;
+grant execute on function app.credentials_row_json(app.integrations,app.integration_credentials) to pressroom_definer;
+revoke all on function app.credentials_row_json(app.integrations,app.integration_credentials) from public;
+
+CREATE OR REPLACE FUNCTION app.credentials_store(p_integration uuid, p_credential jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+begin
+  perform app.credentials_put(p_integration, p_credential);
+  return (select app.credentials_row_json(i, c) - 'ciphertext' from app.integrations i
+          join app.integration_credentials c on c.integration_id = i.id where i.id = p_integration);
+end
+$function$;
+alter function app.credentials_store(uuid,jsonb) owner to pressroom_definer;
+comment on function app.credentials_store(uuid,jsonb) is 'The worker stores a refreshed credential (app.credentials_put: failures cleared, next refresh planned; 409 REFRESH_TOKEN_DROPPED), in the transaction that holds app.credentials_lock. Executable by pressroom_worker only.';
+grant execute on function app.credentials_store(uuid,jsonb) to pressroom_worker;
+revoke all on function app.credentials_store(uuid,jsonb) from public;
+
 CREATE OR REPLACE FUNCTION app.current_actor_kind()
  RETURNS text
  LANGUAGE sql
@@ -7105,6 +7585,49 @@ alter function app.declare_connector_limits(jsonb) owner to pressroom_definer;
 comment on function app.declare_connector_limits(jsonb) is 'Records the publish limits each connector declares (called by the publish worker at start); returns what is in force.';
 grant execute on function app.declare_connector_limits(jsonb) to pressroom_worker;
 revoke all on function app.declare_connector_limits(jsonb) from public;
+
+CREATE OR REPLACE FUNCTION app.declare_connectors(p_connectors jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v jsonb;
+  v_names text[] := '{}';
+  v_bad text;
+  v_changed int := 0;
+  v_rows int;
+  v_kept text[];
+begin
+  -- p_connectors: [{"name", "platforms": [...], "connect": "oauth" | "password" | "none"}, ...]
+  if jsonb_typeof(p_connectors) is distinct from 'array' then
+    raise exception 'declare_connectors: an array of {name, platforms, connect}';
+  end if;
+  for v in select * from jsonb_array_elements(p_connectors) loop
+    select p into v_bad from jsonb_array_elements_text(v -> 'platforms') p
+    where not exists (select 1 from app.platforms where code = p) limit 1;
+    if v_bad is not null then
+      raise exception 'declare_connectors: connector % names unknown platform %', v ->> 'name', v_bad;
+    end if;
+    insert into app.connectors as c (name, platforms, connect)
+    values (v ->> 'name', array(select jsonb_array_elements_text(v -> 'platforms') order by 1), v ->> 'connect')
+    on conflict (name) do update set platforms = excluded.platforms, connect = excluded.connect, declared_at = now()
+    where (c.platforms, c.connect) is distinct from (excluded.platforms, excluded.connect);
+    get diagnostics v_rows = row_count;
+    v_changed := v_changed + v_rows;
+    v_names := v_names || (v ->> 'name');
+  end loop;
+  -- A connector no longer in the registry goes, unless integrations still name it.
+  delete from app.connectors c where c.name <> all (v_names)
+    and not exists (select 1 from app.integrations i where i.connector = c.name);
+  select array_agg(name order by name) into v_kept from app.connectors where name <> all (v_names);
+  return jsonb_build_object('declared', to_jsonb(v_names), 'changed', v_changed, 'retiredButUsed', coalesce(to_jsonb(v_kept), '[]'));
+end
+$function$;
+alter function app.declare_connectors(jsonb) owner to pressroom_definer;
+comment on function app.declare_connectors(jsonb) is 'Writes app.connectors from the registry (server/platforms/index.ts, connectorDeclarations): upserts each {name, platforms, connect}, drops a connector no longer listed unless an integration still names it. Called by server/db/migrate.ts after migrating, as the owner.';
+revoke all on function app.declare_connectors(jsonb) from public;
 
 CREATE OR REPLACE FUNCTION app.defer_content_checks()
  RETURNS void
@@ -8808,6 +9331,37 @@ grant execute on function app.init_media_upload_with_ttl(text,text,bigint,uuid,t
 grant execute on function app.init_media_upload_with_ttl(text,text,bigint,uuid,text,integer) to pressroom_worker;
 revoke all on function app.init_media_upload_with_ttl(text,text,bigint,uuid,text,integer) from public;
 
+CREATE OR REPLACE FUNCTION app.integration_connection_json(p_id uuid, p_ws uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+  select jsonb_build_object(
+    'accountId', i.account_id,
+    'instanceUrl', i.instance_url,
+    'connectionState', case
+      when i.connection_state = 'reconnect_required' then 'reconnect_required'
+      when c.refresh_failures > 0 then 'refresh_failing'
+      when c.integration_id is not null
+           and (case when c.refreshable and c.has_refresh_token then c.refresh_expires_at else c.expires_at end) < now() + interval '7 days'
+        then 'expiring'
+      else 'ok' end,
+    'connectionReason', case
+      when i.connection_state = 'reconnect_required' then i.connection_reason
+      when c.refresh_failures > 0 then c.last_refresh_error
+      else null end,
+    'credentialsExpireAt', case when c.refreshable and c.has_refresh_token then c.refresh_expires_at else c.expires_at end)
+  from app.integrations i
+  left join app.integration_credentials c on c.workspace_id = i.workspace_id and c.integration_id = i.id
+  where i.id = p_id and i.workspace_id = p_ws
+$function$;
+alter function app.integration_connection_json(uuid,uuid) owner to pressroom_definer;
+comment on function app.integration_connection_json(uuid,uuid) is 'An integration''s connection for its JSON: accountId, instanceUrl, connectionState (ok; expiring: the hard expiry, the refresh token''s or a token that cannot be refreshed, is within 7 days; refresh_failing: the last refreshes failed and are retried; reconnect_required), connectionReason and credentialsExpireAt. No secret. Called by app.integration_json with the workspace of a row the caller could read.';
+grant execute on function app.integration_connection_json(uuid,uuid) to pressroom_api;
+grant execute on function app.integration_connection_json(uuid,uuid) to pressroom_worker;
+revoke all on function app.integration_connection_json(uuid,uuid) from public;
+
 CREATE OR REPLACE FUNCTION app.integration_json(p_id uuid, p_detail boolean DEFAULT false)
  RETURNS jsonb
  LANGUAGE sql
@@ -8823,6 +9377,7 @@ AS $function$
     'content', jsonb_build_object('canPublishArticles', coalesce((p.capabilities ->> 'canPublishArticles')::boolean, false)),
     'createdAt', i.created_at,
     'updatedAt', i.updated_at)
+    || app.integration_connection_json(i.id, i.workspace_id)
     || case when p_detail then jsonb_build_object(
       'platformName', p.name,
       'rules', app.platform_rules_json(i.platform),
@@ -8838,6 +9393,27 @@ grant execute on function app.integration_json(uuid,boolean) to pressroom_api;
 grant execute on function app.integration_json(uuid,boolean) to pressroom_definer;
 grant execute on function app.integration_json(uuid,boolean) to pressroom_worker;
 revoke all on function app.integration_json(uuid,boolean) from public;
+
+CREATE OR REPLACE FUNCTION app.integration_reconnect_required(p_integration uuid, p_reason text)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_rows int;
+begin
+  update app.integrations set connection_state = 'reconnect_required', connection_reason = left(coalesce(p_reason, 'The platform refused the grant.'), 1000),
+    connection_changed_at = now()
+  where id = p_integration and connection_state <> 'reconnect_required';
+  get diagnostics v_rows = row_count;
+  return v_rows = 1;
+end
+$function$;
+alter function app.integration_reconnect_required(uuid,text) owner to pressroom_definer;
+comment on function app.integration_reconnect_required(uuid,text) is 'The platform refused the grant for good (invalid_grant, revoked): the integration becomes reconnect_required with the reason (event integration.reconnect_required); true when it changed. Executable by pressroom_worker only.';
+grant execute on function app.integration_reconnect_required(uuid,text) to pressroom_worker;
+revoke all on function app.integration_reconnect_required(uuid,text) from public;
 
 CREATE OR REPLACE FUNCTION app.is_reaction_emoji(p_text text)
  RETURNS boolean
@@ -9976,6 +10552,76 @@ grant execute on function app.planning_problems(jsonb,uuid) to pressroom_definer
 grant execute on function app.planning_problems(jsonb,uuid) to pressroom_worker;
 revoke all on function app.planning_problems(jsonb,uuid) from public;
 
+CREATE OR REPLACE FUNCTION app.platform_app_for(p_connector text, p_instance text)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+  select jsonb_build_object('id', a.id, 'connector', a.connector, 'clientId', a.client_id, 'secretCiphertext', encode(a.secret_ciphertext, 'base64'))
+  from app.platform_apps a where a.connector = p_connector and a.instance = coalesce(p_instance, '')
+$function$;
+alter function app.platform_app_for(text,text) owner to pressroom_definer;
+comment on function app.platform_app_for(text,text) is 'The stored platform app of a connector and instance ('''' or null: the operator''s), with its secret''s ciphertext, for the worker''s refresh (an app from the environment needs none). Executable by pressroom_worker only.';
+grant execute on function app.platform_app_for(text,text) to pressroom_worker;
+revoke all on function app.platform_app_for(text,text) from public;
+
+CREATE OR REPLACE FUNCTION app.platform_app_remove(p_connector text)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_rows int;
+begin
+  delete from app.platform_apps where connector = p_connector and instance = '';
+  get diagnostics v_rows = row_count;
+  return v_rows > 0;
+end
+$function$;
+alter function app.platform_app_remove(text) owner to pressroom_definer;
+comment on function app.platform_app_remove(text) is 'Removes the operator''s stored app of a connector (npx pressroom platform-app remove); true when there was one.';
+revoke all on function app.platform_app_remove(text) from public;
+
+CREATE OR REPLACE FUNCTION app.platform_app_set(p_id uuid, p_connector text, p_client_id text, p_secret_ciphertext bytea)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v app.platform_apps;
+begin
+  if not exists (select 1 from app.connectors where name = p_connector and connect = 'oauth') then
+    perform app.raise(400, 'UNKNOWN_CONNECTOR', format('No OAuth connector named %s.', coalesce(p_connector, 'null')),
+      jsonb_build_object('connectors', (select jsonb_agg(name order by name) from app.connectors where connect = 'oauth')));
+  end if;
+  delete from app.platform_apps where connector = p_connector and instance = '';
+  insert into app.platform_apps (id, connector, instance, client_id, secret_ciphertext, source)
+  values (p_id, p_connector, '', p_client_id, p_secret_ciphertext, 'admin') returning * into v;
+  return jsonb_build_object('id', v.id, 'connector', v.connector, 'clientId', v.client_id, 'hasSecret', v.secret_ciphertext is not null, 'updatedAt', v.updated_at);
+end
+$function$;
+alter function app.platform_app_set(uuid,text,text,bytea) owner to pressroom_definer;
+comment on function app.platform_app_set(uuid,text,text,bytea) is 'Stores the operator''s app of an OAuth connector (npx pressroom platform-app set): client id and the secret''s vault ciphertext bound to platform-app:<p_id>, replacing the one before (connections started with it must start again).';
+revoke all on function app.platform_app_set(uuid,text,text,bytea) from public;
+
+CREATE OR REPLACE FUNCTION app.platform_apps_list()
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+  select coalesce(jsonb_agg(jsonb_build_object('id', a.id, 'connector', a.connector, 'instance', nullif(a.instance, ''), 'source', a.source,
+    'clientId', a.client_id, 'hasSecret', a.secret_ciphertext is not null, 'redirectUri', a.redirect_uri, 'updatedAt', a.updated_at)
+    order by a.connector, a.instance), '[]')
+  from app.platform_apps a
+$function$;
+alter function app.platform_apps_list() owner to pressroom_definer;
+comment on function app.platform_apps_list() is 'The stored platform apps (npx pressroom platform-app list), operators'' and registered ones, without secrets.';
+revoke all on function app.platform_apps_list() from public;
+
 CREATE OR REPLACE FUNCTION app.platform_capabilities_json(p_code text)
  RETURNS jsonb
  LANGUAGE sql
@@ -10028,6 +10674,22 @@ grant execute on function app.platform_rules_json(text) to pressroom_api;
 grant execute on function app.platform_rules_json(text) to pressroom_definer;
 grant execute on function app.platform_rules_json(text) to pressroom_worker;
 revoke all on function app.platform_rules_json(text) from public;
+
+CREATE OR REPLACE FUNCTION app.principal_role_in(p_user uuid, p_key uuid, p_ws uuid)
+ RETURNS text
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+  select case
+    when p_key is not null then (select r.role from app.api_key_workspace_roles(p_key) r where r.workspace_id = p_ws)
+    else (select r.role from app.user_workspace_roles(p_user) r
+          join app.users u on u.id = p_user and u.status = 'active'
+          where r.workspace_id = p_ws)
+  end
+$function$;
+alter function app.principal_role_in(uuid,uuid,uuid) owner to pressroom_definer;
+revoke all on function app.principal_role_in(uuid,uuid,uuid) from public;
 
 CREATE OR REPLACE FUNCTION app.principal_workspace_roles()
  RETURNS TABLE(workspace_id uuid, role text)
@@ -10830,6 +11492,8 @@ declare
   v_sessions int;
   v_counters int;
   v_bursts int;
+  v_states int;
+  v_pending int;
 begin
   delete from app.idempotency_keys where expires_at <= now();
   get diagnostics v_idem = row_count;
@@ -10839,8 +11503,12 @@ begin
   delete from app.rate_limit_counters where window_start < date_trunc('minute', now()) - interval '1 minute';
   get diagnostics v_counters = row_count;
   v_bursts := app.flush_auth_failures(null);
+  delete from app.oauth_states where expires_at <= now() - interval '1 hour';
+  get diagnostics v_states = row_count;
+  delete from app.pending_connections where expires_at <= now();
+  get diagnostics v_pending = row_count;
   return jsonb_build_object('idempotencyKeys', v_idem, 'sessions', v_sessions, 'rateLimitWindows', v_counters,
-                            'authFailureSummaries', v_bursts);
+                            'authFailureSummaries', v_bursts, 'oauthStates', v_states, 'pendingConnections', v_pending);
 end
 $function$;
 alter function app.purge_expired() owner to pressroom_definer;
@@ -13798,6 +14466,31 @@ grant execute on function app.tg_inbox_messages_webhooks() to pressroom_api;
 grant execute on function app.tg_inbox_messages_webhooks() to pressroom_worker;
 revoke all on function app.tg_inbox_messages_webhooks() from public;
 
+CREATE OR REPLACE FUNCTION app.tg_integrations_webhooks()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog'
+AS $function$
+begin
+  if new.connection_state = 'reconnect_required' and old.connection_state <> 'reconnect_required' then
+    perform app.webhook_emit(new.organization_id, new.workspace_id, 'integration.reconnect_required', new.id,
+      jsonb_build_object('integrationId', new.id, 'connector', new.connector, 'platform', new.platform, 'name', new.name,
+        'username', new.username, 'connectionState', new.connection_state, 'reason', new.connection_reason, 'changedAt', new.connection_changed_at));
+  elsif new.connection_state = 'ok' and old.connection_state = 'reconnect_required' then
+    perform app.webhook_emit(new.organization_id, new.workspace_id, 'integration.reconnected', new.id,
+      jsonb_build_object('integrationId', new.id, 'connector', new.connector, 'platform', new.platform, 'name', new.name,
+        'username', new.username, 'connectionState', new.connection_state, 'reason', null, 'changedAt', new.connection_changed_at));
+  end if;
+  return null;
+end
+$function$;
+alter function app.tg_integrations_webhooks() owner to pressroom_definer;
+comment on function app.tg_integrations_webhooks() is 'Emits integration.reconnect_required and integration.reconnected when the connection state changes.';
+grant execute on function app.tg_integrations_webhooks() to pressroom_api;
+grant execute on function app.tg_integrations_webhooks() to pressroom_worker;
+revoke all on function app.tg_integrations_webhooks() from public;
+
 CREATE OR REPLACE FUNCTION app.tg_media_folders_check_depth()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -14313,6 +15006,57 @@ grant execute on function app.user_workspace_roles(uuid) to pressroom_api;
 grant execute on function app.user_workspace_roles(uuid) to pressroom_worker;
 revoke all on function app.user_workspace_roles(uuid) from public;
 
+CREATE OR REPLACE FUNCTION app.vault_ciphertexts(p_below_version integer)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+  select jsonb_build_object(
+    'credentials', coalesce((select jsonb_agg(jsonb_build_object('integrationId', c.integration_id, 'ciphertext', encode(c.ciphertext, 'base64'),
+        'keyVersion', c.key_version) order by c.integration_id)
+      from app.integration_credentials c where c.key_version < p_below_version), '[]'),
+    'apps', coalesce((select jsonb_agg(jsonb_build_object('id', a.id, 'ciphertext', encode(a.secret_ciphertext, 'base64')) order by a.id)
+      from app.platform_apps a where a.secret_ciphertext is not null
+        and get_byte(a.secret_ciphertext, 4) * 256 + get_byte(a.secret_ciphertext, 5) < p_below_version), '[]'))
+$function$;
+alter function app.vault_ciphertexts(integer) owner to pressroom_definer;
+comment on function app.vault_ciphertexts(integer) is 'The credential ciphertexts and platform app secrets made with a key version below p_below_version (the version is bytes 4-5 of a vault ciphertext), for npx pressroom credentials rotate. OAuth states and pending connections are left to expire (10 and 30 minutes).';
+revoke all on function app.vault_ciphertexts(integer) from public;
+
+CREATE OR REPLACE FUNCTION app.vault_rekey(p_rows jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v jsonb;
+  v_creds int := 0;
+  v_apps int := 0;
+  v_rows int;
+begin
+  -- p_rows: {credentials: [{integrationId, ciphertext, keyVersion, was}], apps: [{id, ciphertext, was}]}; `was` is
+  -- the ciphertext read, so a credential refreshed meanwhile is left as the refresh wrote it.
+  for v in select * from jsonb_array_elements(coalesce(p_rows -> 'credentials', '[]')) loop
+    update app.integration_credentials set ciphertext = decode(v ->> 'ciphertext', 'base64'), key_version = (v ->> 'keyVersion')::int
+    where integration_id = (v ->> 'integrationId')::uuid and ciphertext = decode(v ->> 'was', 'base64');
+    get diagnostics v_rows = row_count;
+    v_creds := v_creds + v_rows;
+  end loop;
+  for v in select * from jsonb_array_elements(coalesce(p_rows -> 'apps', '[]')) loop
+    update app.platform_apps set secret_ciphertext = decode(v ->> 'ciphertext', 'base64')
+    where id = (v ->> 'id')::uuid and secret_ciphertext = decode(v ->> 'was', 'base64');
+    get diagnostics v_rows = row_count;
+    v_apps := v_apps + v_rows;
+  end loop;
+  return jsonb_build_object('credentials', v_creds, 'apps', v_apps);
+end
+$function$;
+alter function app.vault_rekey(jsonb) owner to pressroom_definer;
+comment on function app.vault_rekey(jsonb) is 'Writes re-encrypted ciphertexts (npx pressroom credentials rotate), each only where the row still holds the ciphertext that was read.';
+revoke all on function app.vault_rekey(jsonb) from public;
+
 CREATE OR REPLACE FUNCTION app.webhook_check_events(p_events text[])
  RETURNS text[]
  LANGUAGE plpgsql
@@ -14539,7 +15283,7 @@ CREATE OR REPLACE FUNCTION app.webhook_event_types()
 AS $function$
   select array['content.created', 'content.scheduled', 'content.published', 'content.failed',
     'content.awaiting_confirmation', 'content.deleted', 'review.sent', 'review.decided', 'review.completed',
-    'inbox.message.received']
+    'inbox.message.received', 'integration.reconnect_required', 'integration.reconnected']
 $function$;
 comment on function app.webhook_event_types() is 'The lifecycle event types a subscription may ask for (webhook.test is sent on request to one subscription only).';
 grant execute on function app.webhook_event_types() to pressroom_api;
@@ -16902,6 +17646,52 @@ comment on function api.check_content(jsonb) is 'Serves POST /v1/workspaces/{wor
 grant execute on function api.check_content(jsonb) to pressroom_request;
 revoke all on function api.check_content(jsonb) from public;
 
+CREATE OR REPLACE FUNCTION api.choose_pending_connection(p_id uuid, p_account_ids text[])
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v app.pending_connections;
+  v_unknown text[];
+  v_account text;
+  v_saved jsonb;
+  v_ids uuid[] := '{}';
+  v_i int;
+begin
+  perform app.connect_require_manager();
+  select * into v from app.pending_connections where workspace_id = app.current_workspace_id() and id = p_id and expires_at > now() for update;
+  if v.id is null then
+    perform app.raise_not_found('pending connection', p_id);
+  end if;
+  if p_account_ids is null or cardinality(p_account_ids) = 0 then
+    perform app.raise(400, 'VALIDATION_FAILED', 'Choose at least one account.',
+      jsonb_build_object('fields', jsonb_build_array(jsonb_build_object('field', 'body.accountIds', 'code', 'minItems', 'message', 'choose at least one account'))));
+  end if;
+  select array_agg(x) into v_unknown from unnest(p_account_ids) x
+  where not exists (select 1 from jsonb_array_elements(v.accounts) a where a ->> 'accountId' = x);
+  if v_unknown is not null then
+    perform app.raise(400, 'UNKNOWN_ACCOUNT', 'This consent does not cover these accounts.', jsonb_build_object('accountIds', to_jsonb(v_unknown)));
+  end if;
+  for v_account in select distinct x from unnest(p_account_ids) x order by 1 loop
+    select o::int into v_i from jsonb_array_elements(v.accounts) with ordinality y (a, o) where a ->> 'accountId' = v_account;
+    v_saved := app.connection_save(v.organization_id, v.workspace_id, coalesce(v.user_id, (select created_by from app.api_keys where id = v.api_key_id)),
+      v.connector, v.platform, v.instance_url, null,
+      (v.accounts -> (v_i - 1)) || jsonb_build_object('credential',
+        (v.credential_meta -> (v_i - 1)) || jsonb_build_object('ciphertext', encode(v.credentials[v_i], 'base64'))));
+    v_ids := v_ids || (v_saved ->> 'integrationId')::uuid;
+  end loop;
+  delete from app.pending_connections where workspace_id = v.workspace_id and id = v.id;
+  return (select jsonb_agg(app.integration_json(x, true) order by o) from unnest(v_ids) with ordinality u (x, o));
+end
+$function$;
+alter function api.choose_pending_connection(uuid,text[]) owner to pressroom_definer;
+comment on function api.choose_pending_connection(uuid,text[]) is 'Serves POST /v1/workspaces/{workspaceId}/pending-connections/{id}/choose (choosePendingConnection_v1): one integration per chosen account, with the credential the consent gave it (app.connection_save: 409 ACCOUNT_ALREADY_CONNECTED), then the pending connection is gone. Manager role; 404 when unknown or expired; 400 UNKNOWN_ACCOUNT.';
+grant execute on function api.choose_pending_connection(uuid,text[]) to pressroom_api;
+grant execute on function api.choose_pending_connection(uuid,text[]) to pressroom_request;
+revoke all on function api.choose_pending_connection(uuid,text[]) from public;
+
 CREATE OR REPLACE FUNCTION api.claim_article_platform_draft(p_id uuid, p_claim_seconds integer)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -17068,6 +17858,128 @@ grant execute on function api.complete_media_upload(uuid,jsonb,jsonb) to pressro
 grant execute on function api.complete_media_upload(uuid,jsonb,jsonb) to pressroom_request;
 grant execute on function api.complete_media_upload(uuid,jsonb,jsonb) to pressroom_worker;
 revoke all on function api.complete_media_upload(uuid,jsonb,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION api.connect_begin(p_platform text, p_connector text, p_integration_id uuid, p_instance_url text, p_state_hash bytea, p_verifier_ciphertext bytea, p_redirect_uri text, p_return_to text, p_app jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v jsonb := api.connect_prepare(p_platform, p_connector, p_integration_id, p_instance_url);
+  v_connector text := v ->> 'connector';
+  v_instance text := v ->> 'instanceUrl';
+  v_app_id uuid;
+  v_expires timestamptz := now() + interval '10 minutes';
+begin
+  if v ->> 'connect' <> 'oauth' then
+    perform app.raise(400, 'CONNECT_FLOW_NOT_APPLICABLE',
+      format('The %s connector signs in with a password: use POST .../integrations/connect-password.', v_connector),
+      jsonb_build_object('connector', v_connector));
+  end if;
+  if p_state_hash is null or length(p_state_hash) <> 32 then
+    perform app.raise(400, 'VALIDATION_FAILED', 'The state hash is the SHA-256 of the state (32 bytes).');
+  end if;
+  if p_app is not null and p_app ? 'secretCiphertext' then
+    -- An app the server just registered on the instance (Mastodon): replaces one registered
+    -- there before for another callback URL (its unfinished connections go with it).
+    v_app_id := (p_app ->> 'id')::uuid;
+    delete from app.platform_apps where connector = v_connector and instance = coalesce(v_instance, '') and source = 'registered';
+    insert into app.platform_apps (id, connector, instance, client_id, secret_ciphertext, source, redirect_uri, scopes)
+    values (v_app_id, v_connector, coalesce(v_instance, ''), p_app ->> 'clientId', decode(p_app ->> 'secretCiphertext', 'base64'),
+      'registered', p_app ->> 'redirectUri', array(select jsonb_array_elements_text(coalesce(p_app -> 'scopes', '[]'))));
+  elsif p_app is not null then
+    v_app_id := (p_app ->> 'id')::uuid;
+    if v_app_id is distinct from (v -> 'app' ->> 'id')::uuid then
+      perform app.raise(409, 'PLATFORM_APP_CHANGED', 'The platform app changed while the connection started; start again.');
+    end if;
+  end if;
+  insert into app.oauth_states (workspace_id, state_hash, organization_id, user_id, api_key_id, connector, platform, instance_url,
+    platform_app_id, redirect_uri, return_to, integration_id, verifier_ciphertext, expires_at)
+  values (app.current_workspace_id(), p_state_hash, app.current_organization_id(), app.current_user_id(), app.current_api_key_id(),
+    v_connector, v ->> 'platform', v_instance, v_app_id, p_redirect_uri, p_return_to, p_integration_id, p_verifier_ciphertext, v_expires);
+  return jsonb_build_object('connector', v_connector, 'platform', v ->> 'platform', 'integrationId', p_integration_id,
+    'instanceUrl', v_instance, 'expiresAt', v_expires);
+end
+$function$;
+alter function api.connect_begin(text,text,uuid,text,bytea,bytea,text,text,jsonb) owner to pressroom_definer;
+comment on function api.connect_begin(text,text,uuid,text,bytea,bytea,text,text,jsonb) is 'Serves the last phase of POST /v1/workspaces/{workspaceId}/integrations/connect and .../integrations/{id}/reconnect: the checks of api.connect_prepare again, then stores the state (its SHA-256, the PKCE verifier''s ciphertext, redirect URI, return URL, who started it) for 10 minutes, and the app the server registered on the instance when p_app brings one ({id, clientId, secretCiphertext, redirectUri, scopes}); p_app {id} names the stored operator app used (409 PLATFORM_APP_CHANGED when it changed), null the app from the environment. 400 CONNECT_FLOW_NOT_APPLICABLE for a password connector.';
+grant execute on function api.connect_begin(text,text,uuid,text,bytea,bytea,text,text,jsonb) to pressroom_api;
+grant execute on function api.connect_begin(text,text,uuid,text,bytea,bytea,text,text,jsonb) to pressroom_request;
+revoke all on function api.connect_begin(text,text,uuid,text,bytea,bytea,text,text,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION api.connect_prepare(p_platform text, p_connector text, p_integration_id uuid, p_instance_url text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v_conn app.connectors;
+  v_integ app.integrations;
+  v_instance text := p_instance_url;
+  v_app app.platform_apps;
+begin
+  perform app.connect_require_manager();
+  if p_integration_id is not null then
+    select * into v_integ from app.integrations
+    where id = p_integration_id and workspace_id = app.current_workspace_id() and deleted_at is null;
+    if v_integ.id is null then
+      perform app.raise_not_found('integration', p_integration_id);
+    end if;
+    select * into v_conn from app.connectors where name = v_integ.connector;
+    if v_conn.connect = 'none' then
+      perform app.raise(409, 'RECONNECT_NOT_APPLICABLE', format('A %s integration has no platform account to reconnect.', v_integ.connector),
+        jsonb_build_object('integrationId', v_integ.id, 'connector', v_integ.connector));
+    end if;
+    v_instance := v_integ.instance_url;
+  else
+    v_conn := app.connect_connector(p_platform, p_connector);
+  end if;
+  if v_conn.connect = 'none' then
+    perform app.raise(400, 'CONNECT_FLOW_NOT_APPLICABLE',
+      format('The %s connector needs no platform sign-in: create the integration with POST .../integrations.', v_conn.name),
+      jsonb_build_object('connector', v_conn.name));
+  end if;
+  select * into v_app from app.platform_apps where connector = v_conn.name and instance = coalesce(v_instance, '');
+  return jsonb_build_object('connector', v_conn.name, 'connect', v_conn.connect,
+    'platform', coalesce(v_integ.platform, p_platform), 'platforms', to_jsonb(v_conn.platforms),
+    'integrationId', v_integ.id, 'instanceUrl', v_instance,
+    'app', case when v_app.id is not null then jsonb_build_object('id', v_app.id, 'clientId', v_app.client_id,
+      'redirectUri', v_app.redirect_uri, 'source', v_app.source, 'scopes', to_jsonb(v_app.scopes)) end);
+end
+$function$;
+alter function api.connect_prepare(text,text,uuid,text) owner to pressroom_definer;
+comment on function api.connect_prepare(text,text,uuid,text) is 'Serves the first phase of POST /v1/workspaces/{workspaceId}/integrations/connect, .../integrations/{id}/reconnect and .../integrations/connect-password: manager role; resolves the connector (the one connectable connector of the platform unless named; 400 UNKNOWN_PLATFORM, UNKNOWN_CONNECTOR, PLATFORM_NOT_SUPPORTED, CONNECTOR_REQUIRED, CONNECT_FLOW_NOT_APPLICABLE), or the integration a reconnect is for (404, 409 RECONNECT_NOT_APPLICABLE), and the stored platform app of the connector and instance (client id and redirect URI, never the secret).';
+grant execute on function api.connect_prepare(text,text,uuid,text) to pressroom_api;
+grant execute on function api.connect_prepare(text,text,uuid,text) to pressroom_request;
+revoke all on function api.connect_prepare(text,text,uuid,text) from public;
+
+CREATE OR REPLACE FUNCTION api.connect_with_password(p_platform text, p_connector text, p_integration_id uuid, p_instance_url text, p_account jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v jsonb := api.connect_prepare(p_platform, p_connector, p_integration_id, p_instance_url);
+  v_saved jsonb;
+begin
+  if v ->> 'connect' <> 'password' then
+    perform app.raise(400, 'CONNECT_FLOW_NOT_APPLICABLE',
+      format('The %s connector signs in through the platform: use POST .../integrations/connect.', v ->> 'connector'),
+      jsonb_build_object('connector', v ->> 'connector'));
+  end if;
+  v_saved := app.connection_save(app.current_organization_id(), app.current_workspace_id(), app.current_user_id(),
+    v ->> 'connector', v ->> 'platform', coalesce(v ->> 'instanceUrl', p_instance_url), p_integration_id, p_account);
+  return app.integration_json((v_saved ->> 'integrationId')::uuid, true);
+end
+$function$;
+alter function api.connect_with_password(text,text,uuid,text,jsonb) owner to pressroom_definer;
+comment on function api.connect_with_password(text,text,uuid,text,jsonb) is 'Serves the last phase of POST /v1/workspaces/{workspaceId}/integrations/connect-password (connectWithPassword_v1): after the server signed in with the app password (never stored: only the session''s tokens, encrypted), creates the integration of the account, or reconnects p_integration_id (same account only) through app.connection_save. Manager role; the checks of api.connect_prepare.';
+grant execute on function api.connect_with_password(text,text,uuid,text,jsonb) to pressroom_api;
+grant execute on function api.connect_with_password(text,text,uuid,text,jsonb) to pressroom_request;
+revoke all on function api.connect_with_password(text,text,uuid,text,jsonb) from public;
 
 CREATE OR REPLACE FUNCTION api.content_failed_count()
  RETURNS jsonb
@@ -17470,15 +18382,30 @@ declare
   v_id uuid;
   v_settings jsonb := coalesce(p_settings, '{}'::jsonb);
   v_bad text[];
+  v_conn app.connectors;
 begin
   perform app.require_role('manager');
-  if p_connector is null or p_connector not in ('sandbox', 'webhook') then
-    perform app.raise(400, 'UNKNOWN_CONNECTOR', format('Unknown connector %s; use sandbox or webhook.', coalesce(p_connector, 'null')),
-      jsonb_build_object('field', 'connector', 'connectors', jsonb_build_array('sandbox', 'webhook')));
+  -- The connectors are the registry's (app.connectors, declared by app.declare_connectors);
+  -- this route creates those that need no platform sign-in.
+  select * into v_conn from app.connectors where name = p_connector;
+  if v_conn.name is null then
+    perform app.raise(400, 'UNKNOWN_CONNECTOR', format('Unknown connector %s; use one of %s.', coalesce(p_connector, 'null'),
+        (select string_agg(name, ', ' order by name) from app.connectors where connect = 'none')),
+      jsonb_build_object('field', 'connector', 'connectors', (select jsonb_agg(name order by name) from app.connectors where connect = 'none')));
+  end if;
+  if v_conn.connect <> 'none' then
+    perform app.raise(400, 'CONNECT_FLOW_REQUIRED',
+      format('A %s account is connected by signing in: POST .../integrations/%s.', p_connector,
+             case v_conn.connect when 'oauth' then 'connect' else 'connect-password' end),
+      jsonb_build_object('field', 'connector', 'connector', p_connector, 'connect', v_conn.connect));
   end if;
   if not exists (select 1 from app.platforms where code = p_platform) then
     perform app.raise(400, 'UNKNOWN_PLATFORM', format('Unknown platform %s.', coalesce(p_platform, 'null')),
       jsonb_build_object('field', 'platform', 'platforms', (select jsonb_agg(code order by code) from app.platforms)));
+  end if;
+  if p_platform <> all (v_conn.platforms) then
+    perform app.raise(400, 'PLATFORM_NOT_SUPPORTED', format('The connector %s does not publish to %s.', p_connector, p_platform),
+      jsonb_build_object('field', 'platform', 'connector', p_connector, 'platforms', to_jsonb(v_conn.platforms)));
   end if;
   if p_name is null or length(btrim(p_name)) not between 1 and 200 then
     perform app.raise(400, 'VALIDATION_FAILED', 'name must have 1 to 200 characters.',
@@ -17552,7 +18479,7 @@ begin
 end
 $function$;
 alter function api.create_integration(text,text,text,text,jsonb,text,text) owner to pressroom_api;
-comment on function api.create_integration(text,text,text,text,jsonb,text,text) is 'Serves POST /v1/workspaces/{workspaceId}/integrations (createIntegration_v1). Connects an account through a connector that needs no OAuth (sandbox, or webhook whose URL the server resolved and checked before this call, with a Standard Webhooks secret whsec_<base64 of 24 to 64 bytes>, issued by the server when the request names none) and normalizes its settings. Requires the manager role; raises 400 UNKNOWN_CONNECTOR, UNKNOWN_PLATFORM, INVALID_SETTINGS, INVALID_WEBHOOK_URL and VALIDATION_FAILED.';
+comment on function api.create_integration(text,text,text,text,jsonb,text,text) is 'Serves POST /v1/workspaces/{workspaceId}/integrations (createIntegration_v1). Connects an account through a connector of app.connectors that needs no sign-in (sandbox, or webhook whose URL the server resolved and checked before this call, with a Standard Webhooks secret whsec_<base64 of 24 to 64 bytes>, issued by the server when the request names none) and normalizes its settings. Requires the manager role; raises 400 UNKNOWN_CONNECTOR, CONNECT_FLOW_REQUIRED (an OAuth or password connector), PLATFORM_NOT_SUPPORTED, UNKNOWN_PLATFORM, INVALID_SETTINGS, INVALID_WEBHOOK_URL and VALIDATION_FAILED.';
 grant execute on function api.create_integration(text,text,text,text,jsonb,text,text) to pressroom_definer;
 grant execute on function api.create_integration(text,text,text,text,jsonb,text,text) to pressroom_request;
 revoke all on function api.create_integration(text,text,text,text,jsonb,text,text) from public;
@@ -19115,6 +20042,36 @@ grant execute on function api.get_media_upload(uuid) to pressroom_request;
 grant execute on function api.get_media_upload(uuid) to pressroom_worker;
 revoke all on function api.get_media_upload(uuid) from public;
 
+CREATE OR REPLACE FUNCTION api.get_pending_connection(p_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v app.pending_connections;
+begin
+  perform app.connect_require_manager();
+  select * into v from app.pending_connections where workspace_id = app.current_workspace_id() and id = p_id and expires_at > now();
+  if v.id is null then
+    perform app.raise_not_found('pending connection', p_id);
+  end if;
+  return jsonb_build_object('id', v.id, 'connector', v.connector, 'platform', v.platform, 'instanceUrl', v.instance_url,
+    'expiresAt', v.expires_at, 'createdAt', v.created_at,
+    'accounts', (select jsonb_agg(jsonb_build_object('accountId', a ->> 'accountId', 'username', a -> 'username', 'name', a -> 'name',
+        'kind', a -> 'kind', 'avatarUrl', a -> 'avatarUrl', 'profileUrl', a -> 'profileUrl',
+        'integrationId', (select i.id from app.integrations i where i.workspace_id = v.workspace_id and i.connector = v.connector
+                            and coalesce(i.instance_url, '') = coalesce(v.instance_url, '') and i.account_id = a ->> 'accountId'
+                            and i.deleted_at is null)) order by o)
+      from jsonb_array_elements(v.accounts) with ordinality x (a, o)));
+end
+$function$;
+alter function api.get_pending_connection(uuid) owner to pressroom_definer;
+comment on function api.get_pending_connection(uuid) is 'Serves GET /v1/workspaces/{workspaceId}/pending-connections/{id} (getPendingConnection_v1): the accounts one consent covers, each with the integration that already holds it (integrationId) or null. Manager role; 404 when unknown or expired.';
+grant execute on function api.get_pending_connection(uuid) to pressroom_api;
+grant execute on function api.get_pending_connection(uuid) to pressroom_request;
+revoke all on function api.get_pending_connection(uuid) from public;
+
 CREATE OR REPLACE FUNCTION api.get_review(p_id uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -20154,6 +21111,29 @@ comment on function api.list_campaigns(text,boolean) is 'Serves GET /v1/workspac
 grant execute on function api.list_campaigns(text,boolean) to pressroom_definer;
 grant execute on function api.list_campaigns(text,boolean) to pressroom_request;
 revoke all on function api.list_campaigns(text,boolean) from public;
+
+CREATE OR REPLACE FUNCTION api.list_connectors()
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+begin
+  perform app.require_role('viewer');
+  return jsonb_build_object(
+    'connectors', coalesce((
+      select jsonb_agg(jsonb_build_object('connector', c.name, 'platforms', to_jsonb(c.platforms), 'connect', c.connect,
+        'operatorApp', exists (select 1 from app.platform_apps a where a.connector = c.name and a.instance = ''))
+        order by c.name)
+      from app.connectors c), '[]'),
+    'platformNames', (select jsonb_object_agg(code, name) from app.platforms));
+end
+$function$;
+alter function api.list_connectors() owner to pressroom_definer;
+comment on function api.list_connectors() is 'Serves GET /v1/workspaces/{workspaceId}/platforms (listPlatforms_v1), which adds the server''s view of the environment: {connectors: [{connector, platforms, connect, operatorApp}], platformNames: {code: name}}; operatorApp says whether an operator app is stored for the connector (never the app itself). Any role.';
+grant execute on function api.list_connectors() to pressroom_api;
+grant execute on function api.list_connectors() to pressroom_request;
+revoke all on function api.list_connectors() from public;
 
 CREATE OR REPLACE FUNCTION api.list_content(p_query jsonb)
  RETURNS jsonb
@@ -21491,6 +22471,115 @@ alter function api.move_workbench_section(uuid,jsonb) owner to pressroom_api;
 comment on function api.move_workbench_section(uuid,jsonb) is 'Serves POST /v2/workspaces/{workspaceId}/workbench/sections/{sectionId}/move and /move-to-page (moveWorkbenchSection_v2, moveWorkbenchSectionToPage_v2). Places a section after or before another, or at the end, in its page or in another page (pageId), with its rows; writes one key. Requires the editor role; 404 NOT_FOUND, 400 VALIDATION_FAILED.';
 grant execute on function api.move_workbench_section(uuid,jsonb) to pressroom_request;
 revoke all on function api.move_workbench_section(uuid,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION api.oauth_complete(p_workspace_id uuid, p_state_hash bytea, p_accounts jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v app.oauth_states;
+  v_integ app.integrations;
+  v_role text;
+  v_account jsonb;
+  v_pending uuid;
+  v_saved jsonb;
+  v_creator uuid;
+begin
+  select * into v from app.oauth_states where workspace_id = p_workspace_id and state_hash = p_state_hash for update;
+  if v.state_hash is null or v.consumed_at is null then
+    perform app.raise(404, 'STATE_UNKNOWN', 'No connection was started with this state.');
+  end if;
+  if v.completed_at is not null then
+    perform app.raise(409, 'STATE_USED', 'This connection was completed already.');
+  end if;
+  update app.oauth_states set completed_at = now() where workspace_id = v.workspace_id and state_hash = v.state_hash;
+  -- Whoever started it must still be a manager of the workspace.
+  v_role := app.principal_role_in(v.user_id, v.api_key_id, v.workspace_id);
+  if app.role_rank(v_role) < app.role_rank('manager') then
+    perform app.raise(403, 'ROLE_REQUIRED', 'The one who started this connection is no longer a manager of the workspace.',
+      jsonb_build_object('requiredRole', 'manager', 'role', v_role));
+  end if;
+  if jsonb_typeof(p_accounts) is distinct from 'array' or jsonb_array_length(p_accounts) = 0 then
+    perform app.raise(502, 'NO_ACCOUNT', 'The platform named no account for this sign-in.');
+  end if;
+  v_creator := coalesce(v.user_id, (select created_by from app.api_keys where id = v.api_key_id));
+  if v.integration_id is not null then
+    select * into v_integ from app.integrations where id = v.integration_id;
+    select a into v_account from jsonb_array_elements(p_accounts) a where a ->> 'accountId' = v_integ.account_id;
+    v_saved := app.connection_save(v.organization_id, v.workspace_id, v_creator, v.connector, v.platform, v.instance_url,
+      v.integration_id, coalesce(v_account, p_accounts -> 0));
+    return jsonb_build_object('returnTo', v.return_to, 'integrationId', v_saved ->> 'integrationId', 'reconnected', true);
+  end if;
+  if jsonb_array_length(p_accounts) = 1 then
+    v_saved := app.connection_save(v.organization_id, v.workspace_id, v_creator, v.connector, v.platform, v.instance_url,
+      null, p_accounts -> 0);
+    return jsonb_build_object('returnTo', v.return_to, 'integrationId', v_saved ->> 'integrationId', 'reconnected', false);
+  end if;
+  insert into app.pending_connections (workspace_id, organization_id, user_id, api_key_id, connector, platform, instance_url,
+    accounts, credentials, credential_meta, expires_at)
+  values (v.workspace_id, v.organization_id, v.user_id, v.api_key_id, v.connector, v.platform, v.instance_url,
+    (select jsonb_agg(jsonb_build_object('integrationId', a ->> 'integrationId', 'accountId', a ->> 'accountId',
+       'username', a -> 'username', 'name', a -> 'name', 'kind', a -> 'kind', 'avatarUrl', a -> 'avatarUrl',
+       'profileUrl', a -> 'profileUrl') order by o) from jsonb_array_elements(p_accounts) with ordinality x (a, o)),
+    array(select decode(a #>> '{credential,ciphertext}', 'base64') from jsonb_array_elements(p_accounts) with ordinality x (a, o) order by o),
+    (select jsonb_agg((a -> 'credential') - 'ciphertext' order by o) from jsonb_array_elements(p_accounts) with ordinality x (a, o)),
+    now() + interval '30 minutes')
+  returning id into v_pending;
+  return jsonb_build_object('returnTo', v.return_to, 'pendingConnectionId', v_pending, 'reconnected', false);
+end
+$function$;
+alter function api.oauth_complete(uuid,bytea,jsonb) owner to pressroom_definer;
+comment on function api.oauth_complete(uuid,bytea,jsonb) is 'Serves the end of GET /v1/oauth/callback/{platform}: completes a taken state once (404 STATE_UNKNOWN, 409 STATE_USED), re-checks that its user or key is still a manager of the workspace (403 ROLE_REQUIRED), then through app.connection_save creates the integration of the one account or reconnects the state''s integration (409 RECONNECT_ACCOUNT_MISMATCH, ACCOUNT_ALREADY_CONNECTED), or keeps several accounts as a pending connection for 30 minutes. p_accounts: [{integrationId, accountId, username, name, kind, avatarUrl, profileUrl, credential: {ciphertext (base64, bound to integration:<integrationId>), keyVersion, expiresAt, refreshExpiresAt, refreshable, hasRefreshToken}}]. Owned by pressroom_definer, executable by pressroom_app only.';
+grant execute on function api.oauth_complete(uuid,bytea,jsonb) to pressroom_app;
+revoke all on function api.oauth_complete(uuid,bytea,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION api.oauth_take_state(p_workspace_id uuid, p_state_hash bytea, p_connector text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v app.oauth_states;
+  v_app app.platform_apps;
+  v_cred app.integration_credentials;
+begin
+  select * into v from app.oauth_states where workspace_id = p_workspace_id and state_hash = p_state_hash for update;
+  if v.state_hash is null then
+    return jsonb_build_object('found', false, 'reason', 'state_unknown');
+  end if;
+  if v.consumed_at is not null then
+    return jsonb_build_object('found', false, 'reason', 'state_used', 'returnTo', v.return_to);
+  end if;
+  update app.oauth_states set consumed_at = now() where workspace_id = v.workspace_id and state_hash = v.state_hash;
+  if v.expires_at <= now() then
+    return jsonb_build_object('found', false, 'reason', 'state_expired', 'returnTo', v.return_to);
+  end if;
+  if v.connector <> p_connector and v.platform <> p_connector then
+    return jsonb_build_object('found', false, 'reason', 'state_unknown', 'returnTo', v.return_to);
+  end if;
+  if v.platform_app_id is not null then
+    select * into v_app from app.platform_apps where id = v.platform_app_id;
+  end if;
+  if v.integration_id is not null then
+    select * into v_cred from app.integration_credentials where workspace_id = v.workspace_id and integration_id = v.integration_id;
+  end if;
+  return jsonb_build_object('found', true, 'workspaceId', v.workspace_id, 'organizationId', v.organization_id,
+    'userId', v.user_id, 'apiKeyId', v.api_key_id, 'connector', v.connector, 'platform', v.platform,
+    'instanceUrl', v.instance_url, 'redirectUri', v.redirect_uri, 'returnTo', v.return_to, 'integrationId', v.integration_id,
+    'verifierCiphertext', encode(v.verifier_ciphertext, 'base64'), 'stateHashHex', encode(v.state_hash, 'hex'),
+    'app', case when v_app.id is not null then jsonb_build_object('id', v_app.id, 'clientId', v_app.client_id,
+      'secretCiphertext', encode(v_app.secret_ciphertext, 'base64')) end,
+    'currentCredential', case when v_cred.integration_id is not null then jsonb_build_object(
+      'ciphertext', encode(v_cred.ciphertext, 'base64'), 'keyVersion', v_cred.key_version) end);
+end
+$function$;
+alter function api.oauth_take_state(uuid,bytea,text) owner to pressroom_definer;
+comment on function api.oauth_take_state(uuid,bytea,text) is 'Serves GET /v1/oauth/callback/{platform} (server/routes/connections.ts, no bearer): takes the state found in its workspace by its SHA-256, once: {found: false, reason: state_unknown | state_used | state_expired} (a state is used up by its first callback, expired or not), or the context the connection started with (principal, connector, platform, instance, redirect URI, return URL, the integration of a reconnect), the PKCE verifier''s and the platform app secret''s ciphertexts, and for a reconnect the stored credential''s ciphertext (so a refresh token the platform does not send again is kept). Owned by pressroom_definer, executable by pressroom_app only.';
+grant execute on function api.oauth_take_state(uuid,bytea,text) to pressroom_app;
+revoke all on function api.oauth_take_state(uuid,bytea,text) from public;
 
 CREATE OR REPLACE FUNCTION api.override_review_item(p_id uuid, p_item_id uuid, p_body jsonb)
  RETURNS jsonb

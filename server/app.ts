@@ -13,6 +13,7 @@ import { httpMetrics, instrumentPool, metricsRoute } from './metrics.ts';
 import { recordUnmatchedCall } from './http/unmatched.ts';
 import { routes } from './routes/index.ts';
 import { createHooksRouter, servedRoutes } from './routes/hooks.ts';
+import { createOAuthCallbackRouter } from './routes/connections.ts';
 import { createStorageRouter } from './storage/router.ts';
 import { createCalendarRouter } from './calendar-page.ts';
 import { createMcpRouter } from './mcp/http.ts';
@@ -186,6 +187,19 @@ export function createApp(deps: AppDeps, options: AppOptions = {}) {
     if (routes[op.operationId]) throw new Error(`Operation ${op.operationId} is x-raw-body (served by server/routes/hooks.ts) but has a pipeline handler`);
   }
   app.use(hooks);
+
+  // The OAuth callback: no bearer, a browser answered with a redirect (server/routes/connections.ts).
+  // It serves exactly the contract's `x-browser-redirect` operations.
+  const callback = createOAuthCallbackRouter(deps);
+  const servedCallback = servedRoutes(callback).sort();
+  const redirectOps = openapi.redirectOperations.map((op) => `${op.method} ${op.expressPath}`).sort();
+  if (servedCallback.join('\n') !== redirectOps.join('\n')) {
+    throw new Error(`The OAuth callback router serves [${servedCallback.join(', ')}] but openapi.yaml marks x-browser-redirect [${redirectOps.join(', ')}]`);
+  }
+  for (const op of openapi.redirectOperations) {
+    if (routes[op.operationId]) throw new Error(`Operation ${op.operationId} is x-browser-redirect (served by server/routes/connections.ts) but has a pipeline handler`);
+  }
+  app.use(callback);
 
   // MCP server for AI agents, Streamable HTTP (server/mcp/http.ts, docs/mcp.md): outside the
   // contract like the hooks; its tools call the REST routes below over loopback with the caller's bearer.

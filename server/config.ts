@@ -86,6 +86,20 @@ export const ConfigSchema = z.object({
   // (server/platforms/inbox-platforms.ts); tests point them at local fakes.
   META_GRAPH_BASE_URL: z.string().url().default('https://graph.facebook.com/v21.0'),
   X_API_BASE_URL: z.string().url().default('https://api.x.com'),
+  // Connected accounts (docs/connectors.md). The credential vault's keys:
+  // `<version>:<32 bytes as base64 or hex>`, comma-separated, the highest
+  // encrypts (server/platforms/vault.ts); unset: DATA_DIR/credentials.key.
+  CREDENTIALS_KEYS: z.string().optional(),
+  // The operators' platform apps (or `npx pressroom platform-app set`); the
+  // variable names are each module's appEnv (server/platforms/<name>.ts).
+  X_CLIENT_ID: z.string().optional(),
+  X_CLIENT_SECRET: z.string().optional(),
+  LINKEDIN_CLIENT_ID: z.string().optional(),
+  LINKEDIN_CLIENT_SECRET: z.string().optional(),
+  // API bases of the connectors (CONNECTOR_BASE_URL_ENV in server/platforms/index.ts;
+  // X_API_BASE_URL above): unset, each module's default.
+  LINKEDIN_API_BASE_URL: z.string().url().optional(),
+  BLUESKY_SERVICE_URL: z.string().url().optional(),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

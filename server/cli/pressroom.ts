@@ -13,6 +13,7 @@
 //           error on stdout and the usage text on stderr
 //
 // Everything else (logs, PostgreSQL and migration messages) goes to stderr.
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
@@ -22,6 +23,8 @@ import { EmbeddedClusterUnavailable, runningEmbeddedUrl } from '../db/discover.t
 import { toApiError } from '../http/errors.ts';
 import { createLogger, type Logger } from '../log.ts';
 import { hashPassword } from '../security.ts';
+import { CONNECTOR_NAMES, CONNECTOR_MODULES, isConnectorName } from '../platforms/index.ts';
+import { CredentialVault } from '../platforms/vault.ts';
 import { CLIENT_COMMANDS, CLIENT_USAGE, runClient, type ClientIO } from './client.ts';
 
 const PLANS = ['trial', 'basic', 'standard', 'premium'] as const;
@@ -58,6 +61,25 @@ Administrator's commands (the database, no server needed; \`pressroom admin <com
   bi-password     <password>
                   Sets the login password of pressroom_bi, the read-only role for
                   BI tools (it can read the reporting schema and nothing else).
+  platform-app set <connector> --client-id ID [--client-secret-env VAR]
+                  Stores the operator's platform app of an OAuth connector (x,
+                  linkedin): the client id, and the client secret read from the
+                  environment variable VAR, encrypted with the credential vault
+                  (CREDENTIALS_KEYS, else DATA_DIR/credentials.key: the server's).
+                  Replaces the one before. The connector's own variables
+                  (X_CLIENT_ID, ...) take precedence when set. Prints the app
+                  without its secret.
+  platform-app list
+                  Prints the stored platform apps (operators' and those registered
+                  on Mastodon instances), never a secret.
+  platform-app remove <connector>
+                  Removes the operator's stored app of a connector.
+  credentials rotate
+                  Re-encrypts every stored credential and platform app secret made
+                  with an older key version under the current one (the highest of
+                  CREDENTIALS_KEYS). Add the new version, restart the servers, run
+                  this, then drop the old version. Prints {currentVersion,
+                  credentials, apps} (how many were rewritten).
   migrate         Applies pending migrations (every command does this first).
   mcp             Runs the MCP server for AI agents on stdin/stdout (docs/mcp.md);
                   PRESSROOM_URL and PRESSROOM_API_KEY from the environment.
@@ -372,6 +394,72 @@ export const COMMANDS: Record<string, Command> = {
     },
   }),
 
+  'platform-app set': command({
+    summary: "Stores an operator's platform app",
+    flags: ['connector', 'client-id', 'client-secret-env'],
+    required: ['connector', 'client-id'],
+    takesPassword: false,
+    schema: z.object({
+      connector: z.string().refine(
+        (c) => isConnectorName(c) && Boolean(CONNECTOR_MODULES[c].oauth?.needsOperatorApp),
+        `must be an OAuth connector that needs an operator app: ${CONNECTOR_NAMES.filter((n) => CONNECTOR_MODULES[n].oauth?.needsOperatorApp).join(', ')}`,
+      ),
+      'client-id': z.string().trim().min(1, 'must not be empty').max(512, 'must be at most 512 characters'),
+      'client-secret': z.string().min(1).max(4096).optional(),
+    }),
+    run: async ({ client, config }, input) => {
+      const id = randomUUID();
+      const vault = CredentialVault.fromConfig(config);
+      const secret = input['client-secret'] ? vault.encrypt(`platform-app:${id}`, input['client-secret']) : null;
+      const { rows } = await client.query('select app.platform_app_set($1, $2, $3, $4) as app', [id, input.connector, input['client-id'], secret]);
+      const module = CONNECTOR_MODULES[input.connector as keyof typeof CONNECTOR_MODULES];
+      const env = config as unknown as Record<string, unknown>;
+      const shadowed = module.appEnv && env[module.appEnv.clientId];
+      return shadowed ? { ...rows[0].app, warning: `${module.appEnv!.clientId} is set in this environment: the server uses it instead of the stored app.` } : rows[0].app;
+    },
+  }),
+
+  'platform-app list': command({
+    summary: 'Lists the stored platform apps',
+    flags: [],
+    required: [],
+    takesPassword: false,
+    schema: z.object({}),
+    run: async ({ client }) => (await client.query('select app.platform_apps_list() as apps')).rows[0].apps,
+  }),
+
+  'platform-app remove': command({
+    summary: "Removes an operator's stored platform app",
+    flags: ['connector'],
+    required: ['connector'],
+    takesPassword: false,
+    schema: z.object({ connector: z.string().min(1).max(64) }),
+    run: async ({ client }, input) => {
+      const { rows } = await client.query('select app.platform_app_remove($1) as removed', [input.connector]);
+      return { connector: input.connector, removed: rows[0].removed };
+    },
+  }),
+
+  'credentials rotate': command({
+    summary: 'Re-encrypts stored credentials with the current key',
+    flags: [],
+    required: [],
+    takesPassword: false,
+    schema: z.object({}),
+    run: async ({ client, config }) => {
+      const vault = CredentialVault.fromConfig(config);
+      const { rows } = await client.query('select app.vault_ciphertexts($1) as v', [vault.currentVersion]);
+      const found = rows[0].v as { credentials: { integrationId: string; ciphertext: string }[]; apps: { id: string; ciphertext: string }[] };
+      const rekey = (binding: string, was: string) => vault.encrypt(binding, vault.decrypt(binding, Buffer.from(was, 'base64'))).toString('base64');
+      const payload = {
+        credentials: found.credentials.map((c) => ({ integrationId: c.integrationId, was: c.ciphertext, ciphertext: rekey(`integration:${c.integrationId}`, c.ciphertext), keyVersion: vault.currentVersion })),
+        apps: found.apps.map((a) => ({ id: a.id, was: a.ciphertext, ciphertext: rekey(`platform-app:${a.id}`, a.ciphertext) })),
+      };
+      const done = await client.query('select app.vault_rekey($1) as r', [JSON.stringify(payload)]);
+      return { currentVersion: vault.currentVersion, ...done.rows[0].r };
+    },
+  }),
+
   migrate: command({
     summary: 'Applies pending migrations',
     flags: [],
@@ -415,8 +503,16 @@ function readPassword(values: Record<string, string | undefined>, env: NodeJS.Pr
 }
 
 export function parse(argv: string[], env: NodeJS.ProcessEnv = process.env): Parsed {
-  const [name, ...rest] = argv;
+  let [name, ...rest] = argv;
   if (name === undefined) throw new UsageError('No command given');
+  // Two-word commands: `platform-app set <connector> ...` (the connector positional), `credentials rotate`.
+  if (name === 'platform-app' || name === 'credentials') {
+    const sub = rest[0];
+    if (sub === undefined || sub.startsWith('-')) throw new UsageError(name === 'credentials' ? 'credentials needs rotate' : 'platform-app needs set, list or remove');
+    name = `${name} ${sub}`;
+    rest = rest.slice(1);
+    if ((sub === 'set' || sub === 'remove') && rest[0] !== undefined && !rest[0].startsWith('-')) rest = ['--connector', rest[0], ...rest.slice(1)];
+  }
   if (name === 'help' || name === '--help' || name === '-h') return { kind: 'help' };
   const cmd = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (!cmd) throw new UsageError(`Unknown command "${name}"; commands: ${Object.keys(COMMANDS).join(', ')}, help`);
@@ -440,6 +536,18 @@ export function parse(argv: string[], env: NodeJS.ProcessEnv = process.env): Par
   const raw: Record<string, unknown> = {};
   for (const f of cmd.flags) if (values[f] !== undefined) raw[f] = values[f];
   if (cmd.takesPassword) raw.password = readPassword(values, env);
+  // A client secret comes from the environment, never the command line.
+  if (raw['client-secret-env'] !== undefined) {
+    const varName = raw['client-secret-env'] as string;
+    const value = env[varName];
+    if (value === undefined || value === '') {
+      throw new CliError('INVALID_INPUT', `The environment variable ${varName} (from --client-secret-env) is not set or empty.`, [
+        { field: '--client-secret-env', message: 'names an unset or empty variable' },
+      ]);
+    }
+    delete raw['client-secret-env'];
+    raw['client-secret'] = value;
+  }
 
   const checked = cmd.schema.safeParse(raw);
   if (!checked.success) {

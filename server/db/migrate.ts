@@ -2,6 +2,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { migrate as gmMigrate, status as gmStatus } from 'graphile-migrate';
 import { Logger as GmLogger } from '@graphile/logger';
+import pg from 'pg';
+import { connectorDeclarations } from '../platforms/index.ts';
 
 export const MIGRATIONS_FOLDER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../db/migrations');
 
@@ -39,6 +41,7 @@ export async function migrate(ownerUrl: string, opts: { quiet?: boolean; waitMs?
   for (let delay = 100; ; delay = Math.min(delay * 2, 2000)) {
     try {
       await gmMigrate(settings(ownerUrl, opts.quiet ?? false));
+      await declareConnectors(ownerUrl);
       return;
     } catch (e) {
       if (!(e instanceof Error && e.message === 'Failed to get exclusive lock') || Date.now() > deadline) throw e;
@@ -51,4 +54,23 @@ export async function migrate(ownerUrl: string, opts: { quiet?: boolean; waitMs?
 export async function isMigrated(ownerUrl: string): Promise<boolean> {
   const s = await gmStatus(settings(ownerUrl, true), { skipDatabase: false });
   return s.remainingMigrations?.length === 0;
+}
+
+/**
+ * Writes app.connectors from the connector registry (server/platforms/index.ts,
+ * the one list of connectors) through app.declare_connectors, as the owner.
+ * Run after every migration; a database whose migrations do not have the
+ * function yet is left alone (false).
+ */
+export async function declareConnectors(ownerUrl: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: ownerUrl });
+  await client.connect();
+  try {
+    const has = await client.query(`select to_regprocedure('app.declare_connectors(jsonb)') is not null as has`);
+    if (!has.rows[0]?.has) return false;
+    await client.query('select app.declare_connectors($1::jsonb)', [JSON.stringify(connectorDeclarations())]);
+    return true;
+  } finally {
+    await client.end();
+  }
 }

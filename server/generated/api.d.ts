@@ -1000,6 +1000,202 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workspaces/{workspaceId}/platforms": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the platforms and connectors an account can be connected through here (viewer role)
+         * @description One entry per connector and platform (docs/connectors.md). `connectable` is false with
+         *     `reason.code` `PLATFORM_APP_NOT_CONFIGURED` when the connector needs an operator's
+         *     platform app (X, LinkedIn) and none is set: neither its variables (`configure.env`, e.g.
+         *     `X_CLIENT_ID` and `X_CLIENT_SECRET`) nor one stored with `configure.command`. Mastodon
+         *     needs none (an app is registered on each instance the first time), nor do Bluesky (app
+         *     password), sandbox and webhook. `callbackUrl` is the redirect URI to register in the
+         *     platform app.
+         */
+        get: operations["listPlatforms_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/integrations/connect": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start connecting a platform account through the platform's consent page (manager role)
+         * @description The OAuth 2.0 authorization-code flow (PKCE S256 wherever the platform has it;
+         *     docs/connectors.md). The answer's `authorizeUrl` is the platform's consent page: send the
+         *     user's browser there. The platform then redirects the browser to
+         *     `GET /v1/oauth/callback/{platform}`, which takes the `state` once (within 10 minutes,
+         *     bound to this workspace, the caller and the platform), exchanges the code, reads the account
+         *     and redirects (303) to `returnTo` with `integration=<id>` (connected),
+         *     `connection=<id>` (several accounts: choose with `POST pending-connections/{id}/choose`)
+         *     or `error=<code>`.
+         *
+         *     Mastodon needs `instanceUrl` (the first connection to an instance registers Pressroom's
+         *     app there, `POST /api/v1/apps`, kept encrypted and reused). X and LinkedIn need the
+         *     operator's platform app: without one, 409 `PLATFORM_APP_NOT_CONFIGURED` (see
+         *     `GET platforms`). Other refusals: 400 `UNKNOWN_PLATFORM`, `UNKNOWN_CONNECTOR`,
+         *     `PLATFORM_NOT_SUPPORTED` (no connector of this server signs in to the platform, or the
+         *     named one does not publish to it), `CONNECTOR_REQUIRED`, `CONNECT_FLOW_NOT_APPLICABLE`
+         *     (sandbox and webhook: `POST integrations`; Bluesky: `POST integrations/connect-password`),
+         *     `INSTANCE_URL_REQUIRED`, `INVALID_INSTANCE_URL`, `WEBHOOK_URL_PRIVATE_NETWORK`,
+         *     `WEBHOOK_HOST_UNRESOLVABLE` (the instance's address, as for webhook URLs; `instanceUrl` for X or
+         *     LinkedIn is `INVALID_INSTANCE_URL`),
+         *     `INSTANCE_UNREACHABLE` (the instance did not register the app), `INVALID_RETURN_TO`.
+         */
+        post: operations["connectIntegration_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/integrations/connect-password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Connect (or reconnect) an account with an app password (manager role)
+         * @description For connectors that sign in with an app password (Bluesky): the server creates a session on
+         *     the account's PDS (`serviceUrl`, through the private-network guard) with `identifier` and
+         *     `appPassword`, reads the account, and keeps the session's tokens encrypted; the app
+         *     password itself is never stored, and the account's own password is refused. With
+         *     `integrationId` the same account is reconnected (409 `RECONNECT_ACCOUNT_MISMATCH` for
+         *     another). Refusals: 400 `SIGN_IN_FAILED` (the PDS refused or could not be reached),
+         *     `CONNECT_FLOW_NOT_APPLICABLE` (an OAuth connector), `UNKNOWN_PLATFORM`,
+         *     `PLATFORM_NOT_SUPPORTED`, `INVALID_INSTANCE_URL`, `WEBHOOK_URL_PRIVATE_NETWORK`,
+         *     `WEBHOOK_HOST_UNRESOLVABLE`; 409 `ACCOUNT_ALREADY_CONNECTED`.
+         */
+        post: operations["connectIntegrationWithPassword_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/pending-connections/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Show the accounts a consent covers, to choose from (manager role)
+         * @description Made by the callback when one consent covers several accounts (LinkedIn: the member and
+         *     the organization pages they administer; the callback's redirect names it in
+         *     `connection=<id>`). Kept 30 minutes; then 404. No credential is ever shown.
+         */
+        get: operations["getPendingConnection_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/pending-connections/{id}/choose": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Connect the chosen accounts of a consent, one integration each (manager role)
+         * @description One integration per chosen account, each with the credentials the consent gave it; the
+         *     pending connection is then gone (404 afterwards). 400 `UNKNOWN_ACCOUNT` for an account the
+         *     consent does not cover; 409 `ACCOUNT_ALREADY_CONNECTED` for one connected in the workspace
+         *     already (reconnect that integration instead).
+         */
+        post: operations["choosePendingConnection_v1"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/oauth/callback/{platform}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The platform of the connection (the connector's name is accepted too). */
+                platform: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * Finish a connection after the platform's consent (no role; the single-use state is the credential)
+         * @description Where the platform sends the user's browser back (the redirect URI registered in the
+         *     platform app: `<PUBLIC_BASE_URL or this server>/v1/oauth/callback/<platform>`). Never called
+         *     by integrators. The `state` is taken once; the code is exchanged (with the PKCE verifier),
+         *     the granted scopes checked, the account read, and the browser redirected (303) to the
+         *     `returnTo` of `POST integrations/connect` (default `<this server>/app`) with one of:
+         *
+         *     - `integration=<id>`: the account is connected (or reconnected);
+         *     - `connection=<id>`: the consent covers several accounts; choose with
+         *       `POST pending-connections/{id}/choose`;
+         *     - `error=<code>` (and `error_description`): `access_denied` (the user refused),
+         *       `state_unknown`, `state_expired`, `state_used`, `missing_scope` (a required scope was not
+         *       granted), `exchange_failed` (the platform refused the code or did not answer),
+         *       `account_lookup_failed`, `reconnect_account_mismatch`, `account_already_connected`,
+         *       `not_a_manager` (the one who started it is no longer a manager),
+         *       `platform_app_not_configured`, `server_error`.
+         *
+         *     No token is ever in the redirect, a log line or an audit row. A malformed or unknown `state`
+         *     counts as a failed credential of the client address (`AUTH_FAILURE_LIMIT`, shared with the
+         *     bearer checks and the inbound hooks); past the limit the answer is 429.
+         */
+        get: operations["oauthCallback_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workspaces/{workspaceId}/integrations/{id}": {
         parameters: {
             query?: never;
@@ -1033,6 +1229,36 @@ export interface paths {
          *     100; `details.count` has the number): unschedule or delete them first.
          */
         delete: operations["deleteIntegration_v1"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workspaces/{workspaceId}/integrations/{id}/reconnect": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Start reconnecting an integration's platform account (manager role)
+         * @description The flow of `POST integrations/connect` for this integration's connector, platform and
+         *     instance. The callback refuses another platform account (`error=reconnect_account_mismatch`;
+         *     409 `RECONNECT_ACCOUNT_MISMATCH` in SQL), keeps the stored refresh token when the platform
+         *     sends none, and makes the integration `ok` again (event `integration.reconnected`).
+         *     Refusals: 404, 409 `RECONNECT_NOT_APPLICABLE` (sandbox, webhook),
+         *     `PLATFORM_APP_NOT_CONFIGURED`; 400 `CONNECT_FLOW_NOT_APPLICABLE` (Bluesky: `POST
+         *     integrations/connect-password` with `integrationId`), `INVALID_RETURN_TO`.
+         */
+        post: operations["reconnectIntegration_v1"];
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -6068,14 +6294,25 @@ export interface components {
         Integration: {
             /** Format: uuid */
             id: string;
-            /** @enum {string} */
-            connector: "sandbox" | "webhook";
+            connector: components["schemas"]["ConnectorName"];
             platform: components["schemas"]["IntegrationPlatform"];
             name: string;
             username: string | null;
             /** @enum {string} */
             status: "active" | "disconnected";
             content: components["schemas"]["IntegrationContent"];
+            /** @description The platform's id of the connected account (X user id, LinkedIn URN, Mastodon account id, Bluesky DID); null for sandbox and webhook. */
+            accountId: string | null;
+            /** @description The origin of the account's own server (Mastodon instance, Bluesky PDS); null where the platform is one service. */
+            instanceUrl: string | null;
+            connectionState: components["schemas"]["IntegrationConnectionState"];
+            /** @description Why the state is reconnect_required or refresh_failing (the platform's answer, no secret); null otherwise. */
+            connectionReason: string | null;
+            /**
+             * Format: date-time
+             * @description When the credentials end for good without a reconnect (a refresh token's expiry, or the access token's when it cannot be refreshed); null when unknown or never.
+             */
+            credentialsExpireAt: string | null;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -6084,8 +6321,7 @@ export interface components {
         IntegrationDetail: {
             /** Format: uuid */
             id: string;
-            /** @enum {string} */
-            connector: "sandbox" | "webhook";
+            connector: components["schemas"]["ConnectorName"];
             platform: components["schemas"]["IntegrationPlatform"];
             /** @example Pinterest */
             platformName: string;
@@ -6105,6 +6341,18 @@ export interface components {
              *     bytes). It is shown this once; store it in the receiver.
              */
             secret?: string;
+            /** @description The platform's id of the connected account (X user id, LinkedIn URN, Mastodon account id, Bluesky DID); null for sandbox and webhook. */
+            accountId: string | null;
+            /** @description The origin of the account's own server (Mastodon instance, Bluesky PDS); null where the platform is one service. */
+            instanceUrl: string | null;
+            connectionState: components["schemas"]["IntegrationConnectionState"];
+            /** @description Why the state is reconnect_required or refresh_failing (the platform's answer, no secret); null otherwise. */
+            connectionReason: string | null;
+            /**
+             * Format: date-time
+             * @description When the credentials end for good without a reconnect (a refresh token's expiry, or the access token's when it cannot be refreshed); null when unknown or never.
+             */
+            credentialsExpireAt: string | null;
             /** Format: date-time */
             createdAt: string;
             /** Format: date-time */
@@ -6169,10 +6417,12 @@ export interface components {
         /**
          * @description `{"connector": "sandbox", "platform", "name", "username"?, "settings"?: {"behavior"}}` or
          *     `{"connector": "webhook", "platform", "name", "username"?, "url", "secret"?, "settings"?: {"boards"}}`.
+         *     The other connectors sign an account in: `POST integrations/connect` (OAuth) or
+         *     `POST integrations/connect-password` (Bluesky); naming one here answers 400
+         *     `CONNECT_FLOW_REQUIRED`, which says which.
          */
         CreateIntegrationDto: {
-            /** @enum {string} */
-            connector: "sandbox" | "webhook";
+            connector: components["schemas"]["ConnectorName"];
             platform: components["schemas"]["IntegrationPlatform"];
             /** @description Label shown for the channel */
             name: string;
@@ -6188,6 +6438,157 @@ export interface components {
              * @example whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw
              */
             secret?: string;
+        };
+        /**
+         * @description The connector an integration publishes through: the server's registry
+         *     (server/platforms/index.ts; docs/connectors.md). `sandbox` and `webhook` need no sign-in;
+         *     the others connect a platform account (OAuth, or an app password for `bluesky`).
+         * @enum {string}
+         */
+        ConnectorName: "sandbox" | "webhook" | "mastodon" | "x" | "bluesky" | "linkedin";
+        /**
+         * @description How the integration's platform account is connected: `ok`; `expiring` (its credentials end
+         *     for good within 7 days: a refresh token's own expiry, as LinkedIn's after a year, or a token
+         *     that cannot be refreshed; reconnect before `credentialsExpireAt`); `refresh_failing` (the
+         *     platform could not be reached to refresh the token; retried with backoff, still connected);
+         *     `reconnect_required` (the platform refused the grant for good: revoked, expired,
+         *     `invalid_grant`; editions due on it fail with `connectionReason` until
+         *     `POST integrations/{id}/reconnect`). Always `ok` for sandbox and webhook.
+         * @enum {string}
+         */
+        IntegrationConnectionState: "ok" | "expiring" | "refresh_failing" | "reconnect_required";
+        /**
+         * @description One connector of one platform, and whether an account can be connected through it on this
+         *     server now.
+         */
+        PlatformConnectionOption: {
+            platform: components["schemas"]["IntegrationPlatform"];
+            /** @example X */
+            platformName: string;
+            connector: components["schemas"]["ConnectorName"];
+            /**
+             * @description `oauth`: `POST integrations/connect` then the platform's consent page; `password`:
+             *     `POST integrations/connect-password` with an app password; `none`: `POST integrations`.
+             * @enum {string}
+             */
+            connect: "oauth" | "password" | "none";
+            /** @description Whether an account can be connected now. */
+            connectable: boolean;
+            /** @description Why not, when `connectable` is false. */
+            reason: {
+                /** @enum {string} */
+                code: "PLATFORM_APP_NOT_CONFIGURED";
+                message: string;
+            } | null;
+            /** @description Whether `instanceUrl` names the account's own server (Mastodon: required; Bluesky: the PDS, optional). */
+            needsInstanceUrl: boolean;
+            /** @description The redirect URI to register in the platform app (`<PUBLIC_BASE_URL or this server>/v1/oauth/callback/<platform>`); null where no sign-in happens. */
+            callbackUrl: string | null;
+            /** @description The scopes asked for (empty where no OAuth). */
+            scopes: string[];
+            /** @description How an operator registers the platform app, for OAuth connectors that need one. */
+            configure: {
+                /**
+                 * @example [
+                 *       "X_CLIENT_ID",
+                 *       "X_CLIENT_SECRET"
+                 *     ]
+                 */
+                env: string[];
+                /** @example npx pressroom platform-app set x --client-id ... --client-secret-env X_SECRET */
+                command: string;
+            } | null;
+        };
+        /** @description `{"platform": "x"}`, `{"platform": "mastodon", "instanceUrl": "https://mastodon.social"}`. */
+        ConnectIntegrationDto: {
+            platform: components["schemas"]["IntegrationPlatform"];
+            connector?: components["schemas"]["ConnectorName"];
+            /**
+             * @description Mastodon: the account's instance (`https://mastodon.social`; only its origin is kept).
+             *     Its address goes through the same private-network guard as webhook URLs.
+             */
+            instanceUrl?: string;
+            /**
+             * @description Where the browser goes after the platform's consent, with `integration=<id>`,
+             *     `connection=<pending connection id>` or `error=<code>` added to its query. Its origin must
+             *     be this server's (`PUBLIC_BASE_URL` or the request's) or one of `CORS_ORIGINS`; default
+             *     `<this server>/app`.
+             */
+            returnTo?: string;
+        };
+        /** @description `{}` or `{"returnTo": "https://app.example.com/channels"}`. */
+        ReconnectIntegrationDto: {
+            /** @description As for `POST integrations/connect`. */
+            returnTo?: string;
+        };
+        ConnectStarted: {
+            /** @description The platform's consent page: send the user's browser there. */
+            authorizeUrl: string;
+            /** @description The state the platform hands back to the callback (`<workspace id>.<43 random characters>`); single use, bound to this workspace, caller and platform. */
+            state: string;
+            /**
+             * Format: date-time
+             * @description The state is refused after this (10 minutes).
+             */
+            expiresAt: string;
+            connector: components["schemas"]["ConnectorName"];
+            platform: components["schemas"]["IntegrationPlatform"];
+            /** @description The callback the platform redirects to (registered in the platform app). */
+            redirectUri: string;
+            /**
+             * Format: uuid
+             * @description The integration a reconnect is for; null for a new connection.
+             */
+            integrationId: string | null;
+        };
+        /** @description `{"platform": "bluesky", "identifier": "acme.bsky.social", "appPassword": "abcd-efgh-ijkl-mnop"}`. */
+        ConnectPasswordDto: {
+            platform: components["schemas"]["IntegrationPlatform"];
+            connector?: components["schemas"]["ConnectorName"];
+            /** @description The handle or DID to sign in as. */
+            identifier: string;
+            /**
+             * @description An app password made in the platform's settings (Bluesky: Settings, App passwords). Used
+             *     once to sign in and never stored; the account's own password is refused.
+             */
+            appPassword: string;
+            /** @description The account's PDS (default `https://bsky.social`, or `BLUESKY_SERVICE_URL`); through the private-network guard. */
+            serviceUrl?: string;
+            /**
+             * Format: uuid
+             * @description Reconnect this integration (the same account only) instead of creating one.
+             */
+            integrationId?: string;
+        };
+        /** @description One consent that covers several accounts (LinkedIn member and organization pages), waiting for the choice. */
+        PendingConnection: {
+            /** Format: uuid */
+            id: string;
+            connector: components["schemas"]["ConnectorName"];
+            platform: components["schemas"]["IntegrationPlatform"];
+            instanceUrl: string | null;
+            /** Format: date-time */
+            expiresAt: string;
+            /** Format: date-time */
+            createdAt: string;
+            accounts: {
+                accountId: string;
+                username: string | null;
+                name: string | null;
+                /** @enum {string|null} */
+                kind: "person" | "organization" | "page" | null;
+                avatarUrl: string | null;
+                profileUrl: string | null;
+                /**
+                 * Format: uuid
+                 * @description The integration that holds this account already in the workspace, or null.
+                 */
+                integrationId: string | null;
+            }[];
+        };
+        /** @description `{"accountIds": ["urn:li:organization:2414183"]}`. */
+        ChoosePendingConnectionDto: {
+            accountIds: string[];
         };
         IntegrationDeletion: {
             /** Format: uuid */
@@ -8611,7 +9012,7 @@ export interface components {
          * @description A lifecycle event type a subscription can ask for (docs/webhooks.md describes each payload).
          * @enum {string}
          */
-        WebhookEventType: "content.created" | "content.scheduled" | "content.published" | "content.failed" | "content.awaiting_confirmation" | "content.deleted" | "review.sent" | "review.decided" | "review.completed" | "inbox.message.received";
+        WebhookEventType: "content.created" | "content.scheduled" | "content.published" | "content.failed" | "content.awaiting_confirmation" | "content.deleted" | "review.sent" | "review.decided" | "review.completed" | "inbox.message.received" | "integration.reconnect_required" | "integration.reconnected";
         WebhookSubscription: {
             /** Format: uuid */
             id: string;
@@ -11293,6 +11694,281 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    listPlatforms_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["PlatformConnectionOption"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    connectIntegration_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "platform": "mastodon",
+                 *       "instanceUrl": "https://mastodon.social",
+                 *       "returnTo": "https://app.example.com/channels"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ConnectIntegrationDto"];
+            };
+        };
+        responses: {
+            /** @description Started */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ConnectStarted"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    connectIntegrationWithPassword_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "platform": "bluesky",
+                 *       "identifier": "acme.bsky.social",
+                 *       "appPassword": "abcd-efgh-ijkl-mnop"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ConnectPasswordDto"];
+            };
+        };
+        responses: {
+            /** @description Connected (or reconnected) */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["IntegrationDetail"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    getPendingConnection_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["PendingConnection"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    choosePendingConnection_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "accountIds": [
+                 *         "urn:li:organization:2414183"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["ChoosePendingConnectionDto"];
+            };
+        };
+        responses: {
+            /** @description Connected */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["IntegrationDetail"][];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    oauthCallback_v1: {
+        parameters: {
+            query?: {
+                code?: string;
+                state?: string;
+                error?: string;
+                error_description?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The platform of the connection (the connector's name is accepted too). */
+                platform: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description To `returnTo` with `integration`, `connection` or `error` in its query. */
+            303: {
+                headers: {
+                    /** @description Where the browser goes next. */
+                    Location?: string;
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /**
+             * @description Neither `state` nor `error` in the query: not a platform's redirect, so there is no
+             *     connection to go back to (`VALIDATION_FAILED`). Every other outcome is a 303.
+             */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /**
+             * @description Too many failed credentials from this address this minute (`AUTH_THROTTLED`, as on every
+             *     route: a malformed or unknown state counts as one, like a refused inbound hook call).
+             */
+            429: {
+                headers: {
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "error": {
+                     *         "code": "AUTH_THROTTLED",
+                     *         "message": "Too many failed credentials from this address; retry after the time in Retry-After.",
+                     *         "requestId": "6a1f0c0e-3f0e-4c55-9c6b-1b0d2b4f9a10",
+                     *         "details": {
+                     *           "retryAfter": 42
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     getIntegration_v1: {
         parameters: {
             query?: never;
@@ -11384,6 +12060,52 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+            429: components["responses"]["RateLimited"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    reconnectIntegration_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Workspace UUID */
+                workspaceId: components["parameters"]["workspaceId"];
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                /**
+                 * @example {
+                 *       "returnTo": "https://app.example.com/channels"
+                 *     }
+                 */
+                "application/json": components["schemas"]["ReconnectIntegrationDto"];
+            };
+        };
+        responses: {
+            /** @description Started */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        data: components["schemas"]["ConnectStarted"];
+                        meta: components["schemas"]["NullMeta"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["RateLimited"];
             500: components["responses"]["InternalError"];
         };

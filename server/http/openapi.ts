@@ -100,6 +100,9 @@ export function loadOpenApi(file = OPENAPI_PATH) {
   // throttled as failed credentials only (api.inbox_hook_guard), so their
   // `throttle` is never read.
   const rawOperations: Operation[] = [];
+  // `x-browser-redirect: true`: a browser's landing (the OAuth callback,
+  // server/routes/connections.ts), answered with a redirect by its own router.
+  const redirectOperations: Operation[] = [];
   for (const [p, item] of Object.entries<any>(doc.paths ?? {})) {
     for (const method of METHODS) {
       const op = item[method];
@@ -124,12 +127,13 @@ export function loadOpenApi(file = OPENAPI_PATH) {
       const bodyV = bodySchema ? strict.compile(rewriteRefs(bodySchema)) : null;
       const security = op.security ?? doc.security ?? [];
       const rawBody = op['x-raw-body'] === true;
+      const redirect = op['x-browser-redirect'] === true;
       const throttle = op['x-throttle'];
-      if (!rawBody && !['read', 'write', 'expensive'].includes(throttle)) {
+      if (!rawBody && !redirect && !['read', 'write', 'expensive'].includes(throttle)) {
         throw new Error(`openapi.yaml: ${method.toUpperCase()} ${p} needs x-throttle read|write|expensive`);
       }
       const responseCache = new Map<number, ValidateFunction | null>();
-      (rawBody ? rawOperations : operations).push({
+      (rawBody ? rawOperations : redirect ? redirectOperations : operations).push({
         operationId: op.operationId,
         method: method.toUpperCase(),
         path: p,
@@ -179,7 +183,7 @@ export function loadOpenApi(file = OPENAPI_PATH) {
       });
     }
   }
-  return { doc, operations, rawOperations };
+  return { doc, operations, rawOperations, redirectOperations };
 }
 
 export type OpenApi = ReturnType<typeof loadOpenApi>;

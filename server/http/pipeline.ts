@@ -195,8 +195,14 @@ export type RouteDefinition<K extends OperationId | void = void, P = never> = [K
  */
 export type RawBodyOperationId = 'checkInboxHook_v1' | 'receiveInboxHook_v1';
 
+/**
+ * The operations marked `x-browser-redirect: true`: a browser's landing answered
+ * with a redirect by its own router (the OAuth callback, server/routes/connections.ts).
+ */
+export type RedirectOperationId = 'oauthCallback_v1';
+
 /** One route for every operation of api.d.ts: a missing or misspelled operationId fails `tsc`. */
-export type RouteTable = { [K in Exclude<OperationId, RawBodyOperationId>]: RouteDefinition<K> };
+export type RouteTable = { [K in Exclude<OperationId, RawBodyOperationId | RedirectOperationId>]: RouteDefinition<K> };
 
 export interface PipelineDeps extends AppDeps {
   /** express.json(), run after the gate so unauthenticated bodies are never parsed. */

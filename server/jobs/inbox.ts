@@ -26,7 +26,7 @@ import { asWorker } from '../db/worker.ts';
 import type { AppDeps } from '../deps.ts';
 import { decryptHookSecret, PLATFORM_TOKEN_BINDING } from '../inbox/secrets.ts';
 import { createPlatformInboxClient, INBOX_PLATFORMS, type InboxPlatform } from '../platforms/inbox-platforms.ts';
-import { ConnectorError, integrationRef, type Connector, type InboxActionResult, type IntegrationRef } from '../platforms/types.ts';
+import { ConnectorError, integrationRef, type Connector, type ConnectorName, type InboxActionResult, type IntegrationRef } from '../platforms/types.ts';
 import { QUEUES } from './queues.ts';
 
 export interface InboxFoldJobData {
@@ -55,7 +55,7 @@ interface ActionClaim {
   action: 'send' | 'skip';
   kind: 'reply' | 'moderate';
   integration: Omit<IntegrationRef, 'settings' | 'connector'> & {
-    connector: 'sandbox' | 'webhook';
+    connector: ConnectorName;
     settings: Record<string, unknown> | null;
     active: boolean;
     /** base64 AES-GCM ciphertext of the platform access token (app.inbox_platform_tokens), when one is set. */

@@ -29,7 +29,9 @@ import { sql } from '../db/pool.ts';
 import { asWorker } from '../db/worker.ts';
 import type { AppDeps } from '../deps.ts';
 import { publishBatchSize, publishDeferrals, publishLateness, publishOutcomes } from '../metrics.ts';
-import { ConnectorError, integrationRef, type PublishLimits, type PublishResult, type SandboxStore } from '../platforms/types.ts';
+import { createCredentialService, type AccountCredentials } from '../platforms/credentials.ts';
+import { CONNECTOR_MODULES, isConnectorName } from '../platforms/index.ts';
+import { ConnectorError, integrationRef, type ConnectorName, type IntegrationRef, type PublishLimits, type PublishResult, type SandboxStore } from '../platforms/types.ts';
 import { QUEUES } from './queues.ts';
 
 export interface PublishJobData {
@@ -48,7 +50,11 @@ type PublishConfig = Pick<
   | 'PUBLISH_BATCH_SIZE'
   | 'PUBLISH_FETCH_LOOPS'
   | 'SIGNED_URL_TTL_SECONDS'
->;
+  // Connected accounts (server/platforms/credentials.ts): the vault and the accounts' endpoints.
+  | 'DATA_DIR'
+  | 'WEBHOOK_ALLOW_PRIVATE_NETWORKS'
+> &
+  Partial<Config>;
 
 /** What the publish worker uses: the pool (as pressroom_worker), the connectors, the storage that signs media URLs. */
 export interface PublishDeps extends Pick<AppDeps, 'pool' | 'log' | 'connectors' | 'storage'> {
@@ -73,7 +79,7 @@ interface Edition {
   thread: { caption: string; mediaIds: string[] }[];
   integration: {
     id: string;
-    connector: 'sandbox' | 'webhook';
+    connector: ConnectorName;
     platform: string;
     name: string;
     username: string | null;
@@ -220,6 +226,9 @@ export function createPublishEngine(
   const registry = deps.connectors;
   const resendable = registry.names().filter((n) => registry.get(n).acceptsIdempotencyToken);
   const calls = new Semaphore(config.PUBLISH_CONCURRENCY);
+  // Connected accounts: each call gets the account's decrypted credentials and endpoint.
+  const credentials = createCredentialService({ pool, config, log });
+  const needsAccount = (connector: string) => isConnectorName(connector) && CONNECTOR_MODULES[connector].connect !== 'none';
   // Records are not durable at commit (synchronous_commit off for them only): one lost in a
   // crash of PostgreSQL leaves its attempt open, as a worker killed before recording does, and
   // the next claim settles it (re-sent with its token, or marked unknown). Claims stay durable:
@@ -230,17 +239,17 @@ export function createPublishEngine(
     recordParallelism(config),
   );
 
-  async function send(claim: Extract<Claim, { action: 'send' }>, urls: Map<string, string>): Promise<Record<string, unknown>> {
+  async function send(claim: Extract<Claim, { action: 'send' }>, urls: Map<string, string>, accounts: Map<string, AccountCredentials>): Promise<Record<string, unknown>> {
     const e = claim.edition;
     const g = e.integration;
     // Every id resolves (the claim checked the media); the URN is a last resort for bytes that cannot be signed.
     const mediaUrl = (id: string) => urls.get(id) ?? `urn:pressroom:media:${id}`;
     const types = new Map(e.media.map((m) => [m.id, m.type]));
     let result: PublishResult;
-    try {
-      result = await calls.run(() =>
+    const publishAs = (ref: IntegrationRef) =>
+      calls.run(() =>
         registry.get(g.connector).publish(
-          integrationRef(g),
+          ref,
           {
             id: e.id,
             rootId: e.rootId,
@@ -259,6 +268,9 @@ export function createPublishEngine(
           { sandboxStore },
         ),
       );
+    try {
+      if (!needsAccount(g.connector)) result = await publishAs(integrationRef(g));
+      else result = await publishConnected(g.id, integrationRef(g), accounts.get(g.id), publishAs);
     } catch (err) {
       // A connector that cannot do the call at all (missing secret, unsupported): permanent.
       result =
@@ -280,6 +292,33 @@ export function createPublishEngine(
     return { outcome, ...recorded };
   }
 
+  /**
+   * A platform account's publish: with its credentials; an integration to reconnect fails at
+   * once with the reason (permanent: retried by hand after the reconnect); a token the platform
+   * refuses (reauth) is refreshed once under its lock and the call made again.
+   */
+  async function publishConnected(
+    id: string,
+    ref: IntegrationRef,
+    account: AccountCredentials | undefined,
+    publishAs: (ref: IntegrationRef) => Promise<PublishResult>,
+  ): Promise<PublishResult> {
+    const unusable = (a: AccountCredentials | undefined): PublishResult | null => {
+      if (!a) return { state: 'failed', permanent: true, error: 'No credentials were found for this integration.' };
+      if (a.state === 'reconnect_required') return { state: 'failed', permanent: true, error: `The account must be reconnected (POST .../integrations/${id}/reconnect): ${a.reason}` };
+      if (a.state === 'missing') return { state: 'failed', permanent: true, error: a.reason };
+      if (a.state === 'retry') return { state: 'failed', permanent: false, error: a.reason, ...(a.retryAt ? { retryAt: a.retryAt.toISOString() } : {}) };
+      return null;
+    };
+    const refused = unusable(account);
+    if (refused || account?.state !== 'ok') return refused!;
+    const first = await publishAs({ ...ref, credentials: account.credentials, endpoint: account.endpoint });
+    if (first.state !== 'failed' || !first.reauth) return first;
+    const again = await credentials.refresh(id, { force: true, seen: account.ciphertext });
+    if (again.state !== 'ok') return unusable(again) ?? first;
+    return publishAs({ ...ref, credentials: again.credentials, endpoint: again.endpoint });
+  }
+
   return {
     async publishBatch(jobs) {
       if (jobs.length === 0) return [];
@@ -289,6 +328,17 @@ export function createPublishEngine(
         sql.fragment`app.publish_claim_batch(${sql.jsonb(jobs.map((j) => ({ jobId: j.id, contentId: j.data.contentId })))}, ${sql.array(resendable, 'text')})`,
       );
       const urls = await signedMediaUrls(deps, claimed.media);
+      const connected = claimed.claims.flatMap((c) => (c.action === 'send' && needsAccount(c.edition.integration.connector) ? [c.edition.integration.id] : []));
+      let accounts = new Map<string, AccountCredentials>();
+      if (connected.length) {
+        try {
+          accounts = await credentials.forIntegrations(connected);
+        } catch (e) {
+          // The claims are made: their editions are retried (transient), not left open.
+          log.error('reading the credentials of a batch failed', { job: QUEUES.publish, err: e instanceof Error ? e.message : String(e) });
+          for (const id of connected) accounts.set(id, { state: 'retry', reason: 'The credentials could not be read; retried later.', retryAt: null });
+        }
+      }
       const byJob = new Map(claimed.claims.map((c) => [c.jobId, c]));
       return Promise.all(
         jobs.map(async (job) => {
@@ -302,7 +352,7 @@ export function createPublishEngine(
             publishOutcomes.inc({ connector: 'none', outcome: 'skipped' });
             return { skipped: claim.reason };
           }
-          return send(claim, urls);
+          return send(claim, urls, accounts);
         }),
       );
     },

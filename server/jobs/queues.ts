@@ -24,6 +24,8 @@ export const QUEUES = {
   webhooksDeliver: 'webhooks.deliver',
   // ... and the hourly purge of what is past webhook_retention_days.
   webhooksPurge: 'webhooks.purge',
+  // Connected accounts (server/jobs/credentials.ts): tokens refreshed ahead of expiry, every minute.
+  credentialsRefresh: 'integrations.refresh-credentials',
 } as const;
 
 /** Queues that need options of their own: one queued fold per integration at a time (singleton key). */

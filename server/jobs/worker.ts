@@ -4,6 +4,7 @@ import { sql } from '../db/pool.ts';
 import { asWorker } from '../db/worker.ts';
 import type { AppDeps } from '../deps.ts';
 import { registerAnalyticsJobs } from './analytics.ts';
+import { registerCredentialJobs } from './credentials.ts';
 import { registerInboxJobs } from './inbox.ts';
 import { registerLifecycleJobs } from './lifecycle.ts';
 import { registerMediaJobs } from './media.ts';
@@ -43,6 +44,7 @@ export async function startWorker(deps: AppDeps, opts: { ownerUrl: string }) {
   await registerRecurringJobs(boss, pool, log);
   await registerMediaJobs(boss, deps);
   await registerPublishJobs(boss, deps);
+  await registerCredentialJobs(boss, deps); // connected accounts: refresh ahead of expiry
   await registerAnalyticsJobs(boss, deps);
   await registerReviewJobs(boss, pool, log); // reviews: expiry
   await registerInboxJobs(boss, deps);

@@ -1,10 +1,10 @@
 import type { SerializableValue } from 'slonik';
 // One interface for every connector (docs/architecture.md, "Connectors"). A connector is
 // stateless and serves every integration of its kind: each call names the
-// integration it acts for. Connectors that need no outside network ship
-// now (sandbox, webhook); connectors for real platforms (OAuth) come later
-// and take their API base URL from ConnectorOptions.baseUrl, so tests can
-// point them at a local fake.
+// integration it acts for. Each lives in one file with one PlatformModule
+// (section "Connected accounts" below) listed in server/platforms/index.ts;
+// platforms' API bases are configurable, so tests point them at local fakes
+// (docs/connectors.md).
 
 export type ConnectorName = 'sandbox' | 'webhook' | 'mastodon' | 'bluesky' | 'x' | 'linkedin';
 

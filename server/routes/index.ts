@@ -8,6 +8,7 @@ import { contentRoutes } from './content.ts';
 import { contentRootsRoutes } from './contentRoots.ts';
 import { inboxRoutes } from './inbox.ts';
 import { integrationsRoutes } from './integrations.ts';
+import { connectionRoutes } from './connections.ts';
 import { mediaRoutes } from './media.ts';
 import { publishingRoutes } from './publishing.ts';
 import { memberRoutes } from './members.ts';
@@ -31,6 +32,7 @@ const table = {
   ...memberRoutes,
   ...apiKeyRoutes,
   ...integrationsRoutes,
+  ...connectionRoutes,
   ...taxonomyRoutes,
   ...campaignsRoutes,
   ...contentRoutes,

@@ -363,9 +363,9 @@ describe('webhook connector (unit, receiver on 127.0.0.1)', () => {
     await expect(connector.publish(hook({ webhookSecret: null }), edition())).rejects.toMatchObject({ code: 'MISSING_SECRET' });
   });
 
-  it('the registry serves both connectors by name and refuses others', () => {
+  it('the registry serves its connectors by name and refuses others', () => {
     const reg = createConnectorRegistry({ timeoutMs: 1000, allowPrivateNetworks: false });
-    expect(reg.names()).toEqual(['sandbox', 'webhook']);
+    expect(reg.names()).toEqual(['sandbox', 'webhook', 'mastodon', 'x', 'bluesky', 'linkedin']);
     expect(reg.get('sandbox').name).toBe('sandbox');
     expect(() => reg.get('oauth-x')).toThrow(/No connector named oauth-x/);
   });
@@ -427,7 +427,12 @@ describe('integrations over HTTP', () => {
     const list = await api.get(base, { token: owner.token });
     expect(list.status).toBe(200);
     expect(list.body.data.map((i: any) => i.platform)).toEqual(PLATFORMS);
-    expect(Object.keys(list.body.data[0]).sort()).toEqual(['connector', 'content', 'createdAt', 'id', 'name', 'platform', 'status', 'updatedAt', 'username']);
+    expect(Object.keys(list.body.data[0]).sort()).toEqual([
+      'accountId', 'connectionReason', 'connectionState', 'connector', 'content', 'createdAt', 'credentialsExpireAt', 'id', 'instanceUrl', 'name',
+      'platform', 'status', 'updatedAt', 'username',
+    ]);
+    // A sandbox account has no platform account: connected, with nothing to expire.
+    expect(list.body.data[0]).toMatchObject({ accountId: null, instanceUrl: null, connectionState: 'ok', connectionReason: null, credentialsExpireAt: null });
 
     const x = await api.get(`${base}/${made.x.id}`, { token: owner.token });
     expect(x.body.data.rules.caption.maxLength).toBe(280);
@@ -701,7 +706,7 @@ describe('integrations over HTTP', () => {
 
   it('the app is built with one connector registry for its configuration', () => {
     const reg = server.deps.connectors;
-    expect(reg.names()).toEqual(['sandbox', 'webhook']);
+    expect(reg.names()).toEqual(['sandbox', 'webhook', 'mastodon', 'x', 'bluesky', 'linkedin']);
     expect(reg.get('webhook').name).toBe('webhook');
   });
 });

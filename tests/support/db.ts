@@ -7,7 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { startEmbedded } from '../../server/db/embedded.ts';
-import { MIGRATIONS_FOLDER, migrate } from '../../server/db/migrate.ts';
+import { declareConnectors, MIGRATIONS_FOLDER, migrate } from '../../server/db/migrate.ts';
 import { installQueues } from '../../server/jobs/queues.ts';
 
 export const APP_ROLE_PASSWORD = 'pressroom-test-app';
@@ -72,6 +72,8 @@ function migrationsDigest(): string {
   walk(MIGRATIONS_FOLDER);
   // The template has the pg-boss queues too (installQueues): a new queue makes a new template.
   h.update(readFileSync(fileURLToPath(new URL('../../server/jobs/queues.ts', import.meta.url))));
+  // ... and app.connectors from the registry: a connector added makes a new template.
+  h.update(readFileSync(fileURLToPath(new URL('../../server/platforms/index.ts', import.meta.url))));
   return h.digest('hex').slice(0, 12);
 }
 
@@ -127,6 +129,8 @@ export async function ensureTemplate(cluster: Cluster): Promise<string> {
     try {
       await migrate(cluster.url(building), { quiet: true });
       await applyCurrent(cluster.url(building));
+      // app.connectors from the registry, as server/db/migrate.ts does after migrating.
+      await declareConnectors(cluster.url(building));
       await installQueues(cluster.url(building));
     } catch (e) {
       await admin(cluster, (c) => c.query(`drop database if exists ${building} with (force)`));
