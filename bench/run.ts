@@ -13,6 +13,7 @@ import { lists } from './scenarios/lists.ts';
 import { inbox } from './scenarios/inbox.ts';
 import { media } from './scenarios/media.ts';
 import { publishing } from './scenarios/publishing.ts';
+import { platforms } from './scenarios/platforms.ts';
 // Grid planner
 import { grid } from './scenarios/grid.ts';
 import { reviews } from './scenarios/reviews.ts';
@@ -24,7 +25,7 @@ import type { Scenario } from './lib/scenario.ts';
 import { openCluster } from './lib/stack.ts';
 
 /** The registry: add a scenario here (bench/scenarios/<name>.ts exporting a Scenario). */
-const scenarios: Scenario[] = [foundation, content, media, publishing, lists, analytics, grid, reviews, workbench, inbox, webhooks];
+const scenarios: Scenario[] = [foundation, content, media, publishing, lists, analytics, grid, reviews, workbench, inbox, webhooks, platforms];
 
 function usage(): string {
   return [

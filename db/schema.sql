@@ -397,6 +397,26 @@ grant update (platform_draft_url) on table app.articles to pressroom_api;
 grant update (platform_draft_sent_at) on table app.articles to pressroom_api;
 grant update (platform_draft_fingerprint) on table app.articles to pressroom_api;
 
+create table app.atproto_oauth_states (
+  key_hash bytea not null,
+  ciphertext bytea not null,
+  key_version integer not null,
+  created_at timestamp with time zone default now() not null,
+  expires_at timestamp with time zone not null,
+  constraint atproto_oauth_states_ciphertext_check CHECK (((length(ciphertext) >= 34) AND (length(ciphertext) <= 8192))),
+  constraint atproto_oauth_states_hash_check CHECK ((length(key_hash) = 32)),
+  constraint atproto_oauth_states_key_version_check CHECK (((key_version >= 1) AND (key_version <= 65535))),
+  constraint atproto_oauth_states_pkey PRIMARY KEY (key_hash)
+);
+comment on table app.atproto_oauth_states is 'The state store of the AT Protocol OAuth client (@atproto/oauth-client-node, server/platforms/bluesky-oauth.ts): per authorization started, the SHA-256 of the library''s state key and one vault ciphertext (bound to atproto-oauth-state:<hash hex>) of the issuer, DPoP private key, PKCE verifier, client authentication method and the app state (the app.oauth_states state of the connection). 10 minutes; deleted when the callback uses it; expired rows are purged an hour after expiry by the next put. Server-wide, engine-only: pressroom_definer functions the server''s login alone executes.';
+CREATE INDEX atproto_oauth_states_expires_idx ON app.atproto_oauth_states USING btree (expires_at);
+alter table app.atproto_oauth_states enable row level security;
+alter table app.atproto_oauth_states force row level security;
+create policy atproto_oauth_states_definer on app.atproto_oauth_states as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+grant delete, insert, select, update on table app.atproto_oauth_states to pressroom_definer;
+
 create table app.auth_failures (
   client text not null,
   window_start timestamp with time zone not null,
@@ -569,12 +589,14 @@ create table app.connectors (
   platforms text[] not null,
   connect text not null,
   declared_at timestamp with time zone default now() not null,
+  oauth boolean default false not null,
   constraint connectors_connect_check CHECK ((connect = ANY (ARRAY['oauth'::text, 'password'::text, 'none'::text]))),
   constraint connectors_name_check CHECK ((name ~ '^[a-z][a-z0-9_]{0,30}$'::text)),
   constraint connectors_pkey PRIMARY KEY (name),
   constraint connectors_platforms_check CHECK ((cardinality(platforms) >= 1))
 );
 comment on table app.connectors is 'The connectors this server has (server/platforms/index.ts is the one list; app.declare_connectors writes it after every migration, server/db/migrate.ts), the platforms each publishes to and how an account is connected (oauth, password, none). app.integrations.connector references it. Not tenant data: requests read it through api functions, the worker reads it.';
+comment on column app.connectors.oauth is 'Whether accounts of this connector can be connected through an OAuth flow (POST {ws}/integrations/connect): every connector whose connect is oauth, and a password connector that also has one (Bluesky: AT Protocol OAuth). Declared from the registry by app.declare_connectors.';
 alter table app.connectors enable row level security;
 alter table app.connectors force row level security;
 create policy connectors_definer on app.connectors as permissive for all to pressroom_definer
@@ -1832,6 +1854,35 @@ create policy integration_credentials_worker on app.integration_credentials as p
 CREATE TRIGGER integration_credentials_10_set_updated_at BEFORE UPDATE ON app.integration_credentials FOR EACH ROW EXECUTE FUNCTION app.tg_set_updated_at();
 grant delete, insert, select, update on table app.integration_credentials to pressroom_definer;
 grant select on table app.integration_credentials to pressroom_worker;
+
+create table app.integration_limits (
+  workspace_id uuid not null,
+  integration_id uuid not null,
+  organization_id uuid not null,
+  limits jsonb not null,
+  read_at timestamp with time zone default now() not null,
+  constraint integration_limits_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
+  constraint integration_limits_integration_key UNIQUE (integration_id),
+  constraint integration_limits_limits_check CHECK (((jsonb_typeof(limits) = 'object'::text) AND (limits <> '{}'::jsonb))),
+  constraint integration_limits_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint integration_limits_pkey PRIMARY KEY (workspace_id, integration_id),
+  constraint integration_limits_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.integration_limits is 'A connected account''s own limits, as its platform states them (PlatformModule.readLimits): {captionMaxLength, maxMedia, imageMaxBytes, videoMaxBytes}, each a positive integer when present (app.account_limits_clean). Written only by pressroom_definer functions (app.connection_save at connect and reconnect, app.integration_limits_store after a refresh); read by app.integration_platform_rules, which app.content_item_problems applies over app.platforms. No row: the platform''s defaults.';
+CREATE INDEX integration_limits_organization_id_idx ON app.integration_limits USING btree (organization_id);
+alter table app.integration_limits enable row level security;
+alter table app.integration_limits force row level security;
+create policy integration_limits_api_scope on app.integration_limits as restrictive for all to pressroom_api
+  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
+  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+create policy integration_limits_definer on app.integration_limits as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy integration_limits_worker on app.integration_limits as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant delete, insert, select, update on table app.integration_limits to pressroom_definer;
+grant select on table app.integration_limits to pressroom_worker;
 
 create table app.integration_metrics_daily (
   organization_id uuid not null,
@@ -4603,6 +4654,23 @@ grant execute on function app.accessible_workspace_ids() to pressroom_api;
 grant execute on function app.accessible_workspace_ids() to pressroom_worker;
 revoke all on function app.accessible_workspace_ids() from public;
 
+CREATE OR REPLACE FUNCTION app.account_limits_clean(p jsonb)
+ RETURNS jsonb
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO 'pg_catalog'
+AS $function$
+  select nullif(coalesce((
+    select jsonb_object_agg(k, (p ->> k)::numeric::bigint)
+    from unnest(array['captionMaxLength', 'maxMedia', 'imageMaxBytes', 'videoMaxBytes']) k
+    where jsonb_typeof(p) = 'object' and jsonb_typeof(p -> k) = 'number'
+      and (p ->> k)::numeric >= 1 and (p ->> k)::numeric = trunc((p ->> k)::numeric)
+      and (p ->> k)::numeric <= case when k in ('captionMaxLength', 'maxMedia') then 2147483647 else 9007199254740991 end), '{}'), '{}')
+$function$;
+alter function app.account_limits_clean(jsonb) owner to pressroom_definer;
+comment on function app.account_limits_clean(jsonb) is 'The known account limits of p (captionMaxLength, maxMedia, imageMaxBytes, videoMaxBytes) that are positive integers; null when none is.';
+revoke all on function app.account_limits_clean(jsonb) from public;
+
 CREATE OR REPLACE FUNCTION app.administrable_api_key_ids()
  RETURNS SETOF uuid
  LANGUAGE sql
@@ -5943,7 +6011,7 @@ begin
 end
 $function$;
 alter function app.assert_publishable(uuid[],text[]) owner to pressroom_definer;
-comment on function app.assert_publishable(uuid[],text[]) is 'Raises 400 VALIDATION_FAILED with the platform-rule problems (app.content_item_problems, field names under each edition''s prefix) of those of the editions that are scheduled, and details.contentIds. Security definer (pressroom_definer), like app.content_item_problems: its callers hold the editions.';
+comment on function app.assert_publishable(uuid[],text[]) is 'Raises 400 VALIDATION_FAILED with the platform-rule problems (app.content_item_problems, field names under each edition''s prefix; an integration''s own limits over its platform''s) of those of the editions that are scheduled, and details.contentIds. Security definer (pressroom_definer), like app.content_item_problems: its callers hold the editions.';
 grant execute on function app.assert_publishable(uuid[],text[]) to pressroom_api;
 grant execute on function app.assert_publishable(uuid[],text[]) to pressroom_worker;
 revoke all on function app.assert_publishable(uuid[],text[]) from public;
@@ -6287,6 +6355,9 @@ begin
       connection_changed_at = case when connection_state <> 'ok' then now() else connection_changed_at end
     where id = v_integ.id;
     perform app.credentials_put(v_integ.id, p_account -> 'credential');
+    if p_account ? 'limits' then
+      perform app.integration_limits_put(v_integ.id, p_account -> 'limits');
+    end if;
     return jsonb_build_object('integrationId', v_integ.id, 'reconnected', true);
   end if;
   select id into v_id from app.integrations
@@ -6304,11 +6375,14 @@ begin
     '{}', p_created_by, v_account, p_instance_url, 'ok', now())
   returning id into v_id;
   perform app.credentials_put(v_id, p_account -> 'credential');
+  if p_account ? 'limits' then
+    perform app.integration_limits_put(v_id, p_account -> 'limits');
+  end if;
   return jsonb_build_object('integrationId', v_id, 'reconnected', false);
 end
 $function$;
 alter function app.connection_save(uuid,uuid,uuid,text,text,text,uuid,jsonb) owner to pressroom_definer;
-comment on function app.connection_save(uuid,uuid,uuid,text,text,text,uuid,jsonb) is 'The one place a connected account becomes an integration: a reconnect (p_target) updates the same account only (409 RECONNECT_ACCOUNT_MISMATCH), sets connection_state ok and stores the new credential; a new connection refuses an account already connected in the workspace (409 ACCOUNT_ALREADY_CONNECTED) and creates the integration with the id its credential is bound to. Called by api.oauth_complete, api.choose_pending_connection and api.connect_with_password.';
+comment on function app.connection_save(uuid,uuid,uuid,text,text,text,uuid,jsonb) is 'The one place a connected account becomes an integration: a reconnect (p_target) updates the same account only (409 RECONNECT_ACCOUNT_MISMATCH), sets connection_state ok and stores the new credential; a new connection refuses an account already connected in the workspace (409 ACCOUNT_ALREADY_CONNECTED) and creates the integration with the id its credential is bound to; either way the account''s own limits (p_account.limits, when given) are stored (app.integration_limits_put). Called by api.oauth_complete, api.choose_pending_connection and api.connect_with_password.';
 revoke all on function app.connection_save(uuid,uuid,uuid,text,text,text,uuid,jsonb) from public;
 
 CREATE OR REPLACE FUNCTION app.content_detail_json(p_id uuid)
@@ -6411,7 +6485,7 @@ declare
   v_msg jsonb;
   v_i int := 0;
 begin
-  select i.id, i.workspace_id, i.root_id, i.kind, i.caption, i.thread, i.settings, i.own_media,
+  select i.id, i.workspace_id, i.root_id, i.kind, i.caption, i.thread, i.settings, i.own_media, i.integration_id,
          r.caption as root_caption, g.platform, g.status as integration_status, g.deleted_at as integration_deleted_at
   into v
   from app.content_items i
@@ -6421,7 +6495,7 @@ begin
   if v.id is null then
     return '[]';
   end if;
-  select * into v_platform from app.platforms where code = v.platform;
+  v_platform := app.integration_platform_rules(v.platform, v.integration_id);
   if v.integration_deleted_at is not null or v.integration_status <> 'active' then
     v_out := v_out || app.field_problem(p_prefix || 'integrationId', 'integration_unavailable',
       'The channel is disconnected or deleted; reconnect it or choose another channel.');
@@ -6469,7 +6543,7 @@ begin
 end
 $function$;
 alter function app.content_item_problems(uuid,text) owner to pressroom_definer;
-comment on function app.content_item_problems(uuid,text) is 'The platform-rule problems of one edition (caption length, empty, media rules, threads, channel available, required settings) as field problems under p_prefix. Security definer (pressroom_definer): it reads the one edition its caller (a trigger, app.assert_publishable) already holds, without evaluating the tenant policies in each of its statements.';
+comment on function app.content_item_problems(uuid,text) is 'The platform-rule problems of one edition (caption length, empty, media rules, threads, channel available, required settings) as field problems under p_prefix, against its integration''s rules (app.integration_platform_rules: the account''s own limits over the platform''s defaults). Security definer (pressroom_definer): it reads the one edition its caller (a trigger, app.assert_publishable) already holds, without evaluating the tenant policies in each of its statements.';
 grant execute on function app.content_item_problems(uuid,text) to pressroom_api;
 grant execute on function app.content_item_problems(uuid,text) to pressroom_worker;
 revoke all on function app.content_item_problems(uuid,text) from public;
@@ -7599,10 +7673,11 @@ declare
   v_changed int := 0;
   v_rows int;
   v_kept text[];
+  v_oauth boolean;
 begin
-  -- p_connectors: [{"name", "platforms": [...], "connect": "oauth" | "password" | "none"}, ...]
+  -- p_connectors: [{"name", "platforms": [...], "connect": "oauth" | "password" | "none", "oauth"?: boolean}, ...]
   if jsonb_typeof(p_connectors) is distinct from 'array' then
-    raise exception 'declare_connectors: an array of {name, platforms, connect}';
+    raise exception 'declare_connectors: an array of {name, platforms, connect, oauth?}';
   end if;
   for v in select * from jsonb_array_elements(p_connectors) loop
     select p into v_bad from jsonb_array_elements_text(v -> 'platforms') p
@@ -7610,10 +7685,14 @@ begin
     if v_bad is not null then
       raise exception 'declare_connectors: connector % names unknown platform %', v ->> 'name', v_bad;
     end if;
-    insert into app.connectors as c (name, platforms, connect)
-    values (v ->> 'name', array(select jsonb_array_elements_text(v -> 'platforms') order by 1), v ->> 'connect')
-    on conflict (name) do update set platforms = excluded.platforms, connect = excluded.connect, declared_at = now()
-    where (c.platforms, c.connect) is distinct from (excluded.platforms, excluded.connect);
+    v_oauth := (v ->> 'connect') = 'oauth' or coalesce((v ->> 'oauth')::boolean, false);
+    if v_oauth and (v ->> 'connect') = 'none' then
+      raise exception 'declare_connectors: connector % connects no account, so it has no OAuth flow', v ->> 'name';
+    end if;
+    insert into app.connectors as c (name, platforms, connect, oauth)
+    values (v ->> 'name', array(select jsonb_array_elements_text(v -> 'platforms') order by 1), v ->> 'connect', v_oauth)
+    on conflict (name) do update set platforms = excluded.platforms, connect = excluded.connect, oauth = excluded.oauth, declared_at = now()
+    where (c.platforms, c.connect, c.oauth) is distinct from (excluded.platforms, excluded.connect, excluded.oauth);
     get diagnostics v_rows = row_count;
     v_changed := v_changed + v_rows;
     v_names := v_names || (v ->> 'name');
@@ -7626,7 +7705,7 @@ begin
 end
 $function$;
 alter function app.declare_connectors(jsonb) owner to pressroom_definer;
-comment on function app.declare_connectors(jsonb) is 'Writes app.connectors from the registry (server/platforms/index.ts, connectorDeclarations): upserts each {name, platforms, connect}, drops a connector no longer listed unless an integration still names it. Called by server/db/migrate.ts after migrating, as the owner.';
+comment on function app.declare_connectors(jsonb) is 'Writes app.connectors from the registry (server/platforms/index.ts, connectorDeclarations): upserts each {name, platforms, connect, oauth?} (oauth: the connector also connects through OAuth; always true for connect oauth), drops a connector no longer listed unless an integration still names it. Called by server/db/migrate.ts after migrating, as the owner.';
 revoke all on function app.declare_connectors(jsonb) from public;
 
 CREATE OR REPLACE FUNCTION app.defer_content_checks()
@@ -9393,6 +9472,90 @@ grant execute on function app.integration_json(uuid,boolean) to pressroom_api;
 grant execute on function app.integration_json(uuid,boolean) to pressroom_definer;
 grant execute on function app.integration_json(uuid,boolean) to pressroom_worker;
 revoke all on function app.integration_json(uuid,boolean) from public;
+
+CREATE OR REPLACE FUNCTION app.integration_limits_put(p_integration uuid, p_limits jsonb)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v jsonb := app.account_limits_clean(p_limits);
+begin
+  if v is null then
+    delete from app.integration_limits where integration_id = p_integration;
+    return;
+  end if;
+  insert into app.integration_limits (workspace_id, integration_id, organization_id, limits, read_at)
+  select g.workspace_id, g.id, g.organization_id, v, now() from app.integrations g where g.id = p_integration
+  on conflict (integration_id) do update set limits = excluded.limits, read_at = excluded.read_at;
+end
+$function$;
+alter function app.integration_limits_put(uuid,jsonb) owner to pressroom_definer;
+comment on function app.integration_limits_put(uuid,jsonb) is 'Stores an integration''s own limits (cleaned by app.account_limits_clean); null or nothing usable removes them, so the platform''s defaults apply. Called by app.connection_save and app.integration_limits_store.';
+revoke all on function app.integration_limits_put(uuid,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION app.integration_limits_store(p_integration uuid, p_limits jsonb)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+begin
+  if not exists (select 1 from app.integrations where id = p_integration and deleted_at is null) then
+    return;
+  end if;
+  perform app.integration_limits_put(p_integration, p_limits);
+end
+$function$;
+alter function app.integration_limits_store(uuid,jsonb) owner to pressroom_definer;
+comment on function app.integration_limits_store(uuid,jsonb) is 'The worker''s write of an integration''s own limits, read again after a refresh of its credentials (server/platforms/credentials.ts); null removes them (the platform states none). A deleted integration is left alone. Executable by pressroom_worker.';
+grant execute on function app.integration_limits_store(uuid,jsonb) to pressroom_worker;
+revoke all on function app.integration_limits_store(uuid,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION app.integration_platform_rules(p_platform text, p_integration uuid)
+ RETURNS app.platforms
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v app.platforms;
+  l jsonb;
+  r jsonb;
+begin
+  select * into v from app.platforms where code = p_platform;
+  select limits into l from app.integration_limits where integration_id = p_integration;
+  if v.code is null or l is null then
+    return v;
+  end if;
+  if l ? 'captionMaxLength' then
+    v.caption_max_length := (l ->> 'captionMaxLength')::int;
+  end if;
+  r := v.media_rules;
+  if l ? 'maxMedia' then
+    r := r || jsonb_build_object('maxItems', (l ->> 'maxMedia')::int);
+    -- Per-kind counts stay the platform's, never above the account's total.
+    if r ? 'maxImages' then r := r || jsonb_build_object('maxImages', least((r ->> 'maxImages')::int, (l ->> 'maxMedia')::int)); end if;
+    if r ? 'maxVideos' then r := r || jsonb_build_object('maxVideos', least((r ->> 'maxVideos')::int, (l ->> 'maxMedia')::int)); end if;
+    if r ? 'maxGifs' then r := r || jsonb_build_object('maxGifs', least((r ->> 'maxGifs')::int, (l ->> 'maxMedia')::int)); end if;
+  end if;
+  -- A platform that takes no images (imageMaxBytes 0: YouTube) keeps taking none.
+  if l ? 'imageMaxBytes' and coalesce((r ->> 'imageMaxBytes')::bigint, 1) <> 0 then
+    r := r || jsonb_build_object('imageMaxBytes', (l ->> 'imageMaxBytes')::bigint);
+  end if;
+  if l ? 'videoMaxBytes' and coalesce((r ->> 'videoMaxBytes')::bigint, 1) <> 0 then
+    r := r || jsonb_build_object('videoMaxBytes', (l ->> 'videoMaxBytes')::bigint);
+  end if;
+  v.media_rules := r;
+  return v;
+end
+$function$;
+alter function app.integration_platform_rules(text,uuid) owner to pressroom_definer;
+comment on function app.integration_platform_rules(text,uuid) is 'The rules app.content_item_problems checks an edition of this integration against: the platform''s row of app.platforms, with the account''s own limits (app.integration_limits) over its caption_max_length and media_rules (maxItems, and maxImages/maxVideos/maxGifs never above it; imageMaxBytes, videoMaxBytes). Without limits, the platform''s row as it is.';
+grant execute on function app.integration_platform_rules(text,uuid) to pressroom_api;
+grant execute on function app.integration_platform_rules(text,uuid) to pressroom_worker;
+revoke all on function app.integration_platform_rules(text,uuid) from public;
 
 CREATE OR REPLACE FUNCTION app.integration_reconnect_required(p_integration uuid, p_reason text)
  RETURNS boolean
@@ -11253,6 +11416,56 @@ alter function app.publish_record_batch(jsonb) owner to pressroom_definer;
 comment on function app.publish_record_batch(jsonb) is 'Records a batch of publish outcomes in one statement: published outcomes of attempts in flight of editions still scheduled together (editions locked by id, then attempts; one UPDATE each of the attempts, the editions and their publishing states, then their grid tiles in one pass through app.grid_mark_sent, the deferred grid trigger skipping those rows), every other outcome through app.publish_record (failed, retries, awaiting confirmation, late or settled attempts); returns one result per outcome, in the order given.';
 grant execute on function app.publish_record_batch(jsonb) to pressroom_worker;
 revoke all on function app.publish_record_batch(jsonb) from public;
+
+CREATE OR REPLACE FUNCTION app.publish_record_rate_limited(p_attempt_id uuid, p_error text, p_retry_at timestamp with time zone)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  a app.publish_attempts;
+  v app.content_items;
+  v_until timestamptz;
+  l record;
+begin
+  -- Locked as app.publish_record locks them: the attempt, then its edition.
+  select * into a from app.publish_attempts where id = p_attempt_id for update;
+  if a.id is null then
+    return jsonb_build_object('action', 'ignored', 'reason', 'no attempt');
+  end if;
+  select * into v from app.content_items where id = a.content_item_id for update;
+  if a.finished_at is not null then
+    return jsonb_build_object('action', 'ignored', 'reason', 'attempt already finished');
+  end if;
+  update app.publish_attempts set finished_at = clock_timestamp(), outcome = 'transient', error = p_error,
+    platform_post_id = null, permalink = null
+  where id = a.id;
+  if v.id is null or v.deleted_at is not null or v.status <> 'scheduled' then
+    return jsonb_build_object('action', 'ignored', 'reason', 'edition no longer scheduled');
+  end if;
+  v_until := greatest(clock_timestamp(), least(coalesce(p_retry_at, clock_timestamp()), clock_timestamp() + interval '1 day'));
+  -- The run's attempt is given back: the next claim of this job counts from the same number.
+  update app.publishing_states set state = 'retrying', last_error = p_error, next_attempt_at = v_until,
+    run_attempts = greatest(a.run_attempt - 1, 0), updated_at = now()
+  where content_item_id = v.id;
+  perform app.publish_defer_job(v.publish_job_id, v_until);
+  -- The account's window is spent until the reset: app.publish_window_take grants nothing before
+  -- window_start + window_seconds = v_until (never moved earlier than a fuller window already is).
+  select * into l from app.publish_limits_of(v.integration_id);
+  if l.max_per_window is not null then
+    insert into app.publish_windows as w (scope, key, window_start, used)
+    values ('integration', v.integration_id::text, v_until - l.window_seconds * interval '1 second', l.max_per_window)
+    on conflict (scope, key) do update set window_start = excluded.window_start, used = excluded.used
+    where not (w.used >= excluded.used and w.window_start + l.window_seconds * interval '1 second' >= v_until);
+  end if;
+  return jsonb_build_object('action', 'retry', 'reason', 'rate_limited', 'nextAttemptAt', v_until);
+end
+$function$;
+alter function app.publish_record_rate_limited(uuid,text,timestamp with time zone) owner to pressroom_definer;
+comment on function app.publish_record_rate_limited(uuid,text,timestamp with time zone) is 'Records an attempt the platform refused for its rate limit (429 with a reset): the attempt ends transient, the edition''s job starts again at the reset (now at the earliest, a day ahead at the latest; app.publish_defer_job, no retry spent) and the run''s attempt is given back; the integration''s rate window, where it has one, is full until the reset. Worker only (server/jobs/publish.ts).';
+grant execute on function app.publish_record_rate_limited(uuid,text,timestamp with time zone) to pressroom_worker;
+revoke all on function app.publish_record_rate_limited(uuid,text,timestamp with time zone) from public;
 
 CREATE OR REPLACE FUNCTION app.publish_record_with_policy(p_attempt_id uuid, p_outcome text, p_error text, p_platform_post_id text, p_permalink text, p_max_attempts integer, p_retry_base_ms integer)
  RETURNS jsonb
@@ -17128,6 +17341,64 @@ comment on function api.apply_settings(jsonb) is 'Called by the server at start 
 grant execute on function api.apply_settings(jsonb) to pressroom_app;
 revoke all on function api.apply_settings(jsonb) from public;
 
+CREATE OR REPLACE FUNCTION api.atproto_oauth_state_del(p_key_hash bytea)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+declare
+  v_rows int;
+begin
+  delete from app.atproto_oauth_states where key_hash = p_key_hash;
+  get diagnostics v_rows = row_count;
+  return v_rows > 0;
+end
+$function$;
+alter function api.atproto_oauth_state_del(bytea) owner to pressroom_definer;
+comment on function api.atproto_oauth_state_del(bytea) is 'StateStore.del of the AT Protocol OAuth client: deletes the state (the callback used it); true when there was one. Owned by pressroom_definer, executable by pressroom_app only.';
+grant execute on function api.atproto_oauth_state_del(bytea) to pressroom_app;
+revoke all on function api.atproto_oauth_state_del(bytea) from public;
+
+CREATE OR REPLACE FUNCTION api.atproto_oauth_state_get(p_key_hash bytea)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+  select jsonb_build_object('ciphertext', encode(s.ciphertext, 'base64'), 'keyVersion', s.key_version)
+  from app.atproto_oauth_states s where s.key_hash = p_key_hash and s.expires_at > now();
+$function$;
+alter function api.atproto_oauth_state_get(bytea) owner to pressroom_definer;
+comment on function api.atproto_oauth_state_get(bytea) is 'StateStore.get of the AT Protocol OAuth client: the ciphertext kept under the SHA-256 of the library''s state key, null when there is none or it expired. Owned by pressroom_definer, executable by pressroom_app only.';
+grant execute on function api.atproto_oauth_state_get(bytea) to pressroom_app;
+revoke all on function api.atproto_oauth_state_get(bytea) from public;
+
+CREATE OR REPLACE FUNCTION api.atproto_oauth_state_put(p_key_hash bytea, p_ciphertext bytea, p_key_version integer)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+begin
+  -- Written in the last phase of POST {ws}/integrations/connect, beside api.connect_begin: a manager's only.
+  perform app.connect_require_manager();
+  if p_key_hash is null or length(p_key_hash) <> 32 then
+    perform app.raise(400, 'VALIDATION_FAILED', 'The state key hash is the SHA-256 of the key (32 bytes).');
+  end if;
+  delete from app.atproto_oauth_states where expires_at <= now() - interval '1 hour';
+  insert into app.atproto_oauth_states (key_hash, ciphertext, key_version, expires_at)
+  values (p_key_hash, p_ciphertext, p_key_version, now() + interval '10 minutes')
+  on conflict (key_hash) do update set ciphertext = excluded.ciphertext, key_version = excluded.key_version,
+    created_at = now(), expires_at = excluded.expires_at;
+end
+$function$;
+alter function api.atproto_oauth_state_put(bytea,bytea,integer) owner to pressroom_definer;
+comment on function api.atproto_oauth_state_put(bytea,bytea,integer) is 'StateStore.set of the AT Protocol OAuth client (server/platforms/bluesky-oauth.ts), in the last phase of POST /v1/workspaces/{workspaceId}/integrations/connect and .../reconnect beside api.connect_begin: manager role; keeps the ciphertext under the SHA-256 of the library''s state key for 10 minutes, and purges rows expired an hour ago.';
+grant execute on function api.atproto_oauth_state_put(bytea,bytea,integer) to pressroom_api;
+grant execute on function api.atproto_oauth_state_put(bytea,bytea,integer) to pressroom_request;
+revoke all on function api.atproto_oauth_state_put(bytea,bytea,integer) from public;
+
 CREATE OR REPLACE FUNCTION api.attach_media_labels(p_id uuid, p_label_ids uuid[])
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -17872,7 +18143,7 @@ declare
   v_app_id uuid;
   v_expires timestamptz := now() + interval '10 minutes';
 begin
-  if v ->> 'connect' <> 'oauth' then
+  if v ->> 'connect' <> 'oauth' and not coalesce((select c.oauth from app.connectors c where c.name = v_connector), false) then
     perform app.raise(400, 'CONNECT_FLOW_NOT_APPLICABLE',
       format('The %s connector signs in with a password: use POST .../integrations/connect-password.', v_connector),
       jsonb_build_object('connector', v_connector));
@@ -17903,7 +18174,7 @@ begin
 end
 $function$;
 alter function api.connect_begin(text,text,uuid,text,bytea,bytea,text,text,jsonb) owner to pressroom_definer;
-comment on function api.connect_begin(text,text,uuid,text,bytea,bytea,text,text,jsonb) is 'Serves the last phase of POST /v1/workspaces/{workspaceId}/integrations/connect and .../integrations/{id}/reconnect: the checks of api.connect_prepare again, then stores the state (its SHA-256, the PKCE verifier''s ciphertext, redirect URI, return URL, who started it) for 10 minutes, and the app the server registered on the instance when p_app brings one ({id, clientId, secretCiphertext, redirectUri, scopes}); p_app {id} names the stored operator app used (409 PLATFORM_APP_CHANGED when it changed), null the app from the environment. 400 CONNECT_FLOW_NOT_APPLICABLE for a password connector.';
+comment on function api.connect_begin(text,text,uuid,text,bytea,bytea,text,text,jsonb) is 'Serves the last phase of POST /v1/workspaces/{workspaceId}/integrations/connect and .../integrations/{id}/reconnect: the checks of api.connect_prepare again, then stores the state (its SHA-256, the PKCE verifier''s ciphertext, redirect URI, return URL, who started it) for 10 minutes, and the app the server registered on the instance when p_app brings one ({id, clientId, secretCiphertext, redirectUri, scopes}); p_app {id} names the stored operator app used (409 PLATFORM_APP_CHANGED when it changed), null the app from the environment. 400 CONNECT_FLOW_NOT_APPLICABLE for a connector with no OAuth flow (app.connectors.oauth false: a password connector without one).';
 grant execute on function api.connect_begin(text,text,uuid,text,bytea,bytea,text,text,jsonb) to pressroom_api;
 grant execute on function api.connect_begin(text,text,uuid,text,bytea,bytea,text,text,jsonb) to pressroom_request;
 revoke all on function api.connect_begin(text,text,uuid,text,bytea,bytea,text,text,jsonb) from public;
@@ -24191,7 +24462,7 @@ declare
   v_integ record;
 begin
   perform app.require_role('manager');
-  select i.id, i.organization_id, i.workspace_id, i.platform into v_integ from app.integrations i where i.id = p_integration and i.deleted_at is null;
+  select i.id, i.organization_id, i.workspace_id, i.platform, i.connector into v_integ from app.integrations i where i.id = p_integration and i.deleted_at is null;
   if v_integ.id is null then
     perform app.raise(404, 'INTEGRATION_NOT_FOUND', 'No integration with this id in this workspace.', jsonb_build_object('id', p_integration));
   end if;
@@ -24199,6 +24470,11 @@ begin
     perform app.raise(400, 'PLATFORM_TOKEN_UNSUPPORTED',
       format('The inbox talks to the platform''s API for facebook, instagram and x only; this integration is %s.', v_integ.platform),
       jsonb_build_object('platform', v_integ.platform, 'supported', jsonb_build_array('facebook', 'instagram', 'x')));
+  end if;
+  if exists (select 1 from app.connectors c where c.name = v_integ.connector and c.connect <> 'none') then
+    perform app.raise(400, 'PLATFORM_TOKEN_UNSUPPORTED',
+      format('This integration is a connected %s account: its inbox replies use the account''s own credentials (reconnect it to renew them); a platform token is for sandbox and webhook integrations.', v_integ.connector),
+      jsonb_build_object('platform', v_integ.platform, 'connector', v_integ.connector, 'supported', jsonb_build_array('facebook', 'instagram', 'x')));
   end if;
   if p_token_length is null or p_token_length not between 16 and 4096 then
     perform app.raise(400, 'VALIDATION_FAILED', 'accessToken must have 16 to 4096 characters.',
@@ -24214,7 +24490,7 @@ begin
 end
 $function$;
 alter function api.set_inbox_platform_token(uuid,integer,bytea) owner to pressroom_api;
-comment on function api.set_inbox_platform_token(uuid,integer,bytea) is 'Serves PUT /v1/workspaces/{workspaceId}/integrations/{id}/inbox-platform-token (setInboxPlatformToken_v1). Stores the ciphertext of the access token the server made (it passes the token''s length to check it); from then on the integration''s inbox replies and moderation go to the platform''s API. Requires the manager role; 404 INTEGRATION_NOT_FOUND, 400 PLATFORM_TOKEN_UNSUPPORTED (not facebook, instagram or x) and VALIDATION_FAILED.';
+comment on function api.set_inbox_platform_token(uuid,integer,bytea) is 'Serves PUT /v1/workspaces/{workspaceId}/integrations/{id}/inbox-platform-token (setInboxPlatformToken_v1). Stores the ciphertext of the access token the server made (it passes the token''s length to check it); from then on the integration''s inbox replies and moderation go to the platform''s API. Only for sandbox and webhook integrations: a connected account (a connector with connect <> none) answers with its own credentials. Requires the manager role; 404 INTEGRATION_NOT_FOUND, 400 PLATFORM_TOKEN_UNSUPPORTED (not facebook, instagram or x, or a connected account) and VALIDATION_FAILED.';
 grant execute on function api.set_inbox_platform_token(uuid,integer,bytea) to pressroom_request;
 revoke all on function api.set_inbox_platform_token(uuid,integer,bytea) from public;
 

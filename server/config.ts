@@ -100,6 +100,11 @@ export const ConfigSchema = z.object({
   // X_API_BASE_URL above): unset, each module's default.
   LINKEDIN_API_BASE_URL: z.string().url().optional(),
   BLUESKY_SERVICE_URL: z.string().url().optional(),
+  // Bluesky through AT Protocol OAuth (server/platforms/bluesky-oauth.ts): the client's ES256
+  // private key as a JWK (JSON; unset: generated once into DATA_DIR/bluesky-oauth-key.json),
+  // and the PLC directory that resolves did:plc identities (default https://plc.directory).
+  BLUESKY_OAUTH_PRIVATE_KEY: z.string().optional(),
+  BLUESKY_PLC_URL: z.string().url().optional(),
 });
 
 export type Config = z.infer<typeof ConfigSchema>;

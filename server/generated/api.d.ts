@@ -1053,16 +1053,24 @@ export interface paths {
          *     or `error=<code>`.
          *
          *     Mastodon needs `instanceUrl` (the first connection to an instance registers Pressroom's
-         *     app there, `POST /api/v1/apps`, kept encrypted and reused). X and LinkedIn need the
+         *     app there, `POST /api/v1/apps`, kept encrypted and reused). Bluesky connects here through
+         *     AT Protocol OAuth (besides app passwords, `POST integrations/connect-password`): `handle`
+         *     and/or `instanceUrl` (the PDS or sign-in service, default `BLUESKY_SERVICE_URL`) name the
+         *     account; the request is pushed to its authorization server (PAR, PKCE, DPoP) and
+         *     `authorizeUrl` carries only its `request_uri`. It needs this server's base on https (a
+         *     domain name; the client metadata is served at `/oauth/bluesky/client-metadata.json`) or a
+         *     loopback address: else 409 `BLUESKY_OAUTH_UNAVAILABLE`. X and LinkedIn need the
          *     operator's platform app: without one, 409 `PLATFORM_APP_NOT_CONFIGURED` (see
          *     `GET platforms`). Other refusals: 400 `UNKNOWN_PLATFORM`, `UNKNOWN_CONNECTOR`,
          *     `PLATFORM_NOT_SUPPORTED` (no connector of this server signs in to the platform, or the
          *     named one does not publish to it), `CONNECTOR_REQUIRED`, `CONNECT_FLOW_NOT_APPLICABLE`
-         *     (sandbox and webhook: `POST integrations`; Bluesky: `POST integrations/connect-password`),
+         *     (sandbox and webhook: `POST integrations`), `VALIDATION_FAILED` (`handle` for a platform
+         *     other than Bluesky),
          *     `INSTANCE_URL_REQUIRED`, `INVALID_INSTANCE_URL`, `WEBHOOK_URL_PRIVATE_NETWORK`,
          *     `WEBHOOK_HOST_UNRESOLVABLE` (the instance's address, as for webhook URLs; `instanceUrl` for X or
          *     LinkedIn is `INVALID_INSTANCE_URL`),
-         *     `INSTANCE_UNREACHABLE` (the instance did not register the app), `INVALID_RETURN_TO`.
+         *     `INSTANCE_UNREACHABLE` (the instance did not register the app; Bluesky: the account's PDS or
+         *     authorization server could not be found or refused the request), `INVALID_RETURN_TO`.
          */
         post: operations["connectIntegration_v1"];
         delete?: never;
@@ -1188,6 +1196,57 @@ export interface paths {
          *     bearer checks and the inbound hooks); past the limit the answer is 429.
          */
         get: operations["oauthCallback_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/oauth/bluesky/client-metadata.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The Bluesky (AT Protocol) OAuth client's metadata document (public)
+         * @description The document whose URL is this server's OAuth client id for Bluesky
+         *     (`<PUBLIC_BASE_URL>/oauth/bluesky/client-metadata.json`; server/platforms/bluesky-oauth.ts):
+         *     a confidential web client (`private_key_jwt`, ES256, keys at `/oauth/bluesky/jwks.json`),
+         *     DPoP-bound tokens, scope `atproto transition:generic`, redirect URI
+         *     `<base>/v1/oauth/callback/bluesky`. Authorization servers fetch it over https; it is served
+         *     only when the server's base is an https URL on a domain name. On a loopback base (development)
+         *     the AT Protocol loopback client is used instead, which has no document: 404
+         *     `BLUESKY_OAUTH_UNAVAILABLE`, as on any other base.
+         */
+        get: operations["blueskyOAuthClientMetadata_v1"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/oauth/bluesky/jwks.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The Bluesky (AT Protocol) OAuth client's public keys (public)
+         * @description The JWK Set of the client's signing key (ES256), with which Pressroom authenticates to
+         *     Bluesky's authorization servers (`private_key_jwt`). Only the public half: the private key is
+         *     `BLUESKY_OAUTH_PRIVATE_KEY`, else `DATA_DIR/bluesky-oauth-key.json` (docs/connectors-bluesky.md).
+         *     Served, like the client metadata, only when the server's base is an https URL on a domain
+         *     name: else 404 `BLUESKY_OAUTH_UNAVAILABLE`.
+         */
+        get: operations["blueskyOAuthJwks_v1"];
         put?: never;
         post?: never;
         delete?: never;
@@ -4990,12 +5049,15 @@ export interface paths {
         /**
          * Set the platform access token of an integration's inbox (manager role)
          * @description With a platform token, the inbox's replies and moderation of a `facebook`, `instagram` or `x`
-         *     integration go to the platform's own API instead of the integration's connector: the Graph
+         *     integration of the `sandbox` or `webhook` connector go to the platform's own API instead of
+         *     the integration's connector: the Graph
          *     API (`META_GRAPH_BASE_URL`) with a Page or Instagram access token, X API v2
          *     (`X_API_BASE_URL`) with an OAuth 2.0 user token (scopes `tweet.write`,
          *     `tweet.moderate.write`, `dm.write`). Publishing is not affected. The token is stored
          *     encrypted and never shown again; setting it again replaces it. Another platform answers
-         *     400 `PLATFORM_TOKEN_UNSUPPORTED`. See docs/inbox.md.
+         *     400 `PLATFORM_TOKEN_UNSUPPORTED`, and so does a connected account (a platform connector such
+         *     as `x`, `details.connector`): its replies use the account's own credentials, the ones
+         *     publishing uses. See docs/inbox.md.
          */
         put: operations["setInboxPlatformToken_v1"];
         post?: never;
@@ -6472,6 +6534,13 @@ export interface components {
              * @enum {string}
              */
             connect: "oauth" | "password" | "none";
+            /**
+             * @description Whether an account can be connected through `POST integrations/connect` (the platform's
+             *     consent page) on this server now: `oauth` connectors that are connectable, and Bluesky, whose
+             *     `connect` is `password`, through AT Protocol OAuth when this server's base is an https URL on
+             *     a domain name or a loopback address (docs/connectors-bluesky.md).
+             */
+            oauth: boolean;
             /** @description Whether an account can be connected now. */
             connectable: boolean;
             /** @description Why not, when `connectable` is false. */
@@ -6499,15 +6568,22 @@ export interface components {
                 command: string;
             } | null;
         };
-        /** @description `{"platform": "x"}`, `{"platform": "mastodon", "instanceUrl": "https://mastodon.social"}`. */
+        /** @description `{"platform": "x"}`, `{"platform": "mastodon", "instanceUrl": "https://mastodon.social"}`, `{"platform": "bluesky", "handle": "alice.bsky.social"}`. */
         ConnectIntegrationDto: {
             platform: components["schemas"]["IntegrationPlatform"];
             connector?: components["schemas"]["ConnectorName"];
             /**
              * @description Mastodon: the account's instance (`https://mastodon.social`; only its origin is kept).
+             *     Bluesky (AT Protocol OAuth): the account's PDS or sign-in service, whose authorization
+             *     server the user consents on (default `BLUESKY_SERVICE_URL`, `https://bsky.social`).
              *     Its address goes through the same private-network guard as webhook URLs.
              */
             instanceUrl?: string;
+            /**
+             * @description Bluesky only: the handle (`alice.bsky.social`) or DID of the account to connect. Its PDS and
+             *     authorization server are found from it, and the consent page is opened for it.
+             */
+            handle?: string;
             /**
              * @description Where the browser goes after the platform's consent, with `integration=<id>`,
              *     `connection=<pending connection id>` or `error=<code>` added to its query. Its origin must
@@ -11910,6 +11986,8 @@ export interface operations {
                 state?: string;
                 error?: string;
                 error_description?: string;
+                /** @description The authorization server that answers (RFC 9207; AT Protocol OAuth sends it and it is checked). */
+                iss?: string;
             };
             header?: never;
             path: {
@@ -11967,6 +12045,74 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
+        };
+    };
+    blueskyOAuthClientMetadata_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The client metadata (OAuth 2.0 Dynamic Client Registration fields, AT Protocol profile). */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        client_id: string;
+                        client_name?: string;
+                        client_uri?: string;
+                        redirect_uris: string[];
+                        grant_types?: string[];
+                        response_types?: string[];
+                        scope: string;
+                        application_type?: string;
+                        token_endpoint_auth_method: string;
+                        token_endpoint_auth_signing_alg?: string;
+                        dpop_bound_access_tokens: boolean;
+                        jwks_uri?: string;
+                    };
+                };
+            };
+            404: components["responses"]["NotFound"];
+        };
+    };
+    blueskyOAuthJwks_v1: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The JWK Set. */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        keys: {
+                            kty: string;
+                            crv?: string;
+                            x?: string;
+                            y?: string;
+                            kid: string;
+                            alg?: string;
+                            use?: string;
+                        }[];
+                    };
+                };
+            };
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
         };
     };
     getIntegration_v1: {

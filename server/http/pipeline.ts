@@ -197,9 +197,10 @@ export type RawBodyOperationId = 'checkInboxHook_v1' | 'receiveInboxHook_v1';
 
 /**
  * The operations marked `x-browser-redirect: true`: a browser's landing answered
- * with a redirect by its own router (the OAuth callback, server/routes/connections.ts).
+ * with a redirect by its own router (the OAuth callback, server/routes/connections.ts),
+ * and the Bluesky OAuth client's documents served beside it (bare JSON, no envelope).
  */
-export type RedirectOperationId = 'oauthCallback_v1';
+export type RedirectOperationId = 'oauthCallback_v1' | 'blueskyOAuthClientMetadata_v1' | 'blueskyOAuthJwks_v1';
 
 /** One route for every operation of api.d.ts: a missing or misspelled operationId fails `tsc`. */
 export type RouteTable = { [K in Exclude<OperationId, RawBodyOperationId | RedirectOperationId>]: RouteDefinition<K> };

@@ -16,7 +16,9 @@ function aad(integrationId: string, source: string): Buffer {
 }
 
 /**
- * The "source" a platform access token (app.inbox_platform_tokens) is bound to:
+ * The "source" a hand-set platform access token (app.inbox_platform_tokens; sandbox and
+ * webhook integrations only: a connected account's tokens are in the credential vault,
+ * server/platforms/vault.ts) is bound to:
  * it is encrypted like a hook secret, and cannot pass for one.
  */
 export const PLATFORM_TOKEN_BINDING = 'platform-token';

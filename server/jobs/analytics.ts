@@ -13,16 +13,23 @@
 // results are recorded in another (app.analytics_record_sync), whose
 // snapshots roll up by trigger. A snapshot is unique per edition and instant,
 // so a job delivered twice records nothing twice.
+//
+// An integration of a platform connector (mastodon, bluesky, x, linkedin) is
+// asked as its connected account: the credentials publishing uses, read once
+// per batch (server/platforms/credentials.ts, forIntegrations), refreshed once
+// when the platform refuses the token (callAsAccount); one to reconnect, or
+// without credentials, is a failed sync with the reason.
 import { createHash } from 'node:crypto';
 import type { Job, PgBoss } from 'pg-boss';
 import { sql } from '../db/pool.ts';
 import { asWorker } from '../db/worker.ts';
 import type { AppDeps } from '../deps.ts';
 import { renderReport, type ReportData } from '../analytics/report.ts';
+import { callAsAccount, connectsAccount, createCredentialService, type AccountCredentials, type CredentialService } from '../platforms/credentials.ts';
 import { ConnectorError, type ConnectorName, type IntegrationRef, type PlatformCapabilities } from '../platforms/types.ts';
 import { QUEUES } from './queues.ts';
 
-export type AnalyticsDeps = Pick<AppDeps, 'pool' | 'log' | 'connectors' | 'storage'>;
+export type AnalyticsDeps = Pick<AppDeps, 'pool' | 'log' | 'connectors' | 'storage' | 'config'>;
 
 interface DueIntegration {
   id: string;
@@ -58,6 +65,37 @@ function failure(e: unknown): { outcome: Outcome; error: string } {
   return { outcome: 'failed', error: e instanceof Error ? e.message : String(e) };
 }
 
+/** The connected accounts' credentials of a batch (platform connectors only); a failed read leaves each to retry. */
+async function accountsOf(service: CredentialService, integrations: DueIntegration[]): Promise<Map<string, AccountCredentials>> {
+  const ids = [...new Set(integrations.filter((i) => connectsAccount(i.connector)).map((i) => i.id))];
+  if (ids.length === 0) return new Map();
+  try {
+    return await service.forIntegrations(ids);
+  } catch (e) {
+    const reason = `The credentials could not be read: ${e instanceof Error ? e.message : String(e)}`;
+    return new Map(ids.map((id) => [id, { state: 'retry', reason, retryAt: null } as AccountCredentials]));
+  }
+}
+
+/**
+ * A metrics call for an integration: as its connected account when it has one (a refused
+ * token refreshed once), else as it is (sandbox, webhook). Throws what the call throws, or
+ * why the account cannot be used.
+ */
+async function metricsCall<R>(service: CredentialService, i: DueIntegration, accounts: Map<string, AccountCredentials>, call: (ref: IntegrationRef) => Promise<R>): Promise<R> {
+  if (!connectsAccount(i.connector)) return call(refOf(i));
+  const r = await callAsAccount(service, refOf(i), accounts.get(i.id), call);
+  if (r.state === 'called') {
+    // The batch's other calls for this account use the refreshed token at once.
+    if (r.refreshed) accounts.set(i.id, r.account);
+    return r.value;
+  }
+  // Likewise, the batch's other calls for an account to reconnect do not ask again.
+  accounts.set(i.id, r.account);
+  const a = r.account;
+  throw new Error(a.state === 'reconnect_required' ? `The account must be reconnected (POST .../integrations/${i.id}/reconnect): ${a.reason}` : a.reason);
+}
+
 /** Runs `fn` over `items`, at most `limit` at a time. */
 async function pooled<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array(items.length);
@@ -80,11 +118,12 @@ export interface SyncResult {
 }
 
 /** One sync run: every due edition and account, in batches, until nothing is due (or maxBatches). */
-export async function runMetricsSync(deps: Pick<AnalyticsDeps, 'pool' | 'connectors'>, opts: { batch?: number; maxBatches?: number; at?: () => Date } = {}): Promise<SyncResult> {
+export async function runMetricsSync(deps: Pick<AnalyticsDeps, 'pool' | 'connectors' | 'config' | 'log'>, opts: { batch?: number; maxBatches?: number; at?: () => Date } = {}): Promise<SyncResult> {
   const batch = opts.batch ?? 200;
   const maxBatches = opts.maxBatches ?? 20;
   const at = opts.at ?? (() => new Date());
   const result: SyncResult = { posts: 0, snapshots: 0, accounts: 0, failed: 0, rateLimited: 0 };
+  const service = createCredentialService({ pool: deps.pool, config: deps.config, log: deps.log });
   const count = (o: Outcome) => {
     if (o === 'failed') result.failed++;
     if (o === 'rate_limited') result.rateLimited++;
@@ -92,10 +131,12 @@ export async function runMetricsSync(deps: Pick<AnalyticsDeps, 'pool' | 'connect
   for (let i = 0; i < maxBatches; i++) {
     const due = await asWorker<DuePost[]>(deps.pool, sql.fragment`app.analytics_due_posts(${batch})`);
     if (due.length === 0) break;
+    const accounts = await accountsOf(service, due.map((p) => p.integration));
     const posts = await pooled(due, 8, async (p) => {
       try {
         const when = at();
-        const m = await deps.connectors.get(p.integration.connector).fetchMetrics(refOf(p.integration), { platformPostId: p.platformPostId, publishedAt: p.sentAt, at: when });
+        const connector = deps.connectors.get(p.integration.connector);
+        const m = await metricsCall(service, p.integration, accounts, (ref) => connector.fetchMetrics(ref, { platformPostId: p.platformPostId, publishedAt: p.sentAt, at: when }));
         if (!m) return { contentId: p.contentId, outcome: 'unsupported' as Outcome };
         return { contentId: p.contentId, outcome: 'ok' as Outcome, capturedAt: when.toISOString(), metrics: m };
       } catch (e) {
@@ -111,10 +152,12 @@ export async function runMetricsSync(deps: Pick<AnalyticsDeps, 'pool' | 'connect
   for (let i = 0; i < maxBatches; i++) {
     const due = await asWorker<DueIntegration[]>(deps.pool, sql.fragment`app.analytics_due_accounts(${batch})`);
     if (due.length === 0) break;
+    const credentials = await accountsOf(service, due);
     const accounts = await pooled(due, 8, async (g) => {
       try {
         const when = at();
-        const m = await deps.connectors.get(g.connector).fetchAccountMetrics(refOf(g), { at: when });
+        const connector = deps.connectors.get(g.connector);
+        const m = await metricsCall(service, g, credentials, (ref) => connector.fetchAccountMetrics(ref, { at: when }));
         if (!m) return { integrationId: g.id, outcome: 'unsupported' as Outcome };
         return { integrationId: g.id, outcome: 'ok' as Outcome, capturedAt: when.toISOString(), account: m };
       } catch (e) {

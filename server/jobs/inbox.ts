@@ -6,9 +6,18 @@
 //                 the integration: one queued per integration, so a burst of
 //                 deliveries makes one fold, not one per delivery).
 //   inbox.action  data {messageId, action: reply | moderate}: a reply or a
-//                 moderation through the integration's connector, or through
-//                 the platform's API when it has a platform token
-//                 (server/platforms/inbox-platforms.ts).
+//                 moderation through the integration's connector. An
+//                 integration of a platform connector (mastodon, bluesky, x,
+//                 linkedin) acts as its connected account: the credentials
+//                 publishing uses (server/platforms/credentials.ts), refreshed
+//                 once when the platform refuses the token; one to reconnect
+//                 fails at once with the reason. An integration of sandbox or
+//                 webhook with a platform token set by hand (PUT
+//                 .../inbox-platform-token; facebook, instagram, x) answers
+//                 through the platform's API with that token
+//                 (server/platforms/inbox-platforms.ts); a connected account
+//                 never uses that token (docs/inbox.md, "Replying through
+//                 the platforms' APIs").
 //                 app.inbox_action_claim hands out the work only while this
 //                 job is the message's job and the action still pending;
 //                 app.inbox_action_record stores the outcome. A reply that
@@ -26,6 +35,7 @@ import { asWorker } from '../db/worker.ts';
 import type { AppDeps } from '../deps.ts';
 import { decryptHookSecret, PLATFORM_TOKEN_BINDING } from '../inbox/secrets.ts';
 import { createPlatformInboxClient, INBOX_PLATFORMS, type InboxPlatform } from '../platforms/inbox-platforms.ts';
+import { callAsAccount, connectsAccount, createCredentialService } from '../platforms/credentials.ts';
 import { ConnectorError, integrationRef, type Connector, type ConnectorName, type InboxActionResult, type IntegrationRef } from '../platforms/types.ts';
 import { QUEUES } from './queues.ts';
 
@@ -68,10 +78,13 @@ interface ActionClaim {
 type Channel = Pick<Connector, 'reply' | 'moderate'>;
 
 /**
- * Where an integration's replies and moderation go: the platform's API when it
- * has a platform token (facebook, instagram, x), else its connector.
+ * Where an integration's replies and moderation go. A connected account (a platform
+ * connector): its connector with the account's credentials, refreshed once on a refused
+ * token; the hand-set platform token is never used for it. Otherwise (sandbox, webhook): the
+ * platform's API when a platform token is set (facebook, instagram, x), else its connector.
  */
 async function inboxChannel(deps: Deps, integ: ActionClaim['integration']): Promise<Channel> {
+  if (connectsAccount(integ.connector)) return accountChannel(deps, integ.id, deps.connectors.get(integ.connector));
   if (!integ.platformTokenCiphertext || !(INBOX_PLATFORMS as readonly string[]).includes(integ.platform)) return deps.connectors.get(integ.connector);
   const platform = integ.platform as InboxPlatform;
   const token = await decryptHookSecret(deps.storage.secrets, integ.id, PLATFORM_TOKEN_BINDING, Buffer.from(integ.platformTokenCiphertext, 'base64'));
@@ -79,6 +92,23 @@ async function inboxChannel(deps: Deps, integ: ActionClaim['integration']): Prom
   if (token === null) return { reply: async () => unreadable, moderate: async () => unreadable };
   const client = createPlatformInboxClient({ metaBaseUrl: deps.config.META_GRAPH_BASE_URL, xBaseUrl: deps.config.X_API_BASE_URL, timeoutMs: deps.config.PUBLISH_TIMEOUT_MS });
   return { reply: (_i, r) => client.reply(platform, token, r), moderate: (_i, m) => client.moderate(platform, token, m) };
+}
+
+/** A connected account's replies and moderation: its credentials, one refresh when the platform refuses the token. */
+async function accountChannel(deps: Deps, integrationId: string, connector: Connector): Promise<Channel> {
+  const service = createCredentialService({ pool: deps.pool, config: deps.config, log: deps.log });
+  const account = (await service.forIntegrations([integrationId])).get(integrationId);
+  const as = async (ref: IntegrationRef, call: (ref: IntegrationRef) => Promise<InboxActionResult>): Promise<InboxActionResult> => {
+    const r = await callAsAccount(service, ref, account, call, (v) => v.state === 'failed' && v.reauth === true);
+    if (r.state === 'called') return r.value;
+    const a = r.account;
+    if (a.state === 'reconnect_required') return { state: 'failed', permanent: true, error: `The account must be reconnected (POST .../integrations/${integrationId}/reconnect): ${a.reason}` };
+    return { state: 'failed', permanent: a.state === 'missing', error: a.reason };
+  };
+  return {
+    reply: (ref, reply) => as(ref, (r) => connector.reply(r, reply)),
+    moderate: (ref, m) => as(ref, (r) => connector.moderate(r, m)),
+  };
 }
 
 /** Carries out one reply or moderation; returns what happened (for logs and tests). */

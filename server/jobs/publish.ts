@@ -17,12 +17,24 @@
 //      (one statement per group): sent, failed, a retry of the same job after
 //      PUBLISH_RETRY_BASE_MS * 2^(n-1) (transient, at most PUBLISH_MAX_ATTEMPTS
 //      attempts per run), or awaiting_confirmation (unknown: never retried).
+//      A platform's rate limit (failed with retryAt) goes back until its
+//      reset without spending an attempt (app.publish_record_rate_limited).
+//      For a connector with no idempotency but findPublished (X, LinkedIn),
+//      an unknown outcome is retried instead, and every resend first asks the
+//      platform whether the post exists since the version's first attempt:
+//      found is recorded published, not found is sent, a failed look-up is
+//      retried later (never a blind resend).
+//
+// Connectors that upload the file themselves (every one but sandbox and
+// webhook) get each MediaRef's size and pixel size from its media row and
+// read() the bytes from media storage, at most its recorded size, on demand.
 //
 // A worker killed between 1 and 3 leaves open attempts (some of a batch may be
 // recorded, the rest not); their jobs come back through pg-boss's heartbeat
 // monitor (heartbeatSeconds on the queue) and the next claim either re-sends
-// with the same token (connectors that accept one) or marks the outcome
-// unknown. Everything runs as pressroom_worker.
+// (connectors that accept the token, with the same token; connectors with
+// findPublished, after looking for the post) or marks the outcome unknown.
+// Everything runs as pressroom_worker.
 import type { Job, PgBoss } from 'pg-boss';
 import type { Config } from '../config.ts';
 import { sql } from '../db/pool.ts';
@@ -31,7 +43,18 @@ import type { AppDeps } from '../deps.ts';
 import { publishBatchSize, publishDeferrals, publishLateness, publishOutcomes } from '../metrics.ts';
 import { createCredentialService, type AccountCredentials } from '../platforms/credentials.ts';
 import { CONNECTOR_MODULES, isConnectorName } from '../platforms/index.ts';
-import { ConnectorError, integrationRef, type ConnectorName, type IntegrationRef, type PublishLimits, type PublishResult, type SandboxStore } from '../platforms/types.ts';
+import {
+  ConnectorError,
+  integrationRef,
+  type Connector,
+  type ConnectorName,
+  type IntegrationRef,
+  type MediaRef,
+  type PublishableEdition,
+  type PublishLimits,
+  type PublishResult,
+  type SandboxStore,
+} from '../platforms/types.ts';
 import { QUEUES } from './queues.ts';
 
 export interface PublishJobData {
@@ -101,6 +124,17 @@ interface ClaimBatch {
   batch: string;
   claims: Claim[];
   media: MediaLocation[];
+}
+
+/** What the media row says of a file, for connectors that upload it themselves. */
+interface MediaFacts {
+  id: string;
+  size: number;
+  width: number | null;
+  height: number | null;
+  altText: string | null;
+  type: 'image' | 'video' | 'gif';
+  contentType: string;
 }
 
 interface Outcome {
@@ -224,7 +258,8 @@ export function createPublishEngine(
 ): PublishEngine {
   const { pool, config, log } = deps;
   const registry = deps.connectors;
-  const resendable = registry.names().filter((n) => registry.get(n).acceptsIdempotencyToken);
+  // Re-sent after a worker died mid-call: with the same token, or after looking for the post.
+  const resendable = registry.names().filter((n) => registry.get(n).acceptsIdempotencyToken || verifiesBeforeResend(registry.get(n)));
   const calls = new Semaphore(config.PUBLISH_CONCURRENCY);
   // Connected accounts: each call gets the account's decrypted credentials and endpoint.
   const credentials = createCredentialService({ pool, config, log });
@@ -239,35 +274,83 @@ export function createPublishEngine(
     recordParallelism(config),
   );
 
-  async function send(claim: Extract<Claim, { action: 'send' }>, urls: Map<string, string>, accounts: Map<string, AccountCredentials>): Promise<Record<string, unknown>> {
+  async function send(
+    claim: Extract<Claim, { action: 'send' }>,
+    urls: Map<string, string>,
+    accounts: Map<string, AccountCredentials>,
+    files: Map<string, { facts: MediaFacts; key: string }>,
+  ): Promise<Record<string, unknown>> {
     const e = claim.edition;
     const g = e.integration;
+    const connector = registry.get(g.connector);
+    const uploads = needsAccount(g.connector);
     // Every id resolves (the claim checked the media); the URN is a last resort for bytes that cannot be signed.
     const mediaUrl = (id: string) => urls.get(id) ?? `urn:pressroom:media:${id}`;
     const types = new Map(e.media.map((m) => [m.id, m.type]));
+    const ref = (id: string, fallback: { type: MediaRef['type']; contentType?: string | null; altText: string | null }): MediaRef => {
+      const f = files.get(id);
+      const out: MediaRef = {
+        id,
+        type: f?.facts.type ?? fallback.type,
+        url: mediaUrl(id),
+        contentType: (fallback.contentType ?? f?.facts.contentType) || undefined,
+        altText: fallback.altText ?? f?.facts.altText ?? null,
+      };
+      if (uploads && f) {
+        // The bytes are read only when the connector asks, bounded by the size the media row records.
+        out.size = f.facts.size;
+        out.width = f.facts.width;
+        out.height = f.facts.height;
+        out.read = async () => {
+          const bytes = await deps.storage.driver.read(f.key, f.facts.size);
+          if (!bytes) throw new ConnectorError('UPSTREAM_ERROR', `The file of media ${id} is missing from media storage.`);
+          return bytes;
+        };
+      }
+      return out;
+    };
+    const edition: PublishableEdition = {
+      id: e.id,
+      rootId: e.rootId,
+      attempt: claim.runAttempt,
+      caption: e.caption,
+      title: e.title,
+      settings: e.settings ?? {},
+      media: e.media.map((m) => ref(m.id, { type: m.type, contentType: m.contentType, altText: m.altText })),
+      thread: e.thread.map((t) => ({
+        caption: t.caption,
+        media: t.mediaIds.map((id) => ref(id, { type: types.get(id) ?? 'image', altText: null })),
+      })),
+      scheduledAt: e.scheduledAt,
+      idempotencyToken: claim.token,
+    };
+    // A connector with no idempotency looks for the post before any resend (attempt after the
+    // first of this version, or an attempt re-sent after a worker died).
+    const verify = verifiesBeforeResend(connector) && (claim.resend || claim.attempt > 1);
+    let since: Date | null = null;
+    if (verify) since = await firstAttemptStart(e.id, claim.token);
+    // Set when the look-up failed: for good (the account cannot be read: NOT_SUPPORTED), or for now.
+    let lookupFailed: 'never' | 'now' | null = null;
+    const publishAs = (r: IntegrationRef): Promise<PublishResult> =>
+      calls.run(async () => {
+        if (verify && since) {
+          let found: Awaited<ReturnType<NonNullable<Connector['findPublished']>>>;
+          try {
+            found = await connector.findPublished!(r, edition, since);
+          } catch (err) {
+            const why = err instanceof Error ? err.message : String(err);
+            if (err instanceof ConnectorError && err.code === 'NOT_SUPPORTED') {
+              lookupFailed = 'never';
+              return { state: 'unknown', error: `An earlier attempt may have published this post, and the platform cannot be asked: check it and resolve the outcome (${why})` };
+            }
+            lookupFailed = 'now';
+            return { state: 'failed', permanent: false, error: `Could not check whether an earlier attempt was published; retried later: ${why}` };
+          }
+          if (found) return { state: 'published', platformPostId: found.platformPostId, permalink: found.permalink };
+        }
+        return connector.publish(r, edition, { sandboxStore });
+      });
     let result: PublishResult;
-    const publishAs = (ref: IntegrationRef) =>
-      calls.run(() =>
-        registry.get(g.connector).publish(
-          ref,
-          {
-            id: e.id,
-            rootId: e.rootId,
-            attempt: claim.runAttempt,
-            caption: e.caption,
-            title: e.title,
-            settings: e.settings ?? {},
-            media: e.media.map((m) => ({ id: m.id, type: m.type, url: mediaUrl(m.id), contentType: m.contentType ?? undefined, altText: m.altText })),
-            thread: e.thread.map((t) => ({
-              caption: t.caption,
-              media: t.mediaIds.map((id) => ({ id, type: types.get(id) ?? 'image', url: mediaUrl(id), altText: null })),
-            })),
-            scheduledAt: e.scheduledAt,
-            idempotencyToken: claim.token,
-          },
-          { sandboxStore },
-        ),
-      );
     try {
       if (!needsAccount(g.connector)) result = await publishAs(integrationRef(g));
       else result = await publishConnected(g.id, integrationRef(g), accounts.get(g.id), publishAs);
@@ -278,18 +361,64 @@ export function createPublishEngine(
           ? { state: 'failed', permanent: true, error: err.message }
           : { state: 'failed', permanent: false, error: `The connector failed: ${err instanceof Error ? err.message : String(err)}` };
     }
-    const outcome = result.state === 'published' ? 'published' : result.state === 'unknown' ? 'unknown' : result.permanent ? 'failed' : 'transient';
+    let outcome: Outcome['outcome'] = result.state === 'published' ? 'published' : result.state === 'unknown' ? 'unknown' : result.permanent ? 'failed' : 'transient';
+    // Unknown, but the platform can be asked: retried (the retry looks first), except on the
+    // run's last attempt, which awaits a confirmation rather than failing a post that may exist.
+    const lastAttempt = claim.runAttempt >= config.PUBLISH_MAX_ATTEMPTS;
+    if (outcome === 'unknown' && verifiesBeforeResend(connector) && !lastAttempt && lookupFailed !== 'never') outcome = 'transient';
+    // A look-up that failed on the run's last attempt: the earlier post may exist, so not failed.
+    if (outcome === 'transient' && lookupFailed === 'now' && lastAttempt) outcome = 'unknown';
     if (outcome === 'published' && e.scheduledAt) publishLateness.observe({ connector: g.connector }, Math.max(0, Date.now() - Date.parse(e.scheduledAt)) / 1000);
-    const recorded = await recorder.add({
-      attemptId: claim.attemptId,
-      outcome,
-      error: result.state === 'published' ? null : result.error,
-      platformPostId: result.state === 'published' ? result.platformPostId : null,
-      permalink: result.state === 'published' ? result.permalink : null,
-    });
+    const error = result.state === 'published' ? null : result.error;
+    const recorded =
+      result.state === 'failed' && !result.permanent && result.retryAt
+        ? // The platform's rate limit: back at its reset, no attempt spent.
+          await asWorker<Record<string, unknown>>(
+            pool,
+            sql.fragment`app.publish_record_rate_limited(${claim.attemptId}::uuid, ${error}, ${result.retryAt}::timestamptz)`,
+          )
+        : await recorder.add({
+            attemptId: claim.attemptId,
+            outcome,
+            error,
+            platformPostId: result.state === 'published' ? result.platformPostId : null,
+            permalink: result.state === 'published' ? result.permalink : null,
+          });
     publishOutcomes.inc({ connector: g.connector, outcome });
-    log.info('publish attempt', { job: QUEUES.publish, contentId: e.id, attempt: claim.attempt, resend: claim.resend, outcome, ...recorded });
+    log.info('publish attempt', { job: QUEUES.publish, contentId: e.id, attempt: claim.attempt, resend: claim.resend, verified: verify, outcome, ...recorded });
     return { outcome, ...recorded };
+  }
+
+  /** When this edition's version was first tried (its token's first attempt), less a minute for the clocks' skew. */
+  async function firstAttemptStart(contentId: string, token: string): Promise<Date> {
+    const at = await asWorker<string | null>(
+      pool,
+      sql.fragment`(select to_jsonb(min(a.started_at)) from app.publish_attempts a where a.content_item_id = ${contentId}::uuid and a.idempotency_token = ${token})`,
+    );
+    return new Date((at ? Date.parse(at) : Date.now()) - 60_000);
+  }
+
+  /** Sizes, pixel sizes and alt texts of the media a batch sends to connectors that upload files. */
+  async function mediaFacts(claims: Claim[], media: MediaLocation[]): Promise<Map<string, { facts: MediaFacts; key: string }>> {
+    const ids = new Set<string>();
+    for (const c of claims) {
+      if (c.action !== 'send' || !needsAccount(c.edition.integration.connector)) continue;
+      for (const m of c.edition.media) ids.add(m.id);
+      for (const t of c.edition.thread) for (const id of t.mediaIds) ids.add(id);
+    }
+    const out = new Map<string, { facts: MediaFacts; key: string }>();
+    if (ids.size === 0) return out;
+    const rows = await asWorker<MediaFacts[]>(
+      pool,
+      sql.fragment`(select coalesce(jsonb_agg(jsonb_build_object('id', m.id, 'size', m.file_size, 'width', m.width, 'height', m.height,
+        'altText', m.alt_text, 'type', m.type, 'contentType', m.content_type)), '[]') from app.media_items m where m.id = any (${sql.array([...ids], 'uuid')}))`,
+    );
+    const keys = new Map(media.map((m) => [m.id, m.key]));
+    for (const f of rows) {
+      const key = keys.get(f.id);
+      if (key) out.set(f.id, { facts: f, key });
+    }
+    return out;
   }
 
   /**
@@ -328,6 +457,13 @@ export function createPublishEngine(
         sql.fragment`app.publish_claim_batch(${sql.jsonb(jobs.map((j) => ({ jobId: j.id, contentId: j.data.contentId })))}, ${sql.array(resendable, 'text')})`,
       );
       const urls = await signedMediaUrls(deps, claimed.media);
+      let files = new Map<string, { facts: MediaFacts; key: string }>();
+      try {
+        files = await mediaFacts(claimed.claims, claimed.media);
+      } catch (e) {
+        // Without them a connector that uploads fails the attempt (transient: the bytes were not given).
+        log.error('reading the media of a batch failed', { job: QUEUES.publish, err: e instanceof Error ? e.message : String(e) });
+      }
       const connected = claimed.claims.flatMap((c) => (c.action === 'send' && needsAccount(c.edition.integration.connector) ? [c.edition.integration.id] : []));
       let accounts = new Map<string, AccountCredentials>();
       if (connected.length) {
@@ -352,11 +488,16 @@ export function createPublishEngine(
             publishOutcomes.inc({ connector: 'none', outcome: 'skipped' });
             return { skipped: claim.reason };
           }
-          return send(claim, urls, accounts);
+          return send(claim, urls, accounts, files);
         }),
       );
     },
   };
+}
+
+/** A connector with no idempotency whose platform can be asked whether a post exists (X, LinkedIn). */
+function verifiesBeforeResend(c: Connector): boolean {
+  return !c.acceptsIdempotencyToken && typeof c.findPublished === 'function';
 }
 
 /** The limits every registered connector declares, as app.declare_connector_limits takes them. */

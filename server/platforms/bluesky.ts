@@ -20,6 +20,12 @@
 // password, a deleted session) or any other 4xx: revoked; 429, 5xx, no answer:
 // retry.
 //
+// Connecting through AT Protocol OAuth (POST {ws}/integrations/connect; the protocol is
+// @atproto/oauth-client-node's, wired in server/platforms/bluesky-oauth.ts): the credentials are
+// then a DPoP-bound session (extra.oauth holds its DPoP key, issuer, PDS and client), every call
+// carries a DPoP proof instead of a bearer token (accessTokenOf, xrpc), and password.refresh hands
+// such a session to the library's refresh.
+//
 // Publishing (Connector): each message of the thread is one app.bsky.feed.post
 // record made by com.atproto.repo.createRecord under a record key derived from
 // the edition's idempotency token and the message's place in the thread
@@ -53,6 +59,7 @@
 // No message ever contains a token or a password.
 import { createHash } from 'node:crypto';
 import type { AppBskyRichtextFacet } from '@atproto/api';
+import { dpopHeaders, noteDpopNonce, oauthExtra, refreshOAuthSession } from './bluesky-oauth.ts';
 import { platformRequest, type PlatformRequest, type PlatformResponse, httpUrl } from './http.ts';
 import {
   ConnectorError,
@@ -218,10 +225,17 @@ function safeHost(url: string): string {
   }
 }
 
+/**
+ * The access token a call carries: an app-password session's JWT (Authorization: Bearer), or an
+ * AT Protocol OAuth session's DPoP-bound token with its key (Authorization: DPoP and a proof
+ * signed per request, server/platforms/bluesky-oauth.ts).
+ */
+export type AccessToken = string | { accessToken: string; dpopJwk: Record<string, unknown> };
+
 /** One XRPC call. A host that must be public is reached over https only (the tokens travel in it). */
 async function xrpc(
   target: Target,
-  r: Omit<PlatformRequest, 'url' | 'allowPrivateNetworks'> & { nsid: string; params?: Record<string, string | string[]>; token?: string },
+  r: Omit<PlatformRequest, 'url' | 'allowPrivateNetworks'> & { nsid: string; params?: Record<string, string | string[]>; token?: AccessToken },
 ): Promise<PlatformResponse> {
   const u = `${trimBase(target.baseUrl)}/xrpc/${r.nsid}`;
   let url: URL;
@@ -235,12 +249,31 @@ async function xrpc(
   }
   for (const [k, v] of Object.entries(r.params ?? {})) for (const x of Array.isArray(v) ? v : [v]) url.searchParams.append(k, x);
   const { nsid: _n, params: _p, token, ...rest } = r;
+  if (token && typeof token === 'object') {
+    // DPoP: a fresh proof per request; a PDS that wants a (new) nonce answers 401 use_dpop_nonce once.
+    const send = () =>
+      platformRequest({
+        ...rest,
+        url,
+        headers: { ...dpopHeaders({ method: r.method, url, accessToken: token.accessToken, dpopJwk: token.dpopJwk }), ...(r.headers ?? {}) },
+        allowPrivateNetworks: target.allowPrivateNetworks,
+      });
+    const first = await send();
+    if (first.kind === 'answer' && noteDpopNonce(url, first.status, first.headers)) return send();
+    return first;
+  }
   return platformRequest({
     ...rest,
     url,
     headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(r.headers ?? {}) },
     allowPrivateNetworks: target.allowPrivateNetworks,
   });
+}
+
+/** The token of a call made with stored credentials: the OAuth session's (DPoP) or the app-password session's. */
+export function accessTokenOf(credentials: IntegrationCredentials): AccessToken {
+  const o = oauthExtra(credentials);
+  return o ? { accessToken: credentials.accessToken, dpopJwk: o.dpopJwk } : credentials.accessToken;
 }
 
 function obj(v: unknown): Record<string, any> {
@@ -391,7 +424,7 @@ export function repoTarget(endpoint: PlatformEndpoint | undefined, credentials: 
   return { baseUrl: base.baseUrl || BLUESKY_DEFAULT_BASE_URL, allowPrivateNetworks: base.allowPrivateNetworks };
 }
 
-async function readProfile(target: Target, token: string, did: string, timeoutMs: number): Promise<{ kind: 'profile'; json: Record<string, any> } | { kind: 'no-appview' } | { kind: 'failed'; o: Failed }> {
+async function readProfile(target: Target, token: AccessToken, did: string, timeoutMs: number): Promise<{ kind: 'profile'; json: Record<string, any> } | { kind: 'no-appview' } | { kind: 'failed'; o: Failed }> {
   const o = await xrpc(target, { method: 'GET', nsid: 'app.bsky.actor.getProfile', params: { actor: did }, token, timeoutMs });
   if (ok(o)) return { kind: 'profile', json: obj(o.json) };
   if (appViewMissing(o)) return { kind: 'no-appview' };
@@ -469,14 +502,16 @@ function checkMedia(media: MediaRef[], label: string): string | null {
 // The module
 // ---------------------------------------------------------------------------
 
-async function getSession(endpoint: PlatformEndpoint, token: string, timeoutMs: number) {
-  return xrpc(sessionTarget(endpoint), { method: 'GET', nsid: 'com.atproto.server.getSession', token, timeoutMs });
+async function getSession(target: Target, token: AccessToken, timeoutMs: number) {
+  return xrpc(target, { method: 'GET', nsid: 'com.atproto.server.getSession', token, timeoutMs });
 }
 
 export const bluesky: PlatformModule = {
   name: 'bluesky',
   platforms: ['bluesky'],
   connect: 'password',
+  // And through AT Protocol OAuth (POST {ws}/integrations/connect, server/platforms/bluesky-oauth.ts).
+  atprotoOAuth: true,
   defaultBaseUrl: BLUESKY_DEFAULT_BASE_URL,
 
   password: {
@@ -499,7 +534,9 @@ export const bluesky: PlatformModule = {
       return tokens;
     },
 
-    async refresh({ endpoint, credentials, timeoutMs }): Promise<RefreshOutcome> {
+    async refresh({ endpoint, credentials, timeoutMs, oauthClient }): Promise<RefreshOutcome> {
+      // An OAuth session is refreshed at its authorization server, with its DPoP key (@atproto/oauth-client-node).
+      if (oauthExtra(credentials)) return refreshOAuthSession({ credentials, config: oauthClient, handleResolver: sessionTarget(endpoint).baseUrl });
       if (!credentials.refreshToken) return { state: 'revoked', reason: 'The Bluesky session has no refresh token; sign in again with an app password.' };
       const o = await xrpc(sessionTarget(endpoint), { method: 'POST', nsid: 'com.atproto.server.refreshSession', token: credentials.refreshToken, timeoutMs });
       if (ok(o)) {
@@ -521,21 +558,25 @@ export const bluesky: PlatformModule = {
   },
 
   async readAccounts({ endpoint, credentials, timeoutMs }): Promise<PlatformAccount[]> {
-    const s = await getSession(endpoint, credentials.accessToken, timeoutMs);
+    // An OAuth session is its PDS's (the token's audience, checked by the library against the DID document).
+    const oauth = oauthExtra(credentials);
+    const target = oauth ? repoTarget(endpoint, credentials, endpoint.allowPrivateNetworks) : sessionTarget(endpoint);
+    const token = accessTokenOf(credentials);
+    const s = await getSession(target, token, timeoutMs);
     if (!ok(s)) throw upstream(s, 'the account lookup');
     const sess = obj(s.json);
     const did = str(sess.did);
     if (!did) throw new ConnectorError('UPSTREAM_ERROR', 'Bluesky answered getSession without a did.');
     const handle = str(sess.handle);
-    // At connect time everything is read from the sign-in service (bsky.social's entryway serves
-    // the account's PDS methods too): the DID document's PDS is called only by the publishing side.
-    const target = sessionTarget(endpoint);
+    // With an app password everything is read at connect time from the sign-in service (bsky.social's
+    // entryway serves the account's PDS methods too): the DID document's PDS is called only by the
+    // publishing side. An OAuth session is read where its token is valid: its PDS.
     let name: string | null = null;
     let avatarUrl: string | null = null;
     // The session proved the credentials; the profile only names the account. An AppView that
     // is missing, down or has not indexed a new account yet leaves the profile record in the
     // account's own repository, then the handle.
-    const p = await readProfile(target, credentials.accessToken, did, timeoutMs);
+    const p = await readProfile(target, token, did, timeoutMs);
     if (p.kind === 'profile') {
       name = str(p.json.displayName)?.trim() || null;
       avatarUrl = httpUrl(p.json.avatar);
@@ -581,7 +622,7 @@ export function createBlueskyConnector(options: ConnectorOptions): Connector {
     const did = str(c.extra?.did);
     if (!did) throw new ConnectorError('MISSING_SECRET', 'This Bluesky integration names no DID (connect the account again).', { integrationId: i.id });
     const handle = str(c.extra?.handle) ?? (i.username ? i.username.replace(/^@/, '') : null);
-    return { token: c.accessToken, did, handle, target: repoTarget(i.endpoint, c, options.allowPrivateNetworks, options.baseUrl) };
+    return { token: accessTokenOf(c), did, handle, target: repoTarget(i.endpoint, c, options.allowPrivateNetworks, options.baseUrl) };
   };
 
   /** The record at `rkey`, if an earlier attempt made it: found, not there, or the failed lookup. */
@@ -596,7 +637,7 @@ export function createBlueskyConnector(options: ConnectorOptions): Connector {
     return { kind: 'failed', o };
   }
 
-  async function uploadBlob(target: Target, token: string, m: MediaRef, label: string): Promise<Step<Record<string, unknown>>> {
+  async function uploadBlob(target: Target, token: AccessToken, m: MediaRef, label: string): Promise<Step<Record<string, unknown>>> {
     if (!m.read) return { ok: false, result: { state: 'failed', permanent: true, error: `The bytes of ${label} were not provided to the connector.` } };
     let data: Buffer;
     try {
@@ -644,7 +685,7 @@ export function createBlueskyConnector(options: ConnectorOptions): Connector {
    * builds and creates it otherwise, and after a create that got no answer or a 5xx (the
    * PDS's answer to a key that is taken) looks again before calling it failed.
    */
-  async function postOnce(target: Target, token: string, did: string, rkey: string, label: string, build: () => Promise<Step<Record<string, unknown>>>): Promise<Step<StrongRef>> {
+  async function postOnce(target: Target, token: AccessToken, did: string, rkey: string, label: string, build: () => Promise<Step<Record<string, unknown>>>): Promise<Step<StrongRef>> {
     const before = await lookup(target, did, rkey);
     if (before.kind === 'found') return { ok: true, value: before.ref };
     if (before.kind === 'failed') return { ok: false, result: failure(before.o, `the lookup of ${label}`) };
@@ -810,7 +851,7 @@ export function createBlueskyConnector(options: ConnectorOptions): Connector {
           },
         };
       });
-      if (!made.ok) return { state: 'failed', permanent: made.result.permanent, error: made.result.error };
+      if (!made.ok) return { state: 'failed', permanent: made.result.permanent, error: made.result.error, ...('reauth' in made.result && made.result.reauth ? { reauth: true } : {}) };
       return { state: 'done', platformMessageId: made.value.uri };
     },
 
@@ -825,7 +866,7 @@ export function createBlueskyConnector(options: ConnectorOptions): Connector {
       const o = await xrpc(target, { method: 'POST', nsid: 'com.atproto.repo.deleteRecord', token, json: { repo: did, collection: at.collection, rkey: at.rkey }, timeoutMs });
       if (ok(o)) return { state: 'done', platformMessageId: m.platformMessageId };
       const f = failure(o, 'the deletion');
-      return { state: 'failed', permanent: f.permanent, error: f.error };
+      return { state: 'failed', permanent: f.permanent, error: f.error, ...(f.reauth ? { reauth: true } : {}) };
     },
   };
 }

@@ -12,9 +12,14 @@ import type { Config } from '../config.ts';
 import { jsonResult, sql } from '../db/pool.ts';
 import { asWorker } from '../db/worker.ts';
 import type { Logger } from '../log.ts';
-import { connectorBaseUrl, isConnectorName, platformModule } from './index.ts';
-import { ConnectorError, type IntegrationCredentials, type PlatformApp, type PlatformEndpoint, type PlatformModule, type RefreshOutcome } from './types.ts';
+import { CONNECTOR_MODULES, connectorBaseUrl, isConnectorName, platformModule } from './index.ts';
+import { ConnectorError, type AccountLimits, type IntegrationCredentials, type IntegrationRef, type PlatformApp, type PlatformEndpoint, type PlatformModule, type RefreshOutcome } from './types.ts';
 import { CredentialVault } from './vault.ts';
+
+/** Whether a connector publishes as a connected account (its credentials in app.integration_credentials), unlike sandbox and webhook. */
+export function connectsAccount(connector: string): boolean {
+  return isConnectorName(connector) && CONNECTOR_MODULES[connector].connect !== 'none';
+}
 
 /** What the credential functions need of the configuration. */
 export type CredentialsConfig = Pick<Config, 'DATA_DIR' | 'WEBHOOK_ALLOW_PRIVATE_NETWORKS' | 'PUBLISH_TIMEOUT_MS'> & Partial<Config>;
@@ -101,7 +106,7 @@ export interface CredentialService {
    * token has not expired (the platform refused it: a 401); unless the stored credential is no
    * longer `seen` (another worker refreshed it meanwhile), which is then used as it is.
    */
-  refresh(id: string, opts?: { force?: boolean; seen?: string }): Promise<AccountCredentials>;
+  refresh(id: string, opts?: { force?: boolean; seen?: string; dueOnly?: boolean }): Promise<AccountCredentials>;
   /** Refreshes every credential due (app.credentials_due), one by one; returns the outcomes by state. */
   refreshDue(limit?: number): Promise<Record<string, number>>;
 }
@@ -161,8 +166,24 @@ export function createCredentialService(deps: { pool: DatabasePool; config: Cred
     return { clientId: stored.clientId, clientSecret: stored.secretCiphertext ? vault().decrypt(`platform-app:${stored.id}`, Buffer.from(stored.secretCiphertext, 'base64')) || null : null };
   }
 
-  async function refreshLocked(id: string, opts: { force?: boolean; seen?: string }): Promise<AccountCredentials> {
-    return pool.transaction(async (tx) => {
+  /**
+   * The account's own limits (a Mastodon instance's characters and media, for the content checks)
+   * read again after a refresh; a failed read keeps the stored ones. Never fails the refresh.
+   */
+  async function storeLimits(id: string, module: PlatformModule, input: { endpoint: PlatformEndpoint; credentials: IntegrationCredentials; timeoutMs: number }) {
+    const limits = await readAccountLimits(module, input);
+    if (limits === undefined) return;
+    try {
+      await asWorker(pool, sql.fragment`app.integration_limits_store(${id}::uuid, ${limits ? sql.jsonb(limits as never) : null}::jsonb)`);
+    } catch (e) {
+      log.warn('account limits not stored', { integrationId: id, err: (e as Error).message });
+    }
+  }
+
+  async function refreshLocked(id: string, opts: { force?: boolean; seen?: string; dueOnly?: boolean }): Promise<AccountCredentials> {
+    // Work to do once the refresh committed and the lock is released (reading the account's limits).
+    const afterCommit: (() => Promise<void>)[] = [];
+    const result = await pool.transaction<AccountCredentials>(async (tx) => {
       await tx.query(sql.unsafe`select set_config('role', 'pressroom_worker', true)`);
       const row = (await tx.oneFirst(sql.type(jsonResult)`select app.credentials_lock(${id}) as result`)) as unknown as CredentialRow | null;
       const u = usable(row);
@@ -170,6 +191,8 @@ export function createCredentialService(deps: { pool: DatabasePool; config: Cred
       const ok: AccountCredentials = { state: 'ok', credentials: u.credentials, endpoint: u.endpoint, ciphertext: u.row.ciphertext! };
       // Another worker refreshed it while this one waited for the lock: use theirs.
       if (opts.seen && opts.seen !== u.row.ciphertext) return ok;
+      // The refresh job: another run refreshed it (or planned its next try) while this one waited for the lock.
+      if (opts.dueOnly && (!u.row.nextRefreshAt || Date.parse(u.row.nextRefreshAt) > Date.now())) return ok;
       if (!opts.force && !dueSoon(u.credentials)) return ok;
       const module = platformModule(u.row.connector);
       let outcome: RefreshOutcome;
@@ -179,7 +202,7 @@ export function createCredentialService(deps: { pool: DatabasePool; config: Cred
         if (!app && module.oauth.needsOperatorApp) outcome = { state: 'retry', error: `No ${u.row.connector} app is configured on this server (${module.appEnv?.clientId ?? 'platform-app set'}); the token cannot be refreshed.` };
         else outcome = await module.oauth.refresh({ endpoint: u.endpoint, app: app ?? { clientId: '', clientSecret: null }, credentials: u.credentials, timeoutMs });
       } else if (module.connect === 'password' && module.password) {
-        outcome = await module.password.refresh({ endpoint: u.endpoint, credentials: u.credentials, timeoutMs });
+        outcome = await module.password.refresh({ endpoint: u.endpoint, credentials: u.credentials, timeoutMs, oauthClient: config });
       } else {
         return ok;
       }
@@ -197,6 +220,8 @@ export function createCredentialService(deps: { pool: DatabasePool; config: Cred
         };
         const payload = credentialPayload(vault(), id, next, true);
         await tx.query(sql.unsafe`select app.credentials_store(${id}, ${sql.jsonb(payload)})`);
+        // The account's limits are read again with the fresh token, after the commit (not under the lock).
+        afterCommit.push(() => storeLimits(id, module, { endpoint: u.endpoint, credentials: next, timeoutMs }));
         log.info('credentials refreshed', { integrationId: id, connector: u.row.connector, expiresAt: next.expiresAt });
         return { state: 'ok', credentials: next, endpoint: u.endpoint, ciphertext: payload.ciphertext };
       }
@@ -211,6 +236,8 @@ export function createCredentialService(deps: { pool: DatabasePool; config: Cred
       if (u.credentials.expiresAt && Date.parse(u.credentials.expiresAt) <= Date.now()) return { state: 'retry', reason: outcome.error, retryAt: outcome.retryAt ?? null };
       return opts.force ? { state: 'retry', reason: outcome.error, retryAt: outcome.retryAt ?? null } : ok;
     });
+    for (const f of afterCommit) await f();
+    return result;
   }
 
   return {
@@ -240,7 +267,7 @@ export function createCredentialService(deps: { pool: DatabasePool; config: Cred
       await eachLimited(ids, REFRESH_CONCURRENCY, async (id) => {
         let state: string;
         try {
-          state = (await refreshLocked(id, { force: true })).state;
+          state = (await refreshLocked(id, { force: true, dueOnly: true })).state;
         } catch (e) {
           state = 'error';
           log.error('credentials refresh errored', { integrationId: id, err: e instanceof ConnectorError ? e.message : String(e) });
@@ -250,4 +277,68 @@ export function createCredentialService(deps: { pool: DatabasePool; config: Cred
       return counts;
     },
   };
+}
+
+/**
+ * An account's own limits for the content checks (PlatformModule.readLimits): null when the
+ * platform publishes none, undefined when they could not be read now (keep what is stored).
+ */
+export async function readAccountLimits(
+  module: PlatformModule,
+  input: { endpoint: PlatformEndpoint; credentials: IntegrationCredentials; timeoutMs: number },
+): Promise<AccountLimits | null | undefined> {
+  if (!module.readLimits) return null;
+  try {
+    return await module.readLimits(input);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether a connector call's thrown error says the platform refused the access token (HTTP 401, or Bluesky's ExpiredToken/InvalidToken). */
+export function tokenRefused(e: unknown): boolean {
+  if (!(e instanceof ConnectorError) || e.code !== 'UPSTREAM_ERROR' || !e.details) return false;
+  const d = e.details;
+  return d.reauth === true || d.status === 401 || (d.status === 400 && (d.error === 'ExpiredToken' || d.error === 'InvalidToken'));
+}
+
+/** A connected account's call that could not be made: why (never a token). */
+export type UnusableAccount = Exclude<AccountCredentials, { state: 'ok' }>;
+
+/**
+ * Makes one connector call as a connected account (the inbox's replies, the metrics sync): with
+ * its decrypted credentials and endpoint; when the platform refuses the token (`refused`, or a
+ * thrown error that tokenRefused recognizes) the credentials are refreshed once under their lock
+ * (CredentialService.refresh with `seen`, as the publish worker does) and the call made again.
+ * Answers the call's value, or why the account cannot be used (reconnect required, missing,
+ * refresh to retry). A thrown error of the (last) call is thrown.
+ */
+export async function callAsAccount<R>(
+  service: Pick<CredentialService, 'refresh'>,
+  ref: IntegrationRef,
+  account: AccountCredentials | undefined,
+  call: (ref: IntegrationRef) => Promise<R>,
+  refused: (value: R) => boolean = () => false,
+): Promise<{ state: 'called'; value: R; refreshed: boolean; account: Extract<AccountCredentials, { state: 'ok' }> } | { state: 'unusable'; account: UnusableAccount }> {
+  if (!account) return { state: 'unusable', account: { state: 'missing', reason: 'No credentials were found for this integration.' } };
+  if (account.state !== 'ok') return { state: 'unusable', account };
+  const run = async (a: Extract<AccountCredentials, { state: 'ok' }>): Promise<{ value: R } | { error: unknown }> => {
+    try {
+      return { value: await call({ ...ref, credentials: a.credentials, endpoint: a.endpoint }) };
+    } catch (error) {
+      return { error };
+    }
+  };
+  let used = account;
+  let out = await run(used);
+  let refreshed = false;
+  if ('error' in out ? tokenRefused(out.error) : refused(out.value)) {
+    const again = await service.refresh(ref.id, { force: true, seen: account.ciphertext });
+    if (again.state !== 'ok') return { state: 'unusable', account: again };
+    refreshed = true;
+    used = again;
+    out = await run(used);
+  }
+  if ('error' in out) throw out.error;
+  return { state: 'called', value: out.value, refreshed, account: used };
 }

@@ -1,6 +1,8 @@
-// The inbox's replies and moderation through the platforms' own APIs, for an
-// integration with a platform access token (PUT .../inbox-platform-token;
-// app.inbox_platform_tokens). Base URLs come from META_GRAPH_BASE_URL and
+// The inbox's replies and moderation through the platforms' own APIs, for a
+// sandbox or webhook integration with a platform access token set by hand (PUT
+// .../inbox-platform-token; app.inbox_platform_tokens). A connected account
+// (a platform connector) never comes here: it answers through its connector
+// with its connected credentials (server/jobs/inbox.ts). Base URLs come from META_GRAPH_BASE_URL and
 // X_API_BASE_URL, so tests point them at local fakes (tests/support/fake-platforms.ts).
 //
 // Meta Graph API (facebook, instagram; access_token parameter):

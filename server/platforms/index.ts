@@ -91,8 +91,14 @@ export function connectorBaseUrl(config: Partial<Config>, name: ConnectorName): 
 }
 
 /** What app.declare_connectors takes: each connector's name, platforms and how it connects. */
-export function connectorDeclarations(): { name: ConnectorName; platforms: string[]; connect: PlatformModule['connect'] }[] {
-  return CONNECTOR_NAMES.map((name) => ({ name, platforms: [...CONNECTOR_MODULES[name].platforms].sort(), connect: CONNECTOR_MODULES[name].connect }));
+export function connectorDeclarations(): { name: ConnectorName; platforms: string[]; connect: PlatformModule['connect']; oauth: boolean }[] {
+  return CONNECTOR_NAMES.map((name) => ({
+    name,
+    platforms: [...CONNECTOR_MODULES[name].platforms].sort(),
+    connect: CONNECTOR_MODULES[name].connect,
+    // Whether POST {ws}/integrations/connect starts a connection of it (app.connectors.oauth).
+    oauth: CONNECTOR_MODULES[name].connect === 'oauth' || CONNECTOR_MODULES[name].atprotoOAuth === true,
+  }));
 }
 
 export interface RegistryOptions {

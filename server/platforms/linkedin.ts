@@ -698,7 +698,7 @@ export function createLinkedInConnector(options: ConnectorOptions, tuning: Parti
   function inboxFailure(ctx: Ctx, o: PlatformResponse, what: string): InboxActionResult {
     const f = classify(ctx, o, what);
     if (f.kind === 'unknown') return { state: 'failed', permanent: false, error: `${f.error} (LinkedIn may have made it: a retry looks for it first)` };
-    return { state: 'failed', permanent: f.kind === 'permanent', error: f.error };
+    return { state: 'failed', permanent: f.kind === 'permanent', error: f.error, ...(f.kind === 'reauth' ? { reauth: true } : {}) };
   }
 
   const unsupported = (what: string): never => {

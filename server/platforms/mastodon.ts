@@ -642,5 +642,5 @@ function captionFailure(o: Exclude<PlatformResponse, Answer> | Answer, what: str
 
 function inboxFailure(o: Exclude<PlatformResponse, Answer> | Answer, what: string): InboxActionResult {
   const r = failure(o, what, RESEND_STATUS);
-  return { state: 'failed', permanent: r.state === 'failed' ? r.permanent : false, error: r.error };
+  return { state: 'failed', permanent: r.state === 'failed' ? r.permanent : false, error: r.error, ...(r.state === 'failed' && r.reauth ? { reauth: true } : {}) };
 }

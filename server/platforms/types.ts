@@ -233,7 +233,8 @@ export interface InboxModeration {
   idempotencyToken: string;
 }
 
-export type InboxActionResult = { state: 'done'; platformMessageId: string | null } | { state: 'failed'; permanent: boolean; error: string };
+/** reauth: the platform refused the access token (401): the inbox job refreshes the credentials once and tries again. */
+export type InboxActionResult = { state: 'done'; platformMessageId: string | null } | { state: 'failed'; permanent: boolean; error: string; reauth?: boolean };
 
 export interface ConnectorOptions {
   /**
@@ -390,7 +391,17 @@ export interface OAuthFlow {
 export interface PasswordFlow {
   /** Creates a session; throws ConnectorError UPSTREAM_ERROR (refused) or UNSAFE_URL. */
   signIn(input: { endpoint: PlatformEndpoint; identifier: string; password: string; timeoutMs: number }): Promise<TokenSet>;
-  refresh(input: { endpoint: PlatformEndpoint; credentials: IntegrationCredentials; timeoutMs: number }): Promise<RefreshOutcome>;
+  /** `oauthClient`: what an OAuth session's refresh needs of the server (Bluesky's AT Protocol OAuth credentials); the worker passes its configuration. */
+  refresh(input: { endpoint: PlatformEndpoint; credentials: IntegrationCredentials; timeoutMs: number; oauthClient?: OAuthClientConfig }): Promise<RefreshOutcome>;
+}
+
+/** The server's configuration as an AT Protocol OAuth client needs it (server/platforms/bluesky-oauth.ts). */
+export interface OAuthClientConfig {
+  DATA_DIR: string;
+  WEBHOOK_ALLOW_PRIVATE_NETWORKS: boolean;
+  PUBLISH_TIMEOUT_MS: number;
+  BLUESKY_OAUTH_PRIVATE_KEY?: string | undefined;
+  BLUESKY_PLC_URL?: string | undefined;
 }
 
 /** What a connector says about the account's own limits, for the content checks (Mastodon: the instance's). */
@@ -415,6 +426,8 @@ export interface PlatformModule {
   readonly appEnv?: { clientId: string; clientSecret: string };
   readonly oauth?: OAuthFlow;
   readonly password?: PasswordFlow;
+  /** Accounts also connect through AT Protocol OAuth (server/platforms/bluesky-oauth.ts: PAR, PKCE, DPoP by @atproto/oauth-client-node), besides `connect`. */
+  readonly atprotoOAuth?: boolean;
   /** The account(s) a fresh credential acts for (more than one: the user chooses, one integration each). */
   readAccounts?(input: { endpoint: PlatformEndpoint; credentials: IntegrationCredentials; timeoutMs: number }): Promise<PlatformAccount[]>;
   /** The account's own limits (read at connect and refresh), when the platform publishes them. */

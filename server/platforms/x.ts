@@ -589,7 +589,7 @@ export function createXConnector(options: ConnectorOptions, tuning: Partial<XTun
 
   function inboxFailure(ctx: Ctx, o: PlatformResponse, what: string): InboxActionResult {
     const f = classify(o, what);
-    return { state: 'failed', permanent: f.kind === 'permanent', error: scrub(f.error, secretsOf(ctx)) };
+    return { state: 'failed', permanent: f.kind === 'permanent', error: scrub(f.error, secretsOf(ctx)), ...(f.kind === 'reauth' ? { reauth: true } : {}) };
   }
 
   const unsupported = (what: string) => {

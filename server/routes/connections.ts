@@ -26,10 +26,25 @@ import type { HandlerContext, PhasedRoute, RouteTable } from '../http/pipeline.t
 import type { ResponseData } from '../http/types.ts';
 import { checkWebhookUrl, WebhookUrlError } from '../net/ssrf.ts';
 import { publicBaseUrl } from '../storage/index.ts';
-import { accountEndpoint, credentialPayload, envApp, vaultOf } from '../platforms/credentials.ts';
-import { isConnectorName, platformModule } from '../platforms/index.ts';
-import { ConnectorError, type IntegrationCredentials, type PlatformAccount, type PlatformApp, type PlatformEndpoint, type PlatformModule, type TokenSet } from '../platforms/types.ts';
+import { accountEndpoint, credentialPayload, envApp, readAccountLimits, vaultOf } from '../platforms/credentials.ts';
+import { CONNECTOR_MODULES, CONNECTOR_NAMES, isConnectorName, platformModule } from '../platforms/index.ts';
+import { ConnectorError, type AccountLimits, type IntegrationCredentials, type PlatformAccount, type PlatformApp, type PlatformEndpoint, type PlatformModule, type TokenSet } from '../platforms/types.ts';
 import type { CredentialVault } from '../platforms/vault.ts';
+import {
+  CLIENT_METADATA_PATH,
+  clientMetadataOf,
+  clientModeOf,
+  databaseStateStore,
+  JWKS_PATH,
+  oauthClient,
+  publicJwks,
+  redirectUriOf,
+  SessionBox,
+  tokensOfSession,
+  type ClientMode,
+  type StateSql,
+} from '../platforms/bluesky-oauth.ts';
+import type { NodeSavedState } from '@atproto/oauth-client-node';
 
 export const OAUTH_CALLBACK_ROUTE = '/v1/oauth/callback/{platform}';
 const STATE_FORMAT = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.([A-Za-z0-9_-]{43})$/;
@@ -37,6 +52,11 @@ const STATE_FORMAT = /^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]
 // ---------------------------------------------------------------------------
 // Shared pieces
 // ---------------------------------------------------------------------------
+
+/** Whether a callback's platform segment is a connector's (or platform's) that connects through AT Protocol OAuth. */
+function atprotoPlatform(segment: string): boolean {
+  return CONNECTOR_NAMES.some((n) => CONNECTOR_MODULES[n].atprotoOAuth === true && (n === segment || CONNECTOR_MODULES[n].platforms.includes(segment)));
+}
 
 /** Where the platform sends the browser back: `<PUBLIC_BASE_URL or the request's origin>/v1/oauth/callback/<platform>`. */
 export function callbackUrl(baseUrl: string, platform: string): string {
@@ -122,8 +142,11 @@ export function credentialsOf(tokens: TokenSet, extra: Record<string, unknown> =
   };
 }
 
-/** One account as SQL takes it (api.oauth_complete, api.connect_with_password): public fields and the credential's ciphertext. */
-export function accountPayload(vault: CredentialVault, integrationId: string, account: PlatformAccount, credentials: IntegrationCredentials, refreshable: boolean) {
+/**
+ * One account as SQL takes it (api.oauth_complete, api.connect_with_password): public fields and the credential's ciphertext;
+ * `limits`, the account's own limits for the content checks (app.connection_save stores them; absent when they could not be read).
+ */
+export function accountPayload(vault: CredentialVault, integrationId: string, account: PlatformAccount, credentials: IntegrationCredentials, refreshable: boolean, limits?: AccountLimits | null) {
   const merged: IntegrationCredentials = { ...credentials, extra: { ...credentials.extra, ...(account.extra ?? {}) } };
   return {
     integrationId,
@@ -134,6 +157,7 @@ export function accountPayload(vault: CredentialVault, integrationId: string, ac
     avatarUrl: account.avatarUrl ?? null,
     profileUrl: account.profileUrl ?? null,
     credential: credentialPayload(vault, integrationId, merged, refreshable),
+    ...(limits !== undefined ? { limits } : {}),
   };
 }
 
@@ -160,8 +184,8 @@ interface StartClaim {
   module: PlatformModule;
   redirectUri: string;
   returnTo: string;
-  /** The app to use: from the environment, stored (its id), or to be registered on the instance in `work`. */
-  app: { kind: 'env'; app: PlatformApp } | { kind: 'stored'; id: string; clientId: string } | { kind: 'register' };
+  /** The app to use: from the environment, stored (its id), or to be registered on the instance in `work`; `atproto`: the AT Protocol OAuth client (Bluesky). */
+  app: { kind: 'env'; app: PlatformApp } | { kind: 'stored'; id: string; clientId: string } | { kind: 'register' } | { kind: 'atproto'; mode: Exclude<ClientMode, { kind: 'unavailable' }>; handle: string | null };
 }
 
 interface StartWork {
@@ -171,17 +195,26 @@ interface StartWork {
   authorizeUrl: string;
   registered: { id: string; clientId: string; secretCiphertext: string; redirectUri: string; scopes: string[] } | null;
   storedAppId: string | null;
+  /** AT Protocol OAuth: the library's state (key and value), stored in finish beside the connection's state. */
+  atprotoState?: { key: string; value: NodeSavedState } | null;
 }
 
 /** What starting needs of a request's context (connect and reconnect alike). */
 type StartCtx = Pick<HandlerContext, 'call' | 'config' | 'storage'>;
 
-async function beginStart(ctx: StartCtx, input: { platform: string | null; connector: string | null; integrationId: string | null; instanceUrl: string | null; returnTo: string | undefined }): Promise<{ claim: StartClaim }> {
+async function beginStart(ctx: StartCtx, input: { platform: string | null; connector: string | null; integrationId: string | null; instanceUrl: string | null; returnTo: string | undefined; handle?: string | null }): Promise<{ claim: StartClaim }> {
   const baseUrl = ctx.storage.baseUrl();
   // The role and the platform first (SQL), then the return URL.
   const prep = await ctx.call<Prepared>(sql.fragment`api.connect_prepare(${input.platform}, ${input.connector}, ${input.integrationId}, ${input.instanceUrl})`);
   const returnTo = checkReturnTo(ctx.config, baseUrl, input.returnTo);
   const module = platformModule(prep.connector);
+  if (module.atprotoOAuth) {
+    // AT Protocol OAuth (server/platforms/bluesky-oauth.ts): the client is this server, named by its base URL.
+    const mode = clientModeOf(baseUrl);
+    if (mode.kind === 'unavailable') throw new ApiError(409, 'BLUESKY_OAUTH_UNAVAILABLE', mode.reason, { connector: prep.connector, baseUrl: new URL(baseUrl).origin });
+    return { claim: { prep, module, redirectUri: redirectUriOf(mode), returnTo, app: { kind: 'atproto', mode, handle: input.handle ?? null } } };
+  }
+  if (input.handle) throw new ApiError(400, 'VALIDATION_FAILED', 'handle is for Bluesky (AT Protocol) accounts only.', { fields: [{ field: 'handle', code: 'not_applicable', message: 'is for Bluesky only' }] });
   if (prep.connect !== 'oauth' || !module.oauth) {
     throw new ApiError(400, 'CONNECT_FLOW_NOT_APPLICABLE', `The ${prep.connector} connector signs in with an app password: use POST .../integrations/connect-password.`, { connector: prep.connector });
   }
@@ -209,7 +242,42 @@ async function beginStart(ctx: StartCtx, input: { platform: string | null; conne
   return { claim: { prep, module, redirectUri, returnTo, app } };
 }
 
+/** AT Protocol OAuth: the library resolves the account's authorization server and pushes the request (PAR, PKCE, DPoP). */
+async function atprotoStart(config: Config, claim: StartClaim & { app: { kind: 'atproto' } }, workspaceId: string): Promise<StartWork> {
+  const { prep } = claim;
+  const endpoint = endpointFor(config, prep.connector, prep.instanceUrl);
+  const state = `${workspaceId}.${randomBytes(32).toString('base64url')}`;
+  const stateHash = createHash('sha256').update(state, 'utf8').digest();
+  // The library's state is written with the connection's (finish); here it is only captured.
+  let captured: { key: string; value: NodeSavedState } | null = null;
+  let client: Awaited<ReturnType<typeof oauthClient>>;
+  try {
+    client = await oauthClient({
+      config,
+      mode: claim.app.mode,
+      stateStore: { get: async () => undefined, set: async (key, value) => void (captured = { key, value }), del: async () => {} },
+      sessionStore: new SessionBox(),
+      handleResolver: endpoint.baseUrl,
+    });
+  } catch (e) {
+    // The operator's signing key is unusable (BLUESKY_OAUTH_PRIVATE_KEY): the reason names the variable, never the key.
+    if (e instanceof ConnectorError) throw new ApiError(409, 'BLUESKY_OAUTH_UNAVAILABLE', e.message, { connector: prep.connector });
+    throw e;
+  }
+  let url: URL;
+  try {
+    // A handle (or DID) names the account (and is the consent page's login hint); else the PDS or the sign-in service.
+    url = await client.authorize(claim.app.handle ?? endpoint.baseUrl, { state, scope: clientMetadataOf(claim.app.mode).scope });
+  } catch (e) {
+    const field = claim.app.handle ? 'handle' : 'instanceUrl';
+    throw new ApiError(400, 'INSTANCE_UNREACHABLE', `The Bluesky authorization server of ${claim.app.handle ?? endpoint.baseUrl} could not be reached or refused the request: ${scrub((e as Error).message, [])}`, { field });
+  }
+  if (!captured) throw new ApiError(500, 'INTERNAL', 'The OAuth client kept no state.');
+  return { state, stateHash, verifierCiphertext: null, authorizeUrl: url.toString(), registered: null, storedAppId: null, atprotoState: captured };
+}
+
 async function workStart(config: Config, claim: StartClaim, workspaceId: string): Promise<StartWork> {
+  if (claim.app.kind === 'atproto') return atprotoStart(config, claim as StartClaim & { app: { kind: 'atproto' } }, workspaceId);
   const { prep, module, redirectUri } = claim;
   const oauth = module.oauth!;
   const endpoint = endpointFor(config, prep.connector, prep.instanceUrl);
@@ -260,6 +328,15 @@ async function workStart(config: Config, claim: StartClaim, workspaceId: string)
 async function finishStart(ctx: StartCtx, claim: StartClaim, work: StartWork): Promise<{ status: 201; data: ResponseData<'connectIntegration_v1'> }> {
   const { prep } = claim;
   const appArg = work.registered ? work.registered : work.storedAppId ? { id: work.storedAppId } : null;
+  if (work.atprotoState) {
+    // The OAuth client's state store (app.atproto_oauth_states), written as this manager in the connection's transaction.
+    const db: StateSql = {
+      put: async (h, ciphertext, keyVersion) => void (await ctx.call(sql.fragment`api.atproto_oauth_state_put(${sql.binary(h)}, ${sql.binary(ciphertext)}, ${keyVersion}::int)`)),
+      get: async () => null,
+      del: async () => {},
+    };
+    await databaseStateStore(db, vaultOf(ctx.config)).set(work.atprotoState.key, work.atprotoState.value);
+  }
   type Begun = Pick<ResponseData<'connectIntegration_v1'>, 'expiresAt' | 'connector' | 'platform' | 'integrationId'>;
   const r = await ctx.call<Begun>(sql.fragment`api.connect_begin(
     ${prep.integrationId ? null : prep.platform}, ${prep.integrationId ? null : prep.connector}, ${prep.integrationId}, ${prep.instanceUrl},
@@ -303,6 +380,7 @@ const connectRoute: PhasedRoute<'connectIntegration_v1', never, StartClaim, Star
         integrationId: null,
         instanceUrl: ctx.body.instanceUrl === undefined ? null : instanceOrigin(ctx.body.instanceUrl, 'instanceUrl'),
         returnTo: ctx.body.returnTo,
+        handle: ctx.body.handle ?? null,
       }),
     // The instance's address is resolved and checked after the role (begin), outside any transaction.
     work: async (ctx, claim) => {
@@ -367,7 +445,8 @@ const passwordRoute: PhasedRoute<'connectIntegrationWithPassword_v1', never, Pas
       }
       if (accounts.length === 0) throw new ApiError(400, 'SIGN_IN_FAILED', 'The platform named no account for this sign-in.');
       const integrationId = prep.integrationId ?? randomUUID();
-      return { instanceUrl, account: accountPayload(vaultOf(config), integrationId, accounts[0]!, credentials, true) };
+      const limits = await readAccountLimits(module, { endpoint, credentials, timeoutMs: config.PUBLISH_TIMEOUT_MS });
+      return { instanceUrl, account: accountPayload(vaultOf(config), integrationId, accounts[0]!, credentials, true, limits) };
     },
     finish: async (ctx, { prep }, work) => {
       const data = await ctx.call<ResponseData<'connectIntegrationWithPassword_v1'>>(sql.fragment`api.connect_with_password(
@@ -395,6 +474,7 @@ export const connectionRoutes = {
             platformName: listed.platformNames[platform] ?? platform,
             connector: c.connector as ResponseData<'listPlatforms_v1'>[number]['connector'],
             connect: c.connect,
+            oauth: c.connect === 'oauth' ? connectable : module.atprotoOAuth === true && clientModeOf(baseUrl).kind !== 'unavailable',
             connectable,
             reason: connectable
               ? null
@@ -474,6 +554,50 @@ class CallbackError extends Error {
 export function createOAuthCallbackRouter(deps: AppDeps) {
   const { pool, config, log } = deps;
   const router = express.Router();
+  /** The AT Protocol OAuth client's state store (app.atproto_oauth_states), read and deleted as the server's login. */
+  const atprotoStates = databaseStateStore(
+    {
+      put: async () => {
+        throw new Error('states are written by POST .../integrations/connect');
+      },
+      get: async (h) =>
+        (await pool.oneFirst(sql.type(jsonResult)`select api.atproto_oauth_state_get(${sql.binary(h)}) as result`)) as unknown as { ciphertext: string; keyVersion: number } | null,
+      del: async (h) => void (await pool.query(sql.unsafe`select api.atproto_oauth_state_del(${sql.binary(h)})`)),
+    },
+    vaultOf(config),
+  );
+
+  // The AT Protocol OAuth client's documents (server/platforms/bluesky-oauth.ts): public, fetched by
+  // the authorization servers. The metadata names this server's base (PUBLIC_BASE_URL, else the request's).
+  router.get(CLIENT_METADATA_PATH, (req: Request, res: Response) => {
+    const origin = `${req.protocol}://${req.get('host') ?? `${config.HOST}:${config.PORT}`}`;
+    const mode = clientModeOf(publicBaseUrl(config, origin));
+    res.setHeader('Cache-Control', 'public, max-age=300');
+    if (mode.kind !== 'web') {
+      const e = new ApiError(404, 'BLUESKY_OAUTH_UNAVAILABLE', mode.kind === 'loopback' ? 'On a loopback address the AT Protocol loopback client is used: it has no metadata document.' : mode.reason);
+      res.status(404).json(errorBody(res.locals.requestId as string, e));
+      return;
+    }
+    res.json(clientMetadataOf(mode));
+  });
+  router.get(JWKS_PATH, async (req: Request, res: Response) => {
+    const origin = `${req.protocol}://${req.get('host') ?? `${config.HOST}:${config.PORT}`}`;
+    const mode = clientModeOf(publicBaseUrl(config, origin));
+    if (mode.kind !== 'web') {
+      const e = new ApiError(404, 'BLUESKY_OAUTH_UNAVAILABLE', mode.kind === 'loopback' ? 'On a loopback address the AT Protocol loopback client is used: it has no keys.' : mode.reason);
+      res.status(404).json(errorBody(res.locals.requestId as string, e));
+      return;
+    }
+    try {
+      const jwks = await publicJwks(config);
+      res.setHeader('Cache-Control', 'public, max-age=300');
+      res.json(jwks);
+    } catch (e) {
+      log.error('the Bluesky OAuth key could not be read', { err: e instanceof Error ? e.message : String(e) });
+      res.status(500).json(errorBody(res.locals.requestId as string, new ApiError(500, 'INTERNAL', 'The OAuth key could not be read.')));
+    }
+  });
+
   /** Counts a refused call against the client address (api.inbox_hook_refused); whether it gets its own audit row. */
   const refused = async (req: Request): Promise<boolean> => {
     try {
@@ -490,7 +614,7 @@ export function createOAuthCallbackRouter(deps: AppDeps) {
     const requestId = res.locals.requestId as string;
     const q = req.query as Record<string, unknown>;
     const str = (k: string) => (typeof q[k] === 'string' ? (q[k] as string) : undefined);
-    const stateParam = str('state');
+    let stateParam = str('state');
     const code = str('code');
     const platformError = str('error');
     const origin = `${req.protocol}://${req.get('host') ?? `${config.HOST}:${config.PORT}`}`;
@@ -503,6 +627,10 @@ export function createOAuthCallbackRouter(deps: AppDeps) {
     // Whether this call's audit row is written: every call, but refused guesses beyond the
     // first auth_failure_audit of the minute (counted in the minute's summary row instead).
     let audited = true;
+    let atprotoKey: string | null = null;
+    let atprotoSaved: NodeSavedState | null = null;
+    /** Revokes an AT Protocol session obtained by a callback that then failed (another account, not a manager...). */
+    let atprotoRevoke: (() => Promise<void>) | null = null;
     try {
       // The failed-credential guard of the inbound hooks (api.inbox_hook_guard): an address past
       // auth_failure_limit refusals this minute is answered 429 before anything is looked up.
@@ -526,6 +654,21 @@ export function createOAuthCallbackRouter(deps: AppDeps) {
         res.status(400).json(errorBody(requestId, e));
         return;
       }
+      // AT Protocol OAuth: the PDS hands back the OAuth client's own state key; the connection's
+      // state is the app state kept with it (app.atproto_oauth_states), taken here once.
+      if (stateParam && !STATE_FORMAT.test(stateParam) && atprotoPlatform(String(req.params.platform))) {
+        const key = stateParam;
+        const saved = await atprotoStates.get(key).catch((e) => {
+          log.warn('an AT Protocol OAuth state could not be read', { err: e instanceof Error ? e.message : String(e) });
+          return undefined;
+        });
+        if (saved) {
+          await atprotoStates.del(key);
+          atprotoKey = key;
+          atprotoSaved = saved;
+        }
+        stateParam = saved?.appState ?? undefined;
+      }
       const m = stateParam ? STATE_FORMAT.exec(stateParam) : null;
       if (!m) {
         audited = await refused(req);
@@ -546,39 +689,73 @@ export function createOAuthCallbackRouter(deps: AppDeps) {
       if (!code) throw new CallbackError('exchange_failed', 'The platform sent no authorization code.');
 
       const module = platformModule(taken.connector);
-      const oauth = module.oauth;
-      if (!oauth) throw new CallbackError('server_error', 'This connector has no OAuth flow.');
       const vault = vaultOf(config);
-      let app: PlatformApp | null = null;
-      if (taken.app) {
-        app = { clientId: taken.app.clientId, clientSecret: taken.app.secretCiphertext ? vault.decrypt(`platform-app:${taken.app.id}`, Buffer.from(taken.app.secretCiphertext, 'base64')) || null : null };
-      } else app = envApp(config, module);
-      if (!app) throw new CallbackError('platform_app_not_configured', 'The platform app of this connector is no longer configured.');
-      secrets.push(app.clientSecret);
-      const verifier = taken.verifierCiphertext ? vault.decrypt(`oauth-state:${taken.stateHashHex}`, Buffer.from(taken.verifierCiphertext, 'base64')) : null;
-      secrets.push(verifier);
       const endpoint = endpointFor(config, taken.connector, taken.instanceUrl);
-
-      let tokens: TokenSet;
-      try {
-        tokens = await oauth.exchangeCode({ endpoint, app, redirectUri: taken.redirectUri, code, codeVerifier: verifier, timeoutMs: config.PUBLISH_TIMEOUT_MS });
-      } catch (e) {
-        if (e instanceof ConnectorError) {
-          const missing = (e.details as { missingScopes?: unknown } | null)?.missingScopes;
-          throw new CallbackError(Array.isArray(missing) ? 'missing_scope' : 'exchange_failed', e.message);
+      let credentials: IntegrationCredentials;
+      if (module.atprotoOAuth) {
+        // AT Protocol OAuth: the library exchanges the code (PKCE verifier, DPoP key, client
+        // authentication), checks the issuer against the account's DID document, and hands the
+        // session to the one-session store; the framework stores it as the integration's credentials.
+        if (!atprotoKey || !atprotoSaved) throw new CallbackError('state_unknown', 'The state is unknown, used or expired; start again.');
+        const mode = clientModeOf(new URL(taken.redirectUri).origin);
+        if (mode.kind === 'unavailable') throw new CallbackError('server_error', mode.reason);
+        const box = new SessionBox();
+        const saved = atprotoSaved;
+        const client = await oauthClient({
+          config,
+          mode,
+          stateStore: { get: async (k) => (k === atprotoKey ? saved : undefined), set: async () => {}, del: async () => {} },
+          sessionStore: box,
+          handleResolver: endpoint.baseUrl,
+        });
+        const params = new URLSearchParams();
+        for (const k of ['code', 'iss']) if (str(k) !== undefined) params.set(k, str(k)!);
+        params.set('state', atprotoKey);
+        try {
+          await client.callback(params, { redirect_uri: taken.redirectUri as never });
+        } catch (e) {
+          throw new CallbackError('exchange_failed', `Bluesky did not complete the sign-in: ${(e as Error).message}`);
         }
-        throw e;
-      }
-      secrets.push(tokens.accessToken, tokens.refreshToken);
-      const missing = tokens.scopes.length > 0 ? oauth.requiredScopes.filter((s) => !tokens.scopes.includes(s)) : [];
-      if (missing.length) throw new CallbackError('missing_scope', `These permissions were not granted: ${missing.join(', ')}.`);
+        if (!box.session) throw new CallbackError('exchange_failed', 'Bluesky answered no session.');
+        const sub = box.sub!;
+        atprotoRevoke = () => client.revoke(sub);
+        const tokens = tokensOfSession(box.session, clientMetadataOf(mode).client_id!, null);
+        secrets.push(tokens.accessToken, tokens.refreshToken);
+        if (!tokens.scopes.includes('atproto')) throw new CallbackError('missing_scope', 'The atproto permission was not granted.');
+        credentials = credentialsOf(tokens, taken.instanceUrl ? { instanceUrl: taken.instanceUrl } : {});
+      } else {
+        const oauth = module.oauth;
+        if (!oauth) throw new CallbackError('server_error', 'This connector has no OAuth flow.');
+        let app: PlatformApp | null = null;
+        if (taken.app) {
+          app = { clientId: taken.app.clientId, clientSecret: taken.app.secretCiphertext ? vault.decrypt(`platform-app:${taken.app.id}`, Buffer.from(taken.app.secretCiphertext, 'base64')) || null : null };
+        } else app = envApp(config, module);
+        if (!app) throw new CallbackError('platform_app_not_configured', 'The platform app of this connector is no longer configured.');
+        secrets.push(app.clientSecret);
+        const verifier = taken.verifierCiphertext ? vault.decrypt(`oauth-state:${taken.stateHashHex}`, Buffer.from(taken.verifierCiphertext, 'base64')) : null;
+        secrets.push(verifier);
 
-      let credentials = credentialsOf(tokens, taken.instanceUrl ? { instanceUrl: taken.instanceUrl } : {});
-      // A reconnect keeps the stored refresh token when the platform sends none.
-      if (!credentials.refreshToken && taken.integrationId && taken.currentCredential) {
-        const old = vault.decryptJson<IntegrationCredentials>(`integration:${taken.integrationId}`, Buffer.from(taken.currentCredential.ciphertext, 'base64'));
-        secrets.push(old.accessToken, old.refreshToken);
-        if (old.refreshToken) credentials = { ...credentials, refreshToken: old.refreshToken, refreshExpiresAt: credentials.refreshExpiresAt ?? old.refreshExpiresAt ?? null };
+        let tokens: TokenSet;
+        try {
+          tokens = await oauth.exchangeCode({ endpoint, app, redirectUri: taken.redirectUri, code, codeVerifier: verifier, timeoutMs: config.PUBLISH_TIMEOUT_MS });
+        } catch (e) {
+          if (e instanceof ConnectorError) {
+            const missing = (e.details as { missingScopes?: unknown } | null)?.missingScopes;
+            throw new CallbackError(Array.isArray(missing) ? 'missing_scope' : 'exchange_failed', e.message);
+          }
+          throw e;
+        }
+        secrets.push(tokens.accessToken, tokens.refreshToken);
+        const missing = tokens.scopes.length > 0 ? oauth.requiredScopes.filter((s) => !tokens.scopes.includes(s)) : [];
+        if (missing.length) throw new CallbackError('missing_scope', `These permissions were not granted: ${missing.join(', ')}.`);
+
+        credentials = credentialsOf(tokens, taken.instanceUrl ? { instanceUrl: taken.instanceUrl } : {});
+        // A reconnect keeps the stored refresh token when the platform sends none.
+        if (!credentials.refreshToken && taken.integrationId && taken.currentCredential) {
+          const old = vault.decryptJson<IntegrationCredentials>(`integration:${taken.integrationId}`, Buffer.from(taken.currentCredential.ciphertext, 'base64'));
+          secrets.push(old.accessToken, old.refreshToken);
+          if (old.refreshToken) credentials = { ...credentials, refreshToken: old.refreshToken, refreshExpiresAt: credentials.refreshExpiresAt ?? old.refreshExpiresAt ?? null };
+        }
       }
       let accounts: PlatformAccount[];
       try {
@@ -588,7 +765,9 @@ export function createOAuthCallbackRouter(deps: AppDeps) {
         throw e;
       }
       if (accounts.length === 0) throw new CallbackError('account_lookup_failed', 'The platform named no account for this sign-in.');
-      const payload = accounts.map((a) => accountPayload(vault, taken!.integrationId ?? randomUUID(), a, credentials, true));
+      // The account's own limits (a Mastodon instance's characters and media) for the content checks; unread ones are left as stored.
+      const limits = await readAccountLimits(module, { endpoint, credentials, timeoutMs: config.PUBLISH_TIMEOUT_MS });
+      const payload = accounts.map((a) => accountPayload(vault, taken!.integrationId ?? randomUUID(), a, credentials, true, limits));
       let done: { returnTo: string; integrationId?: string; pendingConnectionId?: string };
       try {
         done = (await pool.oneFirst(sql.type(jsonResult)`select api.oauth_complete(${taken.workspaceId}, ${sql.binary(hash)}, ${sql.jsonb(payload)}) as result`)) as unknown as typeof done;
@@ -599,6 +778,8 @@ export function createOAuthCallbackRouter(deps: AppDeps) {
       }
       outcome = done.pendingConnectionId ? { connection: done.pendingConnectionId } : { integration: done.integrationId! };
     } catch (e) {
+      // A session the connection will not keep is revoked at its server (best effort).
+      if (atprotoRevoke) await atprotoRevoke().catch(() => {});
       if (e instanceof CallbackError) outcome = { error: e.code, description: scrub(e.message, secrets) };
       else {
         outcome = { error: 'server_error', description: 'Something went wrong on our side; quote the request id to support.' };

@@ -4,7 +4,7 @@ import { createReadStream } from 'node:fs';
 import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Config } from '../config.ts';
-import { assertKey, type ObjectUrlInput, type StorageDriver, type UploadTarget } from './driver.ts';
+import { assertKey, readBounded, StorageError, type ObjectUrlInput, type StorageDriver, type UploadTarget } from './driver.ts';
 import { inspectStream, type Inspection } from './inspect.ts';
 import { hmacB64, safeEqual, type Secrets } from './signing.ts';
 
@@ -88,6 +88,23 @@ export class DiskDriver implements StorageDriver {
       throw e;
     }
     return inspectStream(createReadStream(file, { highWaterMark: 1024 * 1024 }));
+  }
+
+  async read(key: string, maxBytes: number): Promise<Buffer | null> {
+    const file = this.pathOf(key);
+    let size: number;
+    try {
+      const s = await stat(file);
+      if (!s.isFile()) return null;
+      size = s.size;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+      throw e;
+    }
+    if (size > maxBytes) throw new StorageError(`${key} is larger than ${maxBytes} bytes`, 413);
+    // Bounded while reading too (the file could grow in between; it never should).
+    const stream = createReadStream(file, { highWaterMark: 1024 * 1024, end: maxBytes });
+    return readBounded(stream, key, maxBytes, () => stream.destroy());
   }
 
   async put(key: string, bytes: Uint8Array, _contentType: string): Promise<void> {

@@ -30,6 +30,12 @@ export interface StorageDriver {
   inspect(key: string): Promise<Inspection | null>;
   /** Deletes the object; a missing object is not an error. */
   delete(key: string): Promise<void>;
+  /**
+   * Reads the object's bytes, at most `maxBytes` of them (the publish worker hands them to
+   * connectors that upload the file themselves): null when there is no object; throws
+   * StorageError 413 when the object is larger than `maxBytes`.
+   */
+  read(key: string, maxBytes: number): Promise<Buffer | null>;
   /** Stores bytes the server made itself (analytics reports: reports/<workspace>/<report id>), replacing any. */
   put(key: string, bytes: Uint8Array, contentType: string): Promise<void>;
 }
@@ -48,4 +54,19 @@ export class StorageError extends Error {
     super(message);
     this.status = status;
   }
+}
+
+/** Collects a stream of chunks, refusing (StorageError 413) one longer than `maxBytes`. */
+export async function readBounded(chunks: AsyncIterable<Uint8Array>, key: string, maxBytes: number, destroy?: () => void): Promise<Buffer> {
+  const parts: Buffer[] = [];
+  let total = 0;
+  for await (const c of chunks) {
+    total += c.byteLength;
+    if (total > maxBytes) {
+      destroy?.();
+      throw new StorageError(`${key} is larger than ${maxBytes} bytes`, 413);
+    }
+    parts.push(Buffer.from(c.buffer, c.byteOffset, c.byteLength));
+  }
+  return Buffer.concat(parts, total);
 }

@@ -8,7 +8,7 @@
 import { CopyObjectCommand, DeleteObjectCommand, GetObjectCommand, PutObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { Config } from '../config.ts';
-import { assertKey, StorageError, type ObjectUrlInput, type StorageDriver, type UploadTarget } from './driver.ts';
+import { assertKey, readBounded, StorageError, type ObjectUrlInput, type StorageDriver, type UploadTarget } from './driver.ts';
 import { inspectStream, type Inspection } from './inspect.ts';
 
 const TIMEOUT_MS = 60_000;
@@ -104,6 +104,26 @@ export class S3Driver implements StorageDriver {
       throw this.failure('GET', key, e);
     }
     return inspectStream(body);
+  }
+
+  async read(key: string, maxBytes: number): Promise<Buffer | null> {
+    let body: AsyncIterable<Uint8Array> & { destroy?: () => void };
+    try {
+      // Range: the store sends no more than maxBytes + 1 bytes whatever the object's size.
+      const res = await this.client.send(new GetObjectCommand({ Bucket: this.bucket, Key: assertKey(key), Range: `bytes=0-${maxBytes}` }));
+      if (!res.Body) throw new Error('no body');
+      const total = res.ContentRange ? Number(/\/(\d+)$/.exec(res.ContentRange)?.[1]) : res.ContentLength;
+      if (typeof total === 'number' && Number.isFinite(total) && total > maxBytes) {
+        (res.Body as unknown as { destroy?: () => void }).destroy?.();
+        throw new StorageError(`${key} is larger than ${maxBytes} bytes`, 413);
+      }
+      body = res.Body as unknown as AsyncIterable<Uint8Array> & { destroy?: () => void };
+    } catch (e) {
+      if (e instanceof StorageError) throw e;
+      if (isNoSuchKey(e)) return null;
+      throw this.failure('GET', key, e);
+    }
+    return readBounded(body, key, maxBytes, () => body.destroy?.());
   }
 
   async put(key: string, bytes: Uint8Array, contentType: string): Promise<void> {

@@ -121,7 +121,8 @@ describe('what can be connected here', () => {
   it('refuses what cannot be connected, each with its code', async () => {
     expect((await post('/integrations/connect', { platform: 'linkedin' })).body.error.code).toBe('PLATFORM_APP_NOT_CONFIGURED');
     expect((await post('/integrations/connect', { platform: 'youtube' })).body.error.code).toBe('PLATFORM_NOT_SUPPORTED');
-    expect((await post('/integrations/connect', { platform: 'bluesky' })).body.error.code).toBe('CONNECT_FLOW_NOT_APPLICABLE');
+    // Bluesky connects through AT Protocol OAuth here too (tests/api/bluesky-oauth.test.ts); a handle is for it only.
+    expect((await post('/integrations/connect', { platform: 'x', handle: 'alice.bsky.social' })).body.error.code).toBe('VALIDATION_FAILED');
     expect((await post('/integrations/connect', { platform: 'x', connector: 'sandbox' })).body.error.code).toBe('CONNECT_FLOW_NOT_APPLICABLE');
     expect((await post('/integrations/connect', { platform: 'mastodon' })).body.error.code).toBe('INSTANCE_URL_REQUIRED');
     // X is one service: a user-given host would be sent the operator's client secret at the code exchange.

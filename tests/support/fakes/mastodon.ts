@@ -27,7 +27,8 @@
 // 404 "Record not found", 422 "Validation failed: ...", 429 "Too many requests". Every
 // authenticated answer carries X-RateLimit-Limit / -Remaining / -Reset (ISO 8601); the per-account
 // limits (300 requests per 5 minutes, 30 media uploads per 30 minutes) are enforced, and can be
-// lowered for a test. Faults: `inject` answers the next matching request with an error, a 429,
+// lowered for a test; `latencyMs` delays every answer (after the request took effect), as a
+// real instance's round trip does. Faults: `inject` answers the next matching request with an error, a 429,
 // or no answer at all (before or after the request took effect). Every request is recorded.
 import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
@@ -130,6 +131,12 @@ export interface FakeMastodonOptions {
   requestLimit?: number;
   /** Media uploads per account per 30 minutes (Mastodon: 30). */
   mediaLimit?: number;
+  /**
+   * Every answer is sent this many milliseconds after its request took effect (a real
+   * instance's processing and network time; default 0). Read per request: a test may change
+   * `fake.options.latencyMs` while it runs.
+   */
+  latencyMs?: number;
 }
 
 export interface FakeMastodon {
@@ -233,6 +240,7 @@ export async function startFakeMastodon(opts: FakeMastodonOptions = {}): Promise
     descriptionLimit: opts.descriptionLimit ?? 1500,
     requestLimit: opts.requestLimit ?? 300,
     mediaLimit: opts.mediaLimit ?? 30,
+    latencyMs: opts.latencyMs ?? 0,
   };
   const calls: MastodonCall[] = [];
   const accounts = new Map<string, FakeAccount>();
@@ -432,8 +440,14 @@ export async function startFakeMastodon(opts: FakeMastodonOptions = {}): Promise
       let extraHeaders: Record<string, string> = {};
       const send = (status: number, json: unknown, headers: Record<string, string> = {}) => {
         call.status = status;
-        res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...extraHeaders, ...headers });
-        res.end(json === undefined ? '' : JSON.stringify(json));
+        const write = () => {
+          if (res.destroyed) return;
+          res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...extraHeaders, ...headers });
+          res.end(json === undefined ? '' : JSON.stringify(json));
+        };
+        // The request took effect already; its answer comes after the instance's latency.
+        if (options.latencyMs > 0) setTimeout(write, options.latencyMs);
+        else write();
       };
       const error = (status: number, message: string) => send(status, { error: message });
       const fault = takeFault(method, path);

@@ -44,7 +44,9 @@
 // path: an answer with any status, a 429 with reset headers, a timeout after
 // X committed (the request is carried out, no answer ever comes) or a request
 // lost without effect (no answer, nothing done). `revokeUser` kills a user's
-// tokens; `expireAccessToken` one access token.
+// tokens; `expireAccessToken` one access token; `tokenState` tells whether a
+// token is live, spent (rotated), expired or revoked. `latencyMs` delays every
+// answer (after the request took effect), as X's round trip does.
 import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -164,6 +166,14 @@ export interface FakeX {
   setDailyPostLimit(limit: number | null): void;
   /** The user's posts that still exist, oldest first. */
   postsBy(userId: string): FakeXTweet[];
+  /**
+   * What X makes of a token now: `live` (an access token not expired, a refresh token not yet
+   * spent), `spent` (a refresh token already exchanged: rotation killed it), `expired`,
+   * `revoked`, or `unknown` (never issued). Asks nothing of the API (no call recorded).
+   */
+  tokenState(token: string): 'live' | 'spent' | 'expired' | 'revoked' | 'unknown';
+  /** Every answer is sent this many milliseconds after its request took effect (default 0); may be changed while it runs. */
+  options: { latencyMs: number };
   callsTo(method: string, path: string | RegExp): FakeXCall[];
   close(): Promise<void>;
 }
@@ -259,10 +269,11 @@ function parseMultipart(raw: Buffer, contentType: string): { fields: Record<stri
 const escapeText = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 const cp = (s: string) => [...s].length;
 
-export async function startFakeX(opts: { clientId?: string; clientSecret?: string; accessTokenTtlSeconds?: number } = {}): Promise<FakeX> {
+export async function startFakeX(opts: { clientId?: string; clientSecret?: string; accessTokenTtlSeconds?: number; latencyMs?: number } = {}): Promise<FakeX> {
   const clientId = opts.clientId ?? 'fake-x-client-id';
   const clientSecret = opts.clientSecret ?? 'fake-x-client-secret';
   const ttl = opts.accessTokenTtlSeconds ?? 7200;
+  const options = { latencyMs: opts.latencyMs ?? 0 };
   const calls: FakeXCall[] = [];
   const users = new Map<string, FakeXUser>();
   const tweets = new Map<string, FakeXTweet>();
@@ -755,8 +766,14 @@ export async function startFakeX(opts: { clientId?: string; clientSecret?: strin
         const headers: Record<string, string> = { ...rateHeaders(route, user), ...(a.headers ?? {}) };
         if (a.json !== undefined) headers['content-type'] = 'application/json; charset=utf-8';
         else if (a.text !== undefined) headers['content-type'] = 'text/plain; charset=utf-8';
-        res.writeHead(a.status, headers);
-        res.end(a.json !== undefined ? JSON.stringify(a.json) : (a.text ?? ''));
+        const write = () => {
+          if (res.destroyed) return;
+          res.writeHead(a.status, headers);
+          res.end(a.json !== undefined ? JSON.stringify(a.json) : (a.text ?? ''));
+        };
+        // The request took effect already; its answer comes after X's latency.
+        if (options.latencyMs > 0) setTimeout(write, options.latencyMs);
+        else write();
       };
       const hold = () => {
         held.add(res);
@@ -829,6 +846,14 @@ export async function startFakeX(opts: { clientId?: string; clientSecret?: strin
     callsTo(method, path) {
       return calls.filter((c) => c.method === method && (typeof path === 'string' ? c.path === path : path.test(c.path)));
     },
+    tokenState(token) {
+      const t = tokens.get(token);
+      if (!t) return 'unknown';
+      if (t.revoked) return 'revoked';
+      if (t.kind === 'refresh') return t.used ? 'spent' : 'live';
+      return t.expiresAt !== null && t.expiresAt <= Date.now() ? 'expired' : 'live';
+    },
+    options,
     close: () =>
       new Promise<void>((r) => {
         for (const res of held) res.destroy();
