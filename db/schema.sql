@@ -23008,7 +23008,7 @@ begin
   select i.id, i.connector, i.platform, i.name, i.username, i.settings, i.webhook_url, i.deleted_at,
          coalesce((p.capabilities ->> 'editPublishedCaption')::boolean, true) as can_edit
   into g from app.integrations i left join app.platforms p on p.code = i.platform where i.id = v.integration_id;
-  if g.connector not in ('sandbox', 'webhook') or not g.can_edit then
+  if not g.can_edit then
     perform app.raise(409, 'CAPTION_EDIT_NOT_SUPPORTED',
       format('The channel''s connector (%s, %s) cannot edit a published caption.', g.connector, g.platform),
       jsonb_build_object('contentId', v.id, 'connector', g.connector, 'platform', g.platform));
@@ -23023,7 +23023,7 @@ begin
 end
 $function$;
 alter function api.published_caption_target(uuid) owner to pressroom_api;
-comment on function api.published_caption_target(uuid) is 'Serves PATCH /v1/workspaces/{workspaceId}/content/{id}/published-caption (updatePublishedCaption_v1), first step: checks only, and returns what the connector needs; the route then calls the connector and api.record_published_caption. Requires the editor role; 404 NOT_FOUND, 400 INVALID_CONTENT_STATUS (not sent), 409 CAPTION_EDIT_NOT_SUPPORTED, 409 INTEGRATION_UNAVAILABLE.';
+comment on function api.published_caption_target(uuid) is 'Serves PATCH /v1/workspaces/{workspaceId}/content/{id}/published-caption (updatePublishedCaption_v1), first step: checks only, and returns what the connector needs; the route then calls the connector (a connected account with its credentials) and api.record_published_caption. Requires the editor role; 404 NOT_FOUND, 400 INVALID_CONTENT_STATUS (not sent), 409 CAPTION_EDIT_NOT_SUPPORTED (the platform cannot edit captions), 409 INTEGRATION_UNAVAILABLE.';
 grant execute on function api.published_caption_target(uuid) to pressroom_request;
 revoke all on function api.published_caption_target(uuid) from public;
 

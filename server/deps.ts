@@ -2,6 +2,7 @@
 // test) and passed explicitly to the app (server/app.ts), the worker
 // (server/jobs/) and every request's context (server/http/pipeline.ts).
 import type { DatabasePool } from 'slonik';
+import { createCredentialService, type CredentialService } from './platforms/credentials.ts';
 import type { Config } from './config.ts';
 import type { Logger } from './log.ts';
 import { connectorRegistryFor, type ConnectorRegistry } from './platforms/index.ts';
@@ -15,6 +16,8 @@ export interface AppDeps {
   storage: MediaStorage;
   /** One connector per kind, shared by requests and the publish worker. */
   connectors: ConnectorRegistry;
+  /** Connected accounts' credentials (decrypted for the platform call only; server/platforms/credentials.ts). */
+  credentials: CredentialService;
 }
 
 /** Builds the storage and connector registry of a configuration around a pool and a logger. */
@@ -23,5 +26,6 @@ export function createAppDeps(base: { pool: DatabasePool; config: Config; log: L
     ...base,
     storage: createMediaStorage(base.config, base.pool),
     connectors: connectorRegistryFor(base.config),
+    credentials: createCredentialService(base),
   };
 }

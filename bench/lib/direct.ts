@@ -3,6 +3,8 @@
 // handler, the audit row), in the same order, through the driver with no HTTP
 // in front: the database-side limit for that work.
 import { randomUUID } from 'node:crypto';
+import { createLogger } from '../../server/log.ts';
+import { createCredentialService } from '../../server/platforms/credentials.ts';
 import type { DatabasePool } from 'slonik';
 import type { Config } from '../../server/config.ts';
 import { jsonResult, sql } from '../../server/db/pool.ts';
@@ -57,6 +59,7 @@ export function directOp(pool: DatabasePool, route: DirectRoute, config: Config)
   if (!handle) throw new Error(`${route.group}: a phased route (several transactions) has no single direct transaction to measure`);
   const storage = createMediaStorage(config, pool);
   const connectors = connectorRegistryFor(config);
+  const credentials = createCredentialService({ pool, config, log: createLogger('silent') });
   return async () => {
     const started = performance.now();
     const requestId = randomUUID();
@@ -83,6 +86,7 @@ export function directOp(pool: DatabasePool, route: DirectRoute, config: Config)
         prepared: undefined,
         storage,
         connectors,
+        credentials,
       };
       const r = await handle(ctx);
       return { status: r.status ?? 200, data: r.data ?? null, meta: r.meta ?? null };

@@ -5,6 +5,7 @@ import type { Config } from '../config.ts';
 import { jsonResult, sql } from '../db/pool.ts';
 import type { AppDeps } from '../deps.ts';
 import type { ConnectorRegistry } from '../platforms/index.ts';
+import type { CredentialService } from '../platforms/credentials.ts';
 import { sha256 } from '../security.ts';
 import type { MediaStorage } from '../storage/index.ts';
 import { ApiError, errorBody } from '../errors.ts';
@@ -76,6 +77,11 @@ interface ContextBase<P> {
   storage: MediaStorage;
   /** The connectors (one per kind, shared with the publish worker). */
   connectors: ConnectorRegistry;
+  /**
+   * Connected accounts' credentials, for a slow step that calls a platform as the account
+   * (a published caption's edit) after its claim checked the role and the workspace.
+   */
+  credentials: CredentialService;
 }
 
 /** The context of a handler of operation K: params, query and body as validated (coerced, defaults applied). */
@@ -372,6 +378,7 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
         idempotencyKey: idem?.key ?? null,
         storage: deps.storage.at(origin),
         connectors: deps.connectors,
+        credentials: deps.credentials,
       };
       // One short transaction with the request's context.
       const inTransaction = <T>(fn: (ctx: HandlerContext) => Promise<T>): Promise<T> =>

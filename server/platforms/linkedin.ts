@@ -734,7 +734,7 @@ export function createLinkedInConnector(options: ConnectorOptions, tuning: Parti
       const f = classify(ctx, o, 'Editing the LinkedIn post');
       // Setting the same text again changes nothing more: a lost answer is only transient.
       if (f.kind === 'unknown') return { state: 'failed', permanent: false, error: f.error };
-      return { state: 'failed', permanent: f.kind === 'permanent', error: f.error };
+      return { state: 'failed', permanent: f.kind === 'permanent', error: f.error, ...(f.kind === 'reauth' ? { reauth: true } : {}) };
     },
 
     async createDraft() {

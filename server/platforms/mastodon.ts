@@ -637,7 +637,7 @@ export function createMastodonConnector(options: ConnectorOptions): Connector {
 
 function captionFailure(o: Exclude<PlatformResponse, Answer> | Answer, what: string): CaptionEditResult {
   const r = failure(o, what, 'sending the same caption again changes nothing more.');
-  return r.state === 'failed' ? { state: 'failed', permanent: r.permanent, error: r.error } : { state: 'unknown', error: r.error };
+  return r.state === 'failed' ? { state: 'failed', permanent: r.permanent, error: r.error, ...(r.reauth ? { reauth: true } : {}) } : { state: 'unknown', error: r.error };
 }
 
 function inboxFailure(o: Exclude<PlatformResponse, Answer> | Answer, what: string): InboxActionResult {

@@ -99,7 +99,7 @@ export type PublishResult =
   /** The request may or may not have reached the platform (timeout after sending): verify before retrying. */
   | { state: 'unknown'; error: string };
 
-export type CaptionEditResult = { state: 'updated' } | { state: 'failed'; permanent: boolean; error: string } | { state: 'unknown'; error: string };
+export type CaptionEditResult = { state: 'updated' } | { state: 'failed'; permanent: boolean; error: string; reauth?: boolean } | { state: 'unknown'; error: string };
 
 export interface ArticleDraftInput {
   contentId: string;

@@ -3,6 +3,8 @@ import { sql } from '../db/pool.ts';
 import { ApiError } from '../http/errors.ts';
 import type { PhasedRoute, RouteTable } from '../http/pipeline.ts';
 import type { ItemsPage } from '../http/types.ts';
+import { callAsAccount } from '../platforms/credentials.ts';
+import { platformModule } from '../platforms/index.ts';
 import { requestSandboxStore } from '../platforms/stores.ts';
 import { ConnectorError, type CaptionEditResult, type IntegrationRef } from '../platforms/types.ts';
 
@@ -56,14 +58,21 @@ const updatePublishedCaption: PhasedRoute<'updatePublishedCaption_v1', never, Ca
         webhookSecret: t.webhookSecret,
       };
       let r: CaptionEditResult;
-      try {
-        r = await ctx.connectors
+      const edit = (ref: IntegrationRef) =>
+        ctx.connectors
           .get(t.connector)
-          .editPublishedCaption(
-            integration,
-            { platformPostId: t.platformPostId ?? '', caption: ctx.body.caption, attempt: t.attempt },
-            { sandboxStore: requestSandboxStore(ctx.transaction) },
-          );
+          .editPublishedCaption(ref, { platformPostId: t.platformPostId ?? '', caption: ctx.body.caption, attempt: t.attempt }, { sandboxStore: requestSandboxStore(ctx.transaction) });
+      try {
+        if (platformModule(t.connector).connect === 'none') r = await edit(integration);
+        else {
+          // A connected account: its credentials for this one call (refreshed once if the platform refuses the token).
+          const accounts = await ctx.credentials.forIntegrations([t.integrationId]);
+          const called = await callAsAccount(ctx.credentials, integration, accounts.get(t.integrationId), edit, (v) => v.state === 'failed' && v.reauth === true);
+          if (called.state === 'unusable') {
+            throw new ApiError(409, 'RECONNECT_REQUIRED', `The account of this channel cannot be used now: ${called.account.reason}`, { contentId: ctx.params.id, integrationId: t.integrationId });
+          }
+          r = called.value;
+        }
       } catch (e) {
         if (e instanceof ConnectorError) throw new ApiError(409, 'CAPTION_EDIT_NOT_SUPPORTED', e.message, { contentId: ctx.params.id });
         throw e;

@@ -143,6 +143,27 @@ describe('Mastodon', () => {
     expect((await attempts(edition)).map((a) => a.outcome)).toEqual(['published']);
   });
 
+  it('edits a published caption through the connected account (PUT /api/v1/statuses/:id with its token); a revoked grant is 409 RECONNECT_REQUIRED', async () => {
+    const id = await connectMastodon();
+    const edition = await schedule({ integrationId: id }, `Launch day ${randomBytes(3).toString('hex')}`);
+    const c = await settled(edition);
+    expect(c.status, c.error).toBe('sent');
+    const puts = () => mastodon.callsTo('PUT', new RegExp(`/api/v1/statuses/${c.platformPostId}$`)).length;
+    const before = puts();
+    const r = await api.patch(`${base()}/content/${edition}/published-caption`, { caption: 'Launch day, edited' }, { token: owner.token });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    expect(puts()).toBe(before + 1);
+    expect(mastodon.statuses.get(c.platformPostId)!.text).toContain('Launch day, edited');
+    // The account's grant revoked at the instance: no edit, and the answer says why.
+    for (const t of mastodon.tokens.values()) if (t.accountId === mastodon.signedIn) mastodon.revokeToken(t.token);
+    const refused = await api.patch(`${base()}/content/${edition}/published-caption`, { caption: 'Launch day, edited twice' }, { token: owner.token });
+    expect(refused.status, JSON.stringify(refused.body)).toBe(409);
+    expect(refused.body.error.code).toBe('RECONNECT_REQUIRED');
+    expect(JSON.stringify(refused.body)).not.toMatch(/access_token|Bearer/i);
+    expect(puts()).toBe(before + 1); // the lookup before the PUT was refused (401): no second PUT
+    expect(mastodon.statuses.get(c.platformPostId)!.text).not.toContain('edited twice');
+  });
+
   it('a 429 with its reset puts the edition back until the reset, without spending an attempt', async () => {
     const id = await connectMastodon();
     mastodon.inject({ method: 'POST', path: '/api/v1/statuses', kind: 'rate-limit', resetInSeconds: 3 });
