@@ -60,7 +60,7 @@
 import { createHash } from 'node:crypto';
 import type { AppBskyRichtextFacet } from '@atproto/api';
 import { dpopHeaders, noteDpopNonce, oauthExtra, refreshOAuthSession } from './bluesky-oauth.ts';
-import { platformRequest, type PlatformRequest, type PlatformResponse, httpUrl } from './http.ts';
+import { platformRequest, type PlatformRequest, type PlatformResponse, httpUrl, isOk as ok, jsonObject as obj, hostOf as safeHost, type PlatformAnswer as Answer, type OkAnswer } from './http.ts';
 import {
   ConnectorError,
   type AccountLimits,
@@ -193,12 +193,8 @@ export function parseBlueskySettings(settings: Record<string, unknown> | null | 
 // HTTP helpers
 // ---------------------------------------------------------------------------
 
-type Answer = Extract<PlatformResponse, { kind: 'answer' }>;
 type Failed = Exclude<PlatformResponse, Answer> | Answer;
 
-declare const okBrand: unique symbol;
-type OkAnswer = Answer & { readonly [okBrand]: true };
-const ok = (o: PlatformResponse): o is OkAnswer => o.kind === 'answer' && o.status >= 200 && o.status < 300;
 
 interface Target {
   baseUrl: string;
@@ -217,13 +213,6 @@ function originOf(u: string): string | null {
   }
 }
 
-function safeHost(url: string): string {
-  try {
-    return new URL(url).host;
-  } catch {
-    return 'an invalid URL';
-  }
-}
 
 /**
  * The access token a call carries: an app-password session's JWT (Authorization: Bearer), or an
@@ -276,9 +265,6 @@ export function accessTokenOf(credentials: IntegrationCredentials): AccessToken 
   return o ? { accessToken: credentials.accessToken, dpopJwk: o.dpopJwk } : credentials.accessToken;
 }
 
-function obj(v: unknown): Record<string, any> {
-  return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, any>) : {};
-}
 
 function str(v: unknown): string | null {
   return typeof v === 'string' && v ? v : null;

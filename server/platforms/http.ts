@@ -106,6 +106,37 @@ function multipartBody(m: NonNullable<PlatformRequest['multipart']>): { body: Bu
   return { body: Buffer.concat(parts), contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
+/** A platform's answer (any status). */
+export type PlatformAnswer = Extract<PlatformResponse, { kind: 'answer' }>;
+declare const okBrand: unique symbol;
+/** A 2xx answer (branded, so a failed check still leaves non-2xx answers in the type). */
+export type OkAnswer = PlatformAnswer & { readonly [okBrand]: true };
+/** Whether the platform answered 2xx. */
+export const isOk = (o: PlatformResponse): o is OkAnswer => o.kind === 'answer' && o.status >= 200 && o.status < 300;
+
+/** A JSON value as an object (an empty one for anything else), for reading platforms' answers. */
+export function jsonObject(v: unknown): Record<string, any> {
+  return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, any>) : {};
+}
+
+/** A message with every secret (token, client secret) of at least 6 characters replaced, at most 2,000 characters: what a platform echoes never reaches a log or an answer. */
+export function redactSecrets(message: string, secrets: (string | null | undefined)[]): string {
+  let m = message;
+  for (const s of secrets) if (s && s.length >= 6) m = m.split(s).join('[redacted]');
+  return m.slice(0, 2000);
+}
+
+/** The host of a URL for a message, or 'an invalid URL'. */
+export function hostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return 'an invalid URL';
+  }
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
 /** The value when it is an http(s) URL of at most 2,048 characters (a permalink, an avatar, a service endpoint a platform answered), else null. */
 export function httpUrl(v: unknown): string | null {
   if (typeof v !== 'string' || v.length > 2048) return null;

@@ -85,7 +85,7 @@
 // that never left transient; no answer to POST /rest/posts unknown (a lost
 // answer to an upload only leaves an unused upload: transient). Error strings
 // never carry a token or the client secret.
-import { platformRequest, type PlatformRequest, type PlatformResponse, httpUrl } from './http.ts';
+import { platformRequest, type PlatformRequest, type PlatformResponse, httpUrl, isOk as ok, sleep, redactSecrets as scrub, type PlatformAnswer as Answer, type OkAnswer } from './http.ts';
 import {
   ConnectorError,
   type AccountLimits,
@@ -290,13 +290,8 @@ function normalizeText(s: string): string {
 // ---------------------------------------------------------------------------
 
 type Json = Record<string, any>;
-type Answer = Extract<PlatformResponse, { kind: 'answer' }>;
 
 const obj = (v: unknown): Json => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : {});
-declare const okBrand: unique symbol;
-/** A 2xx answer (branded, so a failed check still leaves non-2xx answers in the type). */
-type OkAnswer = Answer & { readonly [okBrand]: true };
-const ok = (o: PlatformResponse): o is OkAnswer => o.kind === 'answer' && o.status >= 200 && o.status < 300;
 
 /**
  * LinkedIn's reason: the API envelope {"status", "serviceErrorCode", "code",
@@ -331,11 +326,6 @@ type Failure =
   | { kind: 'unknown'; error: string };
 
 /** Removes any secret that might have found its way into a message. */
-function scrub(message: string, secrets: (string | null | undefined)[]): string {
-  let m = message;
-  for (const s of secrets) if (s && s.length >= 6) m = m.split(s).join('[redacted]');
-  return m.slice(0, 2000);
-}
 
 // ---------------------------------------------------------------------------
 // Settings and content rules
@@ -388,7 +378,6 @@ function parseCommentUrn(urn: string): { parent: string; id: string } | null {
   return m ? { parent: m[1], id: m[2] } : null;
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Our clock and LinkedIn's may differ a little: posts are looked for from a minute before `since`. */
 const CLOCK_SKEW_MS = 60_000;

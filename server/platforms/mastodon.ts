@@ -34,7 +34,7 @@
 // with reauth; 422 and other 4xx failed for good with Mastodon's `error`;
 // 5xx, nothing sent, or no answer (safe to re-send with the same key) failed
 // for now. No message ever contains the access token.
-import { platformRequest, type PlatformRequest, type PlatformResponse, httpUrl } from './http.ts';
+import { platformRequest, type PlatformRequest, type PlatformResponse, httpUrl, isOk as ok, sleep, jsonObject as obj, hostOf as safeHost, type PlatformAnswer as Answer } from './http.ts';
 import {
   ConnectorError,
   type AccountLimits,
@@ -155,20 +155,7 @@ async function call(endpoint: PlatformEndpoint, r: Omit<PlatformRequest, 'url' |
   });
 }
 
-function safeHost(url: string): string {
-  try {
-    return new URL(url).host;
-  } catch {
-    return 'an invalid URL';
-  }
-}
 
-type Answer = Extract<PlatformResponse, { kind: 'answer' }>;
-
-declare const okBrand: unique symbol;
-/** A 2xx answer (branded, so a failed check still leaves non-2xx answers in the type). */
-type OkAnswer = Answer & { readonly [okBrand]: true };
-const ok = (o: PlatformResponse): o is OkAnswer => o.kind === 'answer' && o.status >= 200 && o.status < 300;
 
 /** Mastodon's error envelope: {"error": "..."} (OAuth errors add error_description). */
 function platformMessage(o: Answer): string {
@@ -187,9 +174,6 @@ function describe(o: Answer, what: string): string {
   return `Mastodon ${o.status >= 500 ? 'failed on' : 'refused'} ${what} (HTTP ${o.status}${m ? `: ${m}` : ''}).`;
 }
 
-function obj(v: unknown): Record<string, any> {
-  return v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, any>) : {};
-}
 
 function idOf(v: unknown): string | null {
   const id = obj(v).id;
@@ -244,7 +228,6 @@ export function sniffContentType(data: Buffer, given?: string | null): string {
 
 type Step<T> = { ok: true; value: T } | { ok: false; result: PublishResult };
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 // ---------------------------------------------------------------------------
 // The module

@@ -53,7 +53,7 @@
 // `errors[0].message`); 5xx and calls that never left transient; no answer
 // to POST /2/tweets unknown. Error strings never carry a token.
 import type http from 'node:http';
-import { platformRequest, type PlatformRequest, type PlatformResponse } from './http.ts';
+import { platformRequest, type PlatformRequest, type PlatformResponse, isOk as ok, sleep, redactSecrets as scrub } from './http.ts';
 import {
   ConnectorError,
   type AccountLimits,
@@ -211,14 +211,8 @@ function classify(o: PlatformResponse, what: string): Failure {
   return { kind: 'transient', error };
 }
 
-const ok = (o: PlatformResponse): o is Extract<PlatformResponse, { kind: 'answer' }> => o.kind === 'answer' && o.status >= 200 && o.status < 300;
 
 /** Removes any secret that might have found its way into a message. */
-function scrub(message: string, secrets: (string | null | undefined)[]): string {
-  let m = message;
-  for (const s of secrets) if (s && s.length >= 6) m = m.split(s).join('[redacted]');
-  return m.slice(0, 2000);
-}
 
 // ---------------------------------------------------------------------------
 // Comparing a post with a message (findPublished)
@@ -354,7 +348,6 @@ function startTime(from: Date): string {
   return new Date(Math.floor(from.getTime() / 1000) * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export function createXConnector(options: ConnectorOptions, tuning: Partial<XTuning> = {}): Connector {
   const tune: XTuning = { ...X_DEFAULT_TUNING, ...tuning };
