@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runMetricsSync } from '../../server/jobs/analytics.ts';
 import { foldInbox, registerInboxJobs } from '../../server/jobs/inbox.ts';
 import { PGBOSS_SCHEMA } from '../../server/jobs/queues.ts';
+import type { Schema } from '../../server/http/types.ts';
 import type { IntegrationCredentials } from '../../server/platforms/types.ts';
 import { CredentialVault } from '../../server/platforms/vault.ts';
 import { startFakeMastodon, type FakeMastodon } from '../support/fakes/mastodon.ts';
@@ -110,19 +111,21 @@ async function inbound(integrationId: string, post: string, message: string, aut
     [owner.organizationId, owner.workspaceId, integrationId, `created:${message}`, post, message, JSON.stringify(author), text],
   );
   await foldInbox(server.deps, integrationId);
-  const threads = (await api.get(`${ws()}/inbox/threads?integrationId=${integrationId}&limit=100`, { token: owner.token })).body.data as any[];
+  const threads = (await api.get(`${ws()}/inbox/threads?integrationId=${integrationId}&limit=100`, { token: owner.token })).body.data as Schema<'InboxThread'>[];
   const t = threads.find((x) => x.platformThreadId === post);
   expect(t, `thread ${post}`).toBeTruthy();
-  const msgs = (await api.get(`${ws()}/inbox/threads/${t.id}/messages?limit=100`, { token: owner.token })).body.data as any[];
-  return { threadId: t.id, messageId: msgs.find((m) => m.platformMessageId === message).id };
+  const msgs = (await api.get(`${ws()}/inbox/threads/${t!.id}/messages?limit=100`, { token: owner.token })).body.data as Schema<'InboxMessage'>[];
+  const m = msgs.find((x) => x.platformMessageId === message);
+  expect(m, `message ${message}`).toBeTruthy();
+  return { threadId: t!.id, messageId: m!.id };
 }
 
 async function reply(threadId: string, text: string, inReplyToId: string) {
   const r = await api.post(`${ws()}/inbox/threads/${threadId}/replies`, { text, inReplyToId }, { token: owner.token });
   expect(r.status, JSON.stringify(r.body)).toBe(202);
   for (let i = 0; i < 150; i++) {
-    const m = ((await api.get(`${ws()}/inbox/threads/${threadId}/messages?limit=100`, { token: owner.token })).body.data as any[]).find((x) => x.id === r.body.data.id);
-    if (m && m.delivery.state !== 'pending') return m;
+    const m = ((await api.get(`${ws()}/inbox/threads/${threadId}/messages?limit=100`, { token: owner.token })).body.data as Schema<'InboxMessage'>[]).find((x) => x.id === r.body.data.id);
+    if (m?.delivery && m.delivery.state !== 'pending') return { ...m, delivery: m.delivery };
     await new Promise((res) => setTimeout(res, 100));
   }
   throw new Error('the reply did not settle');
