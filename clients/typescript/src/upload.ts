@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Readable } from 'node:stream';
-import { PressroomError, unwrap, type PressroomClient, type Schema } from './index.ts';
+import { PressroomError, unwrap, type PressroomClient, type Schema } from './client.ts';
 
 export interface UploadProgress {
   sentBytes: number;
