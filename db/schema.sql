@@ -12779,6 +12779,23 @@ alter function app.review_link_item(app.review_links,uuid) owner to pressroom_de
 comment on function app.review_link_item(app.review_links,uuid) is 'An item of the link''s review (never one of another review), or 404 NOT_FOUND.';
 revoke all on function app.review_link_item(app.review_links,uuid) from public;
 
+CREATE OR REPLACE FUNCTION app.review_link_media_json(p_ids uuid[])
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+  select coalesce(jsonb_agg(jsonb_build_object(
+      'id', m.id, 'type', m.type, 'contentType', m.content_type, 'filename', m.filename,
+      'altText', m.alt_text, 'width', m.width, 'height', m.height, 'durationMs', m.duration_ms,
+      'storageKey', m.storage_key) order by x.n), '[]')
+  from unnest(coalesce(p_ids, '{}')) with ordinality x (id, n)
+  join app.media_items m on m.id = x.id
+$function$;
+alter function app.review_link_media_json(uuid[]) owner to pressroom_definer;
+comment on function app.review_link_media_json(uuid[]) is 'The media of a review link''s item or thread message, in order: id, type, contentType, filename, altText, width, height, durationMs and the storage key (the route signs a view URL from it and drops it). Called by api.review_link_get only.';
+revoke all on function app.review_link_media_json(uuid[]) from public;
+
 CREATE OR REPLACE FUNCTION app.review_move_content(p_content uuid, p_status text, p_scheduled_at timestamp with time zone DEFAULT NULL::timestamp with time zone, p_intended_at timestamp with time zone DEFAULT NULL::timestamp with time zone, p_keep_intended boolean DEFAULT true)
  RETURNS void
  LANGUAGE plpgsql
@@ -23977,12 +23994,12 @@ begin
         'currentStage', it.current_stage, 'currentStageName', case when it.state = 'pending' then r.stages -> it.current_stage ->> 'name' end,
         'awaitingYou', ('client:' || l.email) = any (it.waiting_on),
         'platform', g.platform, 'channelName', g.name,
-        'caption', coalesce(i.caption, cr.caption), 'thread', i.thread,
+        'caption', coalesce(i.caption, cr.caption),
+        'thread', (select coalesce(jsonb_agg(jsonb_build_object('caption', coalesce(e ->> 'caption', ''),
+                     'media', app.review_link_media_json(app.jsonb_uuids(coalesce(e -> 'mediaIds', '[]')))) order by n), '[]')
+                   from jsonb_array_elements(i.thread) with ordinality t (e, n)),
         'scheduledAt', coalesce(i.scheduled_at, i.intended_publish_at),
-        'media', coalesce((select jsonb_agg(jsonb_build_object('id', m.id, 'type', m.type, 'contentType', m.content_type,
-                              'filename', m.filename, 'storageKey', m.storage_key) order by x.n)
-                           from unnest(app.content_item_media_ids(i.id, i.root_id, i.own_media)) with ordinality x (id, n)
-                           join app.media_items m on m.id = x.id), '[]')) order by it.created_at, it.id)
+        'media', app.review_link_media_json(app.content_item_media_ids(i.id, i.root_id, i.own_media))) order by it.created_at, it.id)
       from app.review_items it
       join app.content_items i on i.id = it.content_id
       join app.content_roots cr on cr.id = i.root_id
@@ -23991,7 +24008,7 @@ begin
 end
 $function$;
 alter function api.review_link_get() owner to pressroom_definer;
-comment on function api.review_link_get() is 'Serves GET /v1/review-link (getReviewLink_v1): the link''s review and its items as a client sees them (platform, caption, thread, scheduled time, media; the route signs media view URLs and drops the storage keys). Review link only.';
+comment on function api.review_link_get() is 'Serves GET /v1/review-link (getReviewLink_v1): the link''s review and its items as a client sees them (platform, channel, caption, scheduled time, media with alt text, thread messages with their media; the route signs media view URLs and drops the storage keys). Review link only.';
 grant execute on function api.review_link_get() to pressroom_request;
 revoke all on function api.review_link_get() from public;
 

@@ -8045,13 +8045,19 @@ export interface components {
             /** Format: date-time */
             createdAt: string;
         };
-        /** @description A client reviewer's link. `token` is shown here only, once; send it to the client, who calls the `/v1/review-link` routes with `Authorization Bearer <token>`. */
+        /** @description A client reviewer's link. `token` is shown here only, once; send the client `url`, the review page that uses it (docs/web-app.md), or give the token to a client of your own that calls the `/v1/review-link` routes with `Authorization Bearer <token>`. */
         ReviewLinkToken: {
             /** Format: uuid */
             id: string;
             email: string;
             name: string;
             token: string;
+            /**
+             * Format: uri
+             * @description The client review page for this link, `<PUBLIC_BASE_URL or this server>/review#token=<token>`. The token is in the fragment, which browsers never send to a server, so it stays out of access logs and Referer headers.
+             * @example https://pressroom.example.com/review#token=prl_3q2x...
+             */
+            url: string;
             /** Format: date-time */
             expiresAt?: string | null;
         };
@@ -8357,6 +8363,22 @@ export interface components {
         NotificationsMarked: {
             marked: number;
         };
+        /** @description A media file of a review link's item or thread message, with a signed view URL (valid until `viewUrlExpiresAt`; read the review again for fresh ones). */
+        ReviewLinkMedia: {
+            /** Format: uuid */
+            id: string;
+            type: string;
+            contentType: string;
+            filename?: string;
+            /** @description The media's alt text in the library (what screen readers announce on the platform). */
+            altText: string | null;
+            width?: number | null;
+            height?: number | null;
+            durationMs?: number | null;
+            viewUrl: string;
+            /** Format: date-time */
+            viewUrlExpiresAt?: string;
+        };
         ReviewLinkView: {
             review: {
                 /** Format: uuid */
@@ -8386,19 +8408,14 @@ export interface components {
                 platform: string;
                 channelName?: string;
                 caption: string | null;
-                thread?: Record<string, never>[];
+                /** @description The thread's further messages (where the platform has threads), each with its media. */
+                thread?: {
+                    caption: string;
+                    media: components["schemas"]["ReviewLinkMedia"][];
+                }[];
                 /** Format: date-time */
                 scheduledAt: string | null;
-                media: {
-                    /** Format: uuid */
-                    id: string;
-                    type: string;
-                    contentType: string;
-                    filename?: string;
-                    viewUrl: string;
-                    /** Format: date-time */
-                    viewUrlExpiresAt?: string;
-                }[];
+                media: components["schemas"]["ReviewLinkMedia"][];
             }[];
         };
         InitApprovalAttachmentUploadDto: {

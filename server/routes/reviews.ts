@@ -13,6 +13,20 @@ interface StoredFile {
   contentType: string;
   storageKey: string;
 }
+type DbLink = Omit<Schema<'ReviewLinkToken'>, 'url'>;
+
+/** The review page's address of a client link: the token in the fragment, which browsers never send to a server. */
+export function reviewPageUrl(baseUrl: string, token: string): string {
+  return `${baseUrl.replace(/\/+$/, '')}/review#token=${encodeURIComponent(token)}`;
+}
+
+/** Links as SQL answers them, with the review page's URL beside each token. */
+function withUrls(ctx: Pick<HandlerContext, 'storage'>, links: DbLink[] | undefined): Schema<'ReviewLinkToken'>[] | undefined {
+  if (!links) return links;
+  const base = ctx.storage.baseUrl();
+  return links.map((l) => ({ ...l, url: reviewPageUrl(base, l.token) }));
+}
+
 type DbActivity = Omit<Schema<'ReviewActivity'>, 'attachments'> & { attachments?: (StoredFile & { fileSize: number })[] };
 type DbAttachment = Omit<Schema<'ReviewAttachment'>, 'uploadUrl' | 'method' | 'headers' | 'viewUrl'> & { storageKey: string };
 
@@ -125,7 +139,15 @@ export const approvalWorkflowRoutes = {
 
 export const reviewRoutes = {
   resolveReviews_v1: { handle: async ({ call, body }) => ({ data: await call(sql.fragment`api.resolve_reviews(${sql.jsonb(body as SerializableValue)})`) }) },
-  submitReviews_v1: { handle: async ({ call, body }) => ({ data: await call(sql.fragment`api.submit_reviews(${sql.jsonb(body)})`) }) },
+  submitReviews_v1: {
+    handle: async (ctx) => {
+      type Result = Schema<'ReviewSubmitResult'>;
+      const r = await ctx.call<Omit<Result, 'results'> & { results: (Omit<Result['results'][number], 'links'> & { links?: DbLink[] })[] }>(
+        sql.fragment`api.submit_reviews(${sql.jsonb(ctx.body)})`,
+      );
+      return { data: { ...r, results: r.results.map((x) => ({ ...x, links: withUrls(ctx, x.links) })) } };
+    },
+  },
   previewReview_v1: {
     handle: async ({ call, body }) => ({ status: 201, data: await call(sql.fragment`api.preview_review(${sql.jsonb(body)})`) }),
   },
@@ -155,11 +177,19 @@ export const reviewRoutes = {
     handle: async ({ call, params, body }) => ({ data: await call(sql.fragment`api.update_review(${params.reviewId}, ${sql.jsonb(body)})`) }),
   },
   replaceReviewStages_v1: {
-    handle: async ({ call, params, body }) => ({
-      data: await call(sql.fragment`api.replace_review_stages(${params.reviewId}, ${sql.jsonb(body)})`),
-    }),
+    handle: async (ctx) => {
+      const r = await ctx.call<Omit<Schema<'ReviewStagesResult'>, 'links'> & { links: DbLink[] }>(
+        sql.fragment`api.replace_review_stages(${ctx.params.reviewId}, ${sql.jsonb(ctx.body)})`,
+      );
+      return { data: { ...r, links: withUrls(ctx, r.links) ?? [] } };
+    },
   },
-  sendReview_v1: { handle: async ({ call, params }) => ({ status: 201, data: await call(sql.fragment`api.send_review(${params.reviewId})`) }) },
+  sendReview_v1: {
+    handle: async (ctx) => {
+      const r = await ctx.call<Omit<Schema<'ReviewSendResult'>, 'links'> & { links: DbLink[] }>(sql.fragment`api.send_review(${ctx.params.reviewId})`);
+      return { status: 201, data: { ...r, links: withUrls(ctx, r.links) ?? [] } };
+    },
+  },
   remindReview_v1: {
     handle: async ({ call, params, body }) => ({
       status: 201,
@@ -253,15 +283,11 @@ export const notificationRoutes = {
   },
 } satisfies Partial<RouteTable>;
 
-interface LinkMedia {
-  id: string;
-  type: string;
-  contentType: string;
-  filename: string;
-  storageKey: string;
-}
+/** A review link's media as api.review_link_get answers it: the contract's fields less the view URL, plus the storage key. */
+type LinkMedia = Omit<Schema<'ReviewLinkMedia'>, 'viewUrl' | 'viewUrlExpiresAt'> & { filename: string; storageKey: string };
+type LinkItem = ResponseData<'getReviewLink_v1'>['items'][number];
 type LinkView = Omit<ResponseData<'getReviewLink_v1'>, 'items'> & {
-  items: (Omit<ResponseData<'getReviewLink_v1'>['items'][number], 'media'> & { media: LinkMedia[] })[];
+  items: (Omit<LinkItem, 'media' | 'thread'> & { media: LinkMedia[]; thread: { caption: string; media: LinkMedia[] }[] })[];
 };
 
 /** Client reviewer routes: the link token is the credential (api.gate_review_link); SQL scopes each call to the link's review. */
@@ -270,21 +296,18 @@ export const reviewLinkRoutes = {
     handle: async ({ call, storage, config }) => {
       const view = await call<LinkView>(sql.fragment`api.review_link_get()`);
       const expiresAt = new Date((Math.floor(Date.now() / 1000) + config.SIGNED_URL_TTL_SECONDS) * 1000);
+      // The edition's media and every thread message's: a signed view URL each, the storage key dropped.
+      const sign = (list: LinkMedia[]): Promise<Schema<'ReviewLinkMedia'>[]> =>
+        Promise.all(list.map(async ({ storageKey, ...m }) => ({
+          ...m,
+          viewUrl: await storage.driver.objectUrl({ mediaId: m.id, key: storageKey, contentType: m.contentType, filename: m.filename, disposition: 'inline', expiresAt }),
+          viewUrlExpiresAt: expiresAt.toISOString(),
+        })));
       const items = await Promise.all(
         view.items.map(async (item) => ({
           ...item,
-          media: await Promise.all(
-            item.media.map(async (m) => ({
-              id: m.id,
-              type: m.type,
-              contentType: m.contentType,
-              filename: m.filename,
-              viewUrl: await storage.driver.objectUrl({
-                mediaId: m.id, key: m.storageKey, contentType: m.contentType, filename: m.filename, disposition: 'inline', expiresAt,
-              }),
-              viewUrlExpiresAt: expiresAt.toISOString(),
-            })),
-          ),
+          media: await sign(item.media),
+          thread: await Promise.all(item.thread.map(async (t) => ({ caption: t.caption, media: await sign(t.media) }))),
         })),
       );
       return { data: { ...view, items } };

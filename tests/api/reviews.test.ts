@@ -421,6 +421,8 @@ describe('reviews: transitions, content following its items, decisions', () => {
     expect(results[2].reviewId).not.toBe(results[0].reviewId);
     expect(results[2].links[0]).toMatchObject({ email: 'client@example.com', name: 'Cli' });
     expect(results[2].links[0].token).toMatch(/^prr_[0-9a-f]{64}$/);
+    // Beside the token, the review page's address with the token in its fragment (server/routes/reviews.ts).
+    expect(results[2].links[0].url).toBe(`${server.baseUrl}/review#token=${results[2].links[0].token}`);
     for (const c of [c1, c2, c3]) expect((await w.status(c)).status).toBe('pending_approval');
     // The retry replays the stored results; nothing is made twice.
     const replay = await api.post(`${w.ws}/reviews/submit`, body, t);
