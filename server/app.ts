@@ -15,7 +15,7 @@ import { routes } from './routes/index.ts';
 import { createHooksRouter, servedRoutes } from './routes/hooks.ts';
 import { createOAuthCallbackRouter } from './routes/connections.ts';
 import { createStorageRouter } from './storage/router.ts';
-import { createCalendarRouter } from './calendar-page.ts';
+import { createWebRouter } from './web-app.ts';
 import { createMcpRouter } from './mcp/http.ts';
 
 const require = createRequire(import.meta.url);
@@ -169,8 +169,8 @@ export function createApp(deps: AppDeps, options: AppOptions = {}) {
     res.type('html').send(redocPage(nonce));
   });
 
-  // The calendar page at /app (server/calendar-page.ts, docs/calendar.md): a browser client of this API.
-  app.use(createCalendarRouter());
+  // The web app at /app and the client review page at /review (server/web-app.ts, docs/web-app.md): browser clients of this API.
+  app.use(createWebRouter(deps.config));
 
   // Signed upload, view and download URLs of the disk storage driver.
   app.use(createStorageRouter(deps));

@@ -1,8 +1,9 @@
-// The calendar page at /app (server/calendar-page.ts, web/): its headers and
+// The calendar page at /app (server/web-app.ts, web/pages/calendar.tsx): its headers and
 // bundle over plain HTTP, then in a real browser (playwright-core driving the
 // machine's Chromium): sign in, see an edition created through the API on its
-// day, drag it to another day and check through the API that it moved, drag it
-// into the past and see the refusal. Screenshots go to test-results/calendar/.
+// day, open a failed one in the composer, drag one to another day and check
+// through the API that it moved, drag it into the past and see the refusal.
+// Screenshots go to test-results/calendar/.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -187,15 +188,23 @@ describe.skipIf(!chromiumPath)('the calendar in Chromium', () => {
       await page.selectOption('#channel', '');
       await expect.poll(() => page.locator('.fc-event.st-failed').count()).toBe(1);
 
-      // Open one.
+      // Open one: the composer at /app/compose/<id> (web/pages/compose.tsx), with the
+      // failed edition's channel and error, read-only but for its retry.
+      const failedId = (await c.query(`select id from app.content_items where workspace_id = $1 and status = 'failed'`, [o.workspaceId])).rows[0].id as string;
       await failed.click();
-      const dialog = page.locator('#detail');
-      await dialog.waitFor({ state: 'visible' });
-      expect(await dialog.textContent()).toContain('Token expired');
-      expect(await dialog.textContent()).toContain('Acme on LinkedIn');
+      await page.waitForURL(`${server.baseUrl}/app/compose/${failedId}`);
+      const edition = page.locator(`#edition-${failedId}`);
+      await edition.waitFor();
+      expect(await edition.textContent()).toContain('Token expired');
+      expect(await edition.textContent()).toContain('Acme on LinkedIn');
+      expect(await edition.textContent()).toContain('failed');
+      expect(await page.locator(`#retry-${failedId}`).count()).toBe(1);
+      expect(await page.inputValue('#caption')).toBe('Webinar recap');
+      expect(await page.locator('#caption').isDisabled()).toBe(true);
       await page.screenshot({ path: path.join(SHOTS, '2-detail.png') });
-      await dialog.locator('button[type=submit]').click();
-      await dialog.waitFor({ state: 'hidden' });
+      // Back to the calendar, at the same view (the hash).
+      await page.goBack();
+      await launch.waitFor();
 
       /** Drags the launch edition onto a day cell, with real mouse moves. */
       const dragTo = async (d: string) => {

@@ -1,6 +1,6 @@
 // GET {ws}/content?scheduledFrom=&scheduledTo= (api.list_content): editions
 // scheduled in [from, to), with the other filters, totals, the 400 for an
-// empty range, and the calendar page's use of it (web/main.ts asks for the
+// empty range, and the calendar page's use of it (web/pages/calendar.tsx asks for the
 // visible range only; its browser test is tests/api/calendar.test.ts).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { client, signup } from '../support/http.ts';
