@@ -3813,12 +3813,14 @@ create table app.review_submissions (
   principal_key text not null,
   results jsonb not null,
   created_at timestamp with time zone default now() not null,
+  sealed_tokens bytea,
   constraint review_submissions_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
   constraint review_submissions_pkey PRIMARY KEY (workspace_id, principal_key, request_id),
   constraint review_submissions_request_id_check CHECK (((length(request_id) >= 1) AND (length(request_id) <= 200))),
   constraint review_submissions_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.review_submissions is 'The stored results of POST reviews/submit by requestId (per workspace and principal): a retry with the same requestId replays them. Tenant policies of app.apply_tenant_policies (select and insert; writes need editor).';
+comment on column app.review_submissions.sealed_tokens is 'The client link tokens of the stored answer ({linkId: token}), sealed by the route with the credential vault; null when the answer holds no client link. Never readable by requests.';
 CREATE INDEX review_submissions_organization_id_idx ON app.review_submissions USING btree (organization_id);
 alter table app.review_submissions enable row level security;
 alter table app.review_submissions force row level security;
@@ -3835,15 +3837,15 @@ create policy review_submissions_definer on app.review_submissions as permissive
 create policy review_submissions_worker on app.review_submissions as permissive for all to pressroom_worker
   using (true)
   with check (true);
-grant select on table app.review_submissions to pressroom_api;
+CREATE TRIGGER review_submissions_10_strip_tokens BEFORE INSERT OR UPDATE OF results ON app.review_submissions FOR EACH ROW EXECUTE FUNCTION app.tg_review_submissions_strip_tokens();
 grant delete, insert, select, update on table app.review_submissions to pressroom_definer;
 grant delete, insert, select, update on table app.review_submissions to pressroom_worker;
-grant insert (workspace_id) on table app.review_submissions to pressroom_api;
-grant insert (organization_id) on table app.review_submissions to pressroom_api;
-grant insert (request_id) on table app.review_submissions to pressroom_api;
-grant insert (principal_key) on table app.review_submissions to pressroom_api;
-grant insert (results) on table app.review_submissions to pressroom_api;
-grant insert (created_at) on table app.review_submissions to pressroom_api;
+grant insert, select (workspace_id) on table app.review_submissions to pressroom_api;
+grant insert, select (organization_id) on table app.review_submissions to pressroom_api;
+grant insert, select (request_id) on table app.review_submissions to pressroom_api;
+grant insert, select (principal_key) on table app.review_submissions to pressroom_api;
+grant insert, select (results) on table app.review_submissions to pressroom_api;
+grant insert, select (created_at) on table app.review_submissions to pressroom_api;
 
 create table app.reviews (
   id uuid default gen_random_uuid() not null,
@@ -12796,6 +12798,24 @@ alter function app.review_link_media_json(uuid[]) owner to pressroom_definer;
 comment on function app.review_link_media_json(uuid[]) is 'The media of a review link''s item or thread message, in order: id, type, contentType, filename, altText, width, height, durationMs and the storage key (the route signs a view URL from it and drops it). Called by api.review_link_get only.';
 revoke all on function app.review_link_media_json(uuid[]) from public;
 
+CREATE OR REPLACE FUNCTION app.review_links_without_tokens(p_results jsonb)
+ RETURNS jsonb
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO 'pg_catalog'
+AS $function$
+  select coalesce(jsonb_agg(
+           case when jsonb_typeof(r -> 'links') = 'array'
+                then jsonb_set(r, '{links}', coalesce((select jsonb_agg(l - 'token' order by n)
+                                                        from jsonb_array_elements(r -> 'links') with ordinality x (l, n)), '[]'))
+                else r end order by m), '[]')
+  from jsonb_array_elements(p_results) with ordinality y (r, m)
+$function$;
+comment on function app.review_links_without_tokens(jsonb) is 'The results of a stored review submission without the client links'' tokens (each link keeps its id, email, name and expiry).';
+grant execute on function app.review_links_without_tokens(jsonb) to pressroom_api;
+grant execute on function app.review_links_without_tokens(jsonb) to pressroom_definer;
+revoke all on function app.review_links_without_tokens(jsonb) from public;
+
 CREATE OR REPLACE FUNCTION app.review_move_content(p_content uuid, p_status text, p_scheduled_at timestamp with time zone DEFAULT NULL::timestamp with time zone, p_intended_at timestamp with time zone DEFAULT NULL::timestamp with time zone, p_keep_intended boolean DEFAULT true)
  RETURNS void
  LANGUAGE plpgsql
@@ -14982,6 +15002,21 @@ comment on function app.tg_review_decisions_webhooks() is 'Emits review.decided 
 grant execute on function app.tg_review_decisions_webhooks() to pressroom_api;
 grant execute on function app.tg_review_decisions_webhooks() to pressroom_worker;
 revoke all on function app.tg_review_decisions_webhooks() from public;
+
+CREATE OR REPLACE FUNCTION app.tg_review_submissions_strip_tokens()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+begin
+  if jsonb_typeof(new.results -> 'results') = 'array' then
+    new.results := jsonb_set(new.results, '{results}', app.review_links_without_tokens(new.results -> 'results'));
+  end if;
+  return new;
+end
+$function$;
+comment on function app.tg_review_submissions_strip_tokens() is 'Trigger of app.review_submissions: the stored results never hold a client link token (the route seals them into sealed_tokens).';
+revoke all on function app.tg_review_submissions_strip_tokens() from public;
 
 CREATE OR REPLACE FUNCTION app.tg_reviews_status_machine()
  RETURNS trigger
@@ -24048,6 +24083,27 @@ comment on function api.review_link_react(uuid,uuid,text,boolean) is 'Serves POS
 grant execute on function api.review_link_react(uuid,uuid,text,boolean) to pressroom_request;
 revoke all on function api.review_link_react(uuid,uuid,text,boolean) from public;
 
+CREATE OR REPLACE FUNCTION api.review_submission_sealed_tokens(p_request_id text)
+ RETURNS bytea
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v bytea;
+begin
+  perform app.require_role('editor');
+  select sealed_tokens into v from app.review_submissions
+  where workspace_id = app.current_workspace_id() and principal_key = coalesce(app.current_approver_key(), 'anonymous')
+    and request_id = p_request_id;
+  return v;
+end
+$function$;
+alter function api.review_submission_sealed_tokens(text) owner to pressroom_definer;
+comment on function api.review_submission_sealed_tokens(text) is 'Called by POST /v1/workspaces/{workspaceId}/reviews/submit (submitReviews_v1) when api.submit_reviews replays a requestId: the sealed client link tokens of the stored answer (null when it holds none), which the route opens with the credential vault. Editor role; the caller''s own submissions only.';
+grant execute on function api.review_submission_sealed_tokens(text) to pressroom_request;
+revoke all on function api.review_submission_sealed_tokens(text) from public;
+
 CREATE OR REPLACE FUNCTION api.review_summary()
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -24311,6 +24367,24 @@ alter function api.schedule_workbench_rows(jsonb,boolean) owner to pressroom_api
 comment on function api.schedule_workbench_rows(jsonb,boolean) is 'Serves POST /v2/workspaces/{workspaceId}/workbench/schedule and /schedule/validate (scheduleWorkbenchRows_v2, validateWorkbenchSchedule_v2). For up to 1,000 rows, schedules each edition of the row''s root at the row''s date and time through app.schedule_edition (the rules of api.schedule_content), one result per row and channel; a row is scheduled whole or not at all (its own error: 404 NOT_FOUND, 400 ROW_HAS_NO_CONTENT, ROW_TIME_REQUIRED, ROW_HAS_NO_CHANNELS, or each channel''s error from the content rules). Rows are scheduled in chunks of 50 without a subtransaction each; a chunk in which something fails, and a row failing its own checks, take the careful path (app.workbench_schedule_row). The dry run runs the same path rolled back, so it answers what scheduling would, writing nothing. The committed schedule places the feed-grid tiles of each channel in one pass (app.grid_place_editions). Requires the editor role.';
 grant execute on function api.schedule_workbench_rows(jsonb,boolean) to pressroom_request;
 revoke all on function api.schedule_workbench_rows(jsonb,boolean) from public;
+
+CREATE OR REPLACE FUNCTION api.seal_review_submission(p_request_id text, p_sealed bytea)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+begin
+  perform app.require_role('editor');
+  update app.review_submissions set sealed_tokens = p_sealed
+  where workspace_id = app.current_workspace_id() and principal_key = coalesce(app.current_approver_key(), 'anonymous')
+    and request_id = p_request_id and sealed_tokens is null;
+end
+$function$;
+alter function api.seal_review_submission(text,bytea) owner to pressroom_definer;
+comment on function api.seal_review_submission(text,bytea) is 'Called by POST /v1/workspaces/{workspaceId}/reviews/submit (submitReviews_v1, server/routes/reviews.ts) in its own transaction, right after api.submit_reviews stored a new submission: keeps the client link tokens of the answer sealed with the credential vault, for replays. Editor role; once per submission.';
+grant execute on function api.seal_review_submission(text,bytea) to pressroom_request;
+revoke all on function api.seal_review_submission(text,bytea) from public;
 
 CREATE OR REPLACE FUNCTION api.send_review(p_id uuid)
  RETURNS jsonb

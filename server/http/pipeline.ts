@@ -11,6 +11,8 @@ import type { MediaStorage } from '../storage/index.ts';
 import { ApiError, errorBody } from '../errors.ts';
 import { bodyParserError, dataExceptionFields, toApiError } from './errors.ts';
 import { clientKey } from './client-address.ts';
+import { openAnswer, sealAnswer, type ReplayScope } from './sealed-replay.ts';
+import { vaultOf } from '../platforms/credentials.ts';
 import type { Operation } from './openapi.ts';
 import { checkQueryDefaults, type IdempotencyKey, type OperationId, type PathParams, type QueryParams, type RequestBody, type TypedResult } from './types.ts';
 
@@ -288,7 +290,7 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
     let payload: unknown;
     let errorCode: string | null = null;
     const headers: Record<string, string> = {};
-    let idem: { key: string; claimed: boolean } | null = null;
+    let idem: { key: string; claimed: boolean; scope: ReplayScope } | null = null;
     let actor: HandlerResult['actor'];
     let audited = true;
     const wsParam = typeof req.params.workspaceId === 'string' && UUID.test(req.params.workspaceId) ? req.params.workspaceId : null;
@@ -355,14 +357,16 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
           await setContext(tx, principal, workspaceId, role, requestId);
           return tx.oneFirst(sql.type(jsonResult)`select api.idempotency_begin(${op.method}, ${routeKey}, ${key}, ${sql.binary(hash)}) as result`);
         });
+        const scope: ReplayScope = { workspaceId, principalId: (principal.apiKeyId ?? principal.userId)!, method: op.method, route: routeKey, key };
         if (begin.state === 'replay') {
+          const kept = openAnswer(vaultOf(config), scope, begin.body);
           status = begin.status;
           headers['Idempotent-Replayed'] = 'true';
-          payload = markReplayed(begin.body, key);
-          errorCode = errorCodeOf(begin.body);
+          payload = markReplayed(kept, key);
+          errorCode = errorCodeOf(kept);
           return;
         }
-        idem = { key, claimed: true };
+        idem = { key, claimed: true, scope };
       }
 
       const origin = `${req.protocol}://${req.get('host') ?? `${config.HOST}:${config.PORT}`}`;
@@ -390,7 +394,8 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
       const answer = async (ctx: HandlerContext, r: HandlerResult) => {
         const envelope = { data: r.data ?? null, meta: r.meta ?? null };
         if (idem) {
-          await ctx.tx.query(sql.unsafe`select api.idempotency_finish(${op.method}, ${routeKey}, ${idem.key}, ${r.status ?? 200}, ${sql.jsonb(envelope as SerializableValue)})`);
+          await ctx.tx.query(sql.unsafe`select api.idempotency_finish(${op.method}, ${routeKey}, ${idem.key}, ${r.status ?? 200},
+            ${sql.jsonb(sealAnswer(vaultOf(config), idem.scope, envelope))})`);
           idem.claimed = false;
         }
         return { status: r.status ?? 200, envelope, actor: r.actor };
@@ -459,7 +464,8 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
           .transaction(async (tx) => {
             await setContext(tx, gate.principal ?? null, gate.workspaceId ?? null, gate.workspaceRole ?? null, requestId);
             if (status < 500) {
-              await tx.query(sql.unsafe`select api.idempotency_finish(${op.method}, ${op.path}, ${idem!.key}, ${status}, ${sql.jsonb(payload as SerializableValue)})`);
+              await tx.query(sql.unsafe`select api.idempotency_finish(${op.method}, ${op.path}, ${idem!.key}, ${status},
+                ${sql.jsonb(sealAnswer(vaultOf(config), idem!.scope, payload))})`);
             } else {
               await tx.query(sql.unsafe`select api.idempotency_release(${op.method}, ${op.path}, ${idem!.key})`);
             }

@@ -1,7 +1,9 @@
 // Reviews and approval workflows: one api.* function per operation (SQL in
 // db/migrations/committed/000010-reviews-and-approval-workflows.sql, splits 10-reviews.sql, 10a-reviews-api.sql, 10b-review-links.sql).
 import type { SerializableValue } from 'slonik';
+import { z } from 'zod';
 import { sql } from '../db/pool.ts';
+import { vaultOf } from '../platforms/credentials.ts';
 import { ApiError } from '../http/errors.ts';
 import type { HandlerContext, PhasedRoute, RouteTable } from '../http/pipeline.ts';
 import type { ResponseData, ResponseMeta, Schema } from '../http/types.ts';
@@ -142,10 +144,35 @@ export const reviewRoutes = {
   submitReviews_v1: {
     handle: async (ctx) => {
       type Result = Schema<'ReviewSubmitResult'>;
-      const r = await ctx.call<Omit<Result, 'results'> & { results: (Omit<Result['results'][number], 'links'> & { links?: DbLink[] })[] }>(
-        sql.fragment`api.submit_reviews(${sql.jsonb(ctx.body)})`,
-      );
-      return { data: { ...r, results: r.results.map((x) => ({ ...x, links: withUrls(ctx, x.links) })) } };
+      type Stored = Omit<Result, 'results'> & { results: (Omit<Result['results'][number], 'links'> & { links?: (Omit<DbLink, 'token'> & { token?: string })[] })[] };
+      const r = await ctx.call<Stored>(sql.fragment`api.submit_reviews(${sql.jsonb(ctx.body)})`);
+      // The client links' tokens are stored only sealed (migration 000034): kept with a new
+      // submission, opened for a replay.
+      const vault = vaultOf(ctx.config);
+      const binding = `review-submission:${ctx.workspaceId}:${r.requestId}`;
+      let tokens: Record<string, string> = {};
+      if (r.requestId !== null && r.replayed) {
+        const sealed = await ctx.tx.oneFirst(sql.type(z.object({ s: z.instanceof(Buffer).nullable() }))`select api.review_submission_sealed_tokens(${r.requestId}) as s`);
+        if (sealed) {
+          try {
+            tokens = vault.decryptJson<Record<string, string>>(binding, sealed);
+          } catch {
+            throw new ApiError(409, 'IDEMPOTENCY_REPLAY_UNREADABLE',
+              "The client links kept for this requestId do not open with this server's credential keys (a key was removed from CREDENTIALS_KEYS); the review was made: find it with GET reviews.");
+          }
+        }
+      } else {
+        for (const x of r.results) for (const l of x.links ?? []) if (l.token) tokens[l.id] = l.token;
+        if (r.requestId !== null && Object.keys(tokens).length) {
+          await ctx.tx.query(sql.unsafe`select api.seal_review_submission(${r.requestId}, ${sql.binary(vault.encryptJson(binding, tokens))})`);
+        }
+      }
+      const links = (ls: Stored['results'][number]['links']) => withUrls(ctx, ls?.map((l) => {
+        const token = tokens[l.id] ?? l.token;
+        if (!token) throw new Error(`review submission ${r.requestId}: the token of link ${l.id} was not kept`);
+        return { ...l, token };
+      }));
+      return { data: { ...r, results: r.results.map((x) => ({ ...x, links: links(x.links) })) } };
     },
   },
   previewReview_v1: {
