@@ -15283,10 +15283,12 @@ AS $function$
       from app.integration_credentials c where c.key_version < p_below_version), '[]'),
     'apps', coalesce((select jsonb_agg(jsonb_build_object('id', a.id, 'ciphertext', encode(a.secret_ciphertext, 'base64')) order by a.id)
       from app.platform_apps a where a.secret_ciphertext is not null
-        and get_byte(a.secret_ciphertext, 4) * 256 + get_byte(a.secret_ciphertext, 5) < p_below_version), '[]'))
+        and get_byte(a.secret_ciphertext, 4) * 256 + get_byte(a.secret_ciphertext, 5) < p_below_version), '[]'),
+    'webhookSecrets', coalesce((select jsonb_agg(jsonb_build_object('id', g.id, 'stored', g.webhook_secret) order by g.id)
+      from app.integrations g where g.webhook_secret is not null and app.webhook_secret_key_version(g.webhook_secret) < p_below_version), '[]'))
 $function$;
 alter function app.vault_ciphertexts(integer) owner to pressroom_definer;
-comment on function app.vault_ciphertexts(integer) is 'The credential ciphertexts and platform app secrets made with a key version below p_below_version (the version is bytes 4-5 of a vault ciphertext), for npx pressroom credentials rotate. OAuth states and pending connections are left to expire (10 and 30 minutes).';
+comment on function app.vault_ciphertexts(integer) is 'The credential ciphertexts, platform app secrets and webhook channel secrets made with a key version below p_below_version (the version is bytes 4-5 of a vault ciphertext; a webhook secret stored in the clear is version 0), for npx pressroom credentials rotate and, with 1, for the server''s start (server/platforms/rekey.ts). OAuth states and pending connections are left to expire (10 and 30 minutes).';
 revoke all on function app.vault_ciphertexts(integer) from public;
 
 CREATE OR REPLACE FUNCTION app.vault_rekey(p_rows jsonb)
@@ -15299,10 +15301,11 @@ declare
   v jsonb;
   v_creds int := 0;
   v_apps int := 0;
+  v_hooks int := 0;
   v_rows int;
 begin
-  -- p_rows: {credentials: [{integrationId, ciphertext, keyVersion, was}], apps: [{id, ciphertext, was}]}; `was` is
-  -- the ciphertext read, so a credential refreshed meanwhile is left as the refresh wrote it.
+  -- p_rows: {credentials: [{integrationId, ciphertext, keyVersion, was}], apps: [{id, ciphertext, was}],
+  -- webhookSecrets: [{id, stored, was}]}; `was` is what was read, so a row changed meanwhile is left as it is.
   for v in select * from jsonb_array_elements(coalesce(p_rows -> 'credentials', '[]')) loop
     update app.integration_credentials set ciphertext = decode(v ->> 'ciphertext', 'base64'), key_version = (v ->> 'keyVersion')::int
     where integration_id = (v ->> 'integrationId')::uuid and ciphertext = decode(v ->> 'was', 'base64');
@@ -15315,11 +15318,20 @@ begin
     get diagnostics v_rows = row_count;
     v_apps := v_apps + v_rows;
   end loop;
-  return jsonb_build_object('credentials', v_creds, 'apps', v_apps);
+  for v in select * from jsonb_array_elements(coalesce(p_rows -> 'webhookSecrets', '[]')) loop
+    if left(v ->> 'stored', 5) <> 'prv1:' then
+      raise exception 'app.vault_rekey: a webhook secret is written sealed (prv1:...) only';
+    end if;
+    update app.integrations set webhook_secret = v ->> 'stored'
+    where id = (v ->> 'id')::uuid and webhook_secret = v ->> 'was';
+    get diagnostics v_rows = row_count;
+    v_hooks := v_hooks + v_rows;
+  end loop;
+  return jsonb_build_object('credentials', v_creds, 'apps', v_apps, 'webhookSecrets', v_hooks);
 end
 $function$;
 alter function app.vault_rekey(jsonb) owner to pressroom_definer;
-comment on function app.vault_rekey(jsonb) is 'Writes re-encrypted ciphertexts (npx pressroom credentials rotate), each only where the row still holds the ciphertext that was read.';
+comment on function app.vault_rekey(jsonb) is 'Writes re-encrypted ciphertexts and sealed webhook channel secrets (npx pressroom credentials rotate, the server''s start), each only where the row still holds what was read.';
 revoke all on function app.vault_rekey(jsonb) from public;
 
 CREATE OR REPLACE FUNCTION app.webhook_check_events(p_events text[])
@@ -15726,6 +15738,20 @@ grant execute on function app.webhook_secret_key_length(text) to pressroom_api;
 grant execute on function app.webhook_secret_key_length(text) to pressroom_definer;
 grant execute on function app.webhook_secret_key_length(text) to pressroom_worker;
 revoke all on function app.webhook_secret_key_length(text) from public;
+
+CREATE OR REPLACE FUNCTION app.webhook_secret_key_version(p_stored text)
+ RETURNS integer
+ LANGUAGE sql
+ IMMUTABLE
+ SET search_path TO 'pg_catalog'
+AS $function$
+  select case when left(p_stored, 5) = 'prv1:'
+              then get_byte(decode(substr(p_stored, 6), 'base64'), 4) * 256 + get_byte(decode(substr(p_stored, 6), 'base64'), 5)
+              else 0 end
+$function$;
+comment on function app.webhook_secret_key_version(text) is 'The credential key version a webhook channel''s stored secret is sealed with (prv1:<base64>, bytes 4-5 of the ciphertext), or 0 when it is stored in the clear (written before db/migrations/committed/000035, sealed at the next start).';
+grant execute on function app.webhook_secret_key_version(text) to pressroom_definer;
+revoke all on function app.webhook_secret_key_version(text) from public;
 
 CREATE OR REPLACE FUNCTION app.webhook_subscription_for_update(p_id uuid)
  RETURNS app.webhook_subscriptions
@@ -18695,7 +18721,7 @@ grant execute on function api.create_hashtag_group(text,text[]) to pressroom_def
 grant execute on function api.create_hashtag_group(text,text[]) to pressroom_request;
 revoke all on function api.create_hashtag_group(text,text[]) from public;
 
-CREATE OR REPLACE FUNCTION api.create_integration(p_connector text, p_platform text, p_name text, p_username text, p_settings jsonb, p_webhook_url text, p_webhook_secret text)
+CREATE OR REPLACE FUNCTION api.create_integration(p_connector text, p_platform text, p_name text, p_username text, p_settings jsonb, p_webhook_url text, p_webhook_secret text, p_webhook_secret_sealed text)
  RETURNS jsonb
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -18774,6 +18800,10 @@ begin
         jsonb_build_object('fields', jsonb_build_array(jsonb_build_object('field', 'body.secret', 'code', 'format',
           'message', 'must be whsec_ followed by the base64 of 24 to 64 bytes'))));
     end if;
+    -- The secret is checked here and stored only as the route sealed it (server/platforms/webhook-secret.ts).
+    if p_webhook_secret_sealed is null or left(p_webhook_secret_sealed, 5) <> 'prv1:' then
+      raise exception 'api.create_integration: the webhook secret must come sealed by the server (prv1:...)';
+    end if;
     select array_agg(k) into v_bad from jsonb_object_keys(v_settings) k where k <> 'boards';
     if v_bad is not null
        or (v_settings ? 'boards' and (jsonb_typeof(v_settings -> 'boards') <> 'array'
@@ -18795,17 +18825,17 @@ begin
   values (app.current_organization_id(), app.current_workspace_id(), p_connector, p_platform, btrim(p_name),
     nullif(btrim(p_username), ''), v_settings,
     case when p_connector = 'webhook' then p_webhook_url end,
-    case when p_connector = 'webhook' then p_webhook_secret end,
+    case when p_connector = 'webhook' then p_webhook_secret_sealed end,
     app.current_user_id())
   returning id into v_id;
   return app.integration_json(v_id, true);
 end
 $function$;
-alter function api.create_integration(text,text,text,text,jsonb,text,text) owner to pressroom_api;
-comment on function api.create_integration(text,text,text,text,jsonb,text,text) is 'Serves POST /v1/workspaces/{workspaceId}/integrations (createIntegration_v1). Connects an account through a connector of app.connectors that needs no sign-in (sandbox, or webhook whose URL the server resolved and checked before this call, with a Standard Webhooks secret whsec_<base64 of 24 to 64 bytes>, issued by the server when the request names none) and normalizes its settings. Requires the manager role; raises 400 UNKNOWN_CONNECTOR, CONNECT_FLOW_REQUIRED (an OAuth or password connector), PLATFORM_NOT_SUPPORTED, UNKNOWN_PLATFORM, INVALID_SETTINGS, INVALID_WEBHOOK_URL and VALIDATION_FAILED.';
-grant execute on function api.create_integration(text,text,text,text,jsonb,text,text) to pressroom_definer;
-grant execute on function api.create_integration(text,text,text,text,jsonb,text,text) to pressroom_request;
-revoke all on function api.create_integration(text,text,text,text,jsonb,text,text) from public;
+alter function api.create_integration(text,text,text,text,jsonb,text,text,text) owner to pressroom_api;
+comment on function api.create_integration(text,text,text,text,jsonb,text,text,text) is 'Serves POST /v1/workspaces/{workspaceId}/integrations (createIntegration_v1). Connects an account through a connector of app.connectors that needs no sign-in (sandbox, or webhook whose URL the server resolved and checked before this call, with a Standard Webhooks secret whsec_<base64 of 24 to 64 bytes>, issued by the server when the request names none, checked here and stored only as p_webhook_secret_sealed, sealed by the route with the credential vault) and normalizes its settings. Requires the manager role; raises 400 UNKNOWN_CONNECTOR, CONNECT_FLOW_REQUIRED (an OAuth or password connector), PLATFORM_NOT_SUPPORTED, UNKNOWN_PLATFORM, INVALID_SETTINGS, INVALID_WEBHOOK_URL and VALIDATION_FAILED.';
+grant execute on function api.create_integration(text,text,text,text,jsonb,text,text,text) to pressroom_definer;
+grant execute on function api.create_integration(text,text,text,text,jsonb,text,text,text) to pressroom_request;
+revoke all on function api.create_integration(text,text,text,text,jsonb,text,text,text) from public;
 
 CREATE OR REPLACE FUNCTION api.create_media_folder(p_name text, p_parent_id uuid)
  RETURNS jsonb

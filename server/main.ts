@@ -8,6 +8,7 @@ import { applySettings } from './db/settings.ts';
 import { createAppDeps } from './deps.ts';
 import { startWorker } from './jobs/worker.ts';
 import { createLogger } from './log.ts';
+import { sealSecretsInTheClear } from './platforms/rekey.ts';
 import { instrumentPool, metricsServer } from './metrics.ts';
 
 export async function main() {
@@ -16,6 +17,9 @@ export async function main() {
   const db = await openDatabase(config, log);
   const pool = await openPool(db.appUrl, config.DB_POOL_SIZE);
   await applySettings(pool, config);
+  // Webhook channel secrets stored before they were sealed are sealed now (server/platforms/rekey.ts).
+  const sealed = await sealSecretsInTheClear(db.ownerUrl, config);
+  if (sealed) log.info('sealed webhook channel secrets stored in the clear', { count: sealed });
   // Everything the API and the worker share, built once and passed explicitly.
   const deps = createAppDeps({ pool, config, log });
   const worker = config.RUN_WORKER ? await startWorker(deps, { ownerUrl: db.ownerUrl }) : null;

@@ -24,6 +24,7 @@ import { toApiError } from '../http/errors.ts';
 import { createLogger, type Logger } from '../log.ts';
 import { hashPassword } from '../security.ts';
 import { CONNECTOR_NAMES, CONNECTOR_MODULES, isConnectorName } from '../platforms/index.ts';
+import { rekeyVault } from '../platforms/rekey.ts';
 import { CredentialVault } from '../platforms/vault.ts';
 import { CLIENT_COMMANDS, CLIENT_USAGE, runClient, type ClientIO } from './client.ts';
 
@@ -448,15 +449,7 @@ export const COMMANDS: Record<string, Command> = {
     schema: z.object({}),
     run: async ({ client, config }) => {
       const vault = CredentialVault.fromConfig(config);
-      const { rows } = await client.query('select app.vault_ciphertexts($1) as v', [vault.currentVersion]);
-      const found = rows[0].v as { credentials: { integrationId: string; ciphertext: string }[]; apps: { id: string; ciphertext: string }[] };
-      const rekey = (binding: string, was: string) => vault.encrypt(binding, vault.decrypt(binding, Buffer.from(was, 'base64'))).toString('base64');
-      const payload = {
-        credentials: found.credentials.map((c) => ({ integrationId: c.integrationId, was: c.ciphertext, ciphertext: rekey(`integration:${c.integrationId}`, c.ciphertext), keyVersion: vault.currentVersion })),
-        apps: found.apps.map((a) => ({ id: a.id, was: a.ciphertext, ciphertext: rekey(`platform-app:${a.id}`, a.ciphertext) })),
-      };
-      const done = await client.query('select app.vault_rekey($1) as r', [JSON.stringify(payload)]);
-      return { currentVersion: vault.currentVersion, ...done.rows[0].r };
+      return { currentVersion: vault.currentVersion, ...(await rekeyVault(client, vault, vault.currentVersion)) };
     },
   }),
 

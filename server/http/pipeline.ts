@@ -5,14 +5,13 @@ import type { Config } from '../config.ts';
 import { jsonResult, sql } from '../db/pool.ts';
 import type { AppDeps } from '../deps.ts';
 import type { ConnectorRegistry } from '../platforms/index.ts';
-import type { CredentialService } from '../platforms/credentials.ts';
+import { vaultOf, type CredentialService } from '../platforms/credentials.ts';
 import { sha256 } from '../security.ts';
 import type { MediaStorage } from '../storage/index.ts';
 import { ApiError, errorBody } from '../errors.ts';
 import { bodyParserError, dataExceptionFields, toApiError } from './errors.ts';
 import { clientKey } from './client-address.ts';
 import { openAnswer, sealAnswer, type ReplayScope } from './sealed-replay.ts';
-import { vaultOf } from '../platforms/credentials.ts';
 import type { Operation } from './openapi.ts';
 import { checkQueryDefaults, type IdempotencyKey, type OperationId, type PathParams, type QueryParams, type RequestBody, type TypedResult } from './types.ts';
 

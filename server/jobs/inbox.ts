@@ -35,7 +35,7 @@ import { asWorker } from '../db/worker.ts';
 import type { AppDeps } from '../deps.ts';
 import { decryptHookSecret, PLATFORM_TOKEN_BINDING } from '../inbox/secrets.ts';
 import { createPlatformInboxClient, INBOX_PLATFORMS, type InboxPlatform } from '../platforms/inbox-platforms.ts';
-import { callAsAccount, connectsAccount, createCredentialService } from '../platforms/credentials.ts';
+import { callAsAccount, connectsAccount, createCredentialService, vaultOf } from '../platforms/credentials.ts';
 import { ConnectorError, integrationRef, type Connector, type ConnectorName, type InboxActionResult, type IntegrationRef } from '../platforms/types.ts';
 import { QUEUES } from './queues.ts';
 
@@ -122,7 +122,7 @@ export async function runInboxAction(deps: Deps, job: { id: string; data: InboxA
   if (!claim.integration.active) {
     result = { state: 'failed', permanent: true, error: 'The integration was disconnected or deleted.' };
   } else {
-    const integration = integrationRef(claim.integration);
+    const integration = integrationRef(claim.integration, vaultOf(deps.config));
     const connector = await inboxChannel(deps, claim.integration);
     try {
       if (action === 'reply') {

@@ -41,7 +41,7 @@ import { sql } from '../db/pool.ts';
 import { asWorker } from '../db/worker.ts';
 import type { AppDeps } from '../deps.ts';
 import { publishBatchSize, publishDeferrals, publishLateness, publishOutcomes } from '../metrics.ts';
-import { createCredentialService, type AccountCredentials } from '../platforms/credentials.ts';
+import { createCredentialService, vaultOf, type AccountCredentials } from '../platforms/credentials.ts';
 import { CONNECTOR_MODULES, isConnectorName } from '../platforms/index.ts';
 import {
   ConnectorError,
@@ -352,8 +352,8 @@ export function createPublishEngine(
       });
     let result: PublishResult;
     try {
-      if (!needsAccount(g.connector)) result = await publishAs(integrationRef(g));
-      else result = await publishConnected(g.id, integrationRef(g), accounts.get(g.id), publishAs);
+      if (!needsAccount(g.connector)) result = await publishAs(integrationRef(g, vaultOf(deps.config)));
+      else result = await publishConnected(g.id, integrationRef(g, vaultOf(deps.config)), accounts.get(g.id), publishAs);
     } catch (err) {
       // A connector that cannot do the call at all (missing secret, unsupported): permanent.
       result =

@@ -1,3 +1,5 @@
+import type { CredentialVault } from './vault.ts';
+import { openWebhookSecret } from './webhook-secret.ts';
 import type { SerializableValue } from 'slonik';
 // One interface for every connector (docs/architecture.md, "Connectors"). A connector is
 // stateless and serves every integration of its kind: each call names the
@@ -36,8 +38,11 @@ export interface IntegrationRef {
   endpoint?: PlatformEndpoint;
 }
 
-/** The integration a connector works on, from a row the SQL functions return (settings may be null there). */
-export function integrationRef(row: Omit<IntegrationRef, 'settings'> & { settings: Record<string, unknown> | null }): IntegrationRef {
+/**
+ * The integration a connector works on, from a row the SQL functions return (settings may be
+ * null there); a webhook channel's secret is opened with the credential vault.
+ */
+export function integrationRef(row: Omit<IntegrationRef, 'settings'> & { settings: Record<string, unknown> | null }, vault: CredentialVault): IntegrationRef {
   return {
     id: row.id,
     connector: row.connector,
@@ -47,7 +52,7 @@ export function integrationRef(row: Omit<IntegrationRef, 'settings'> & { setting
     settings: row.settings ?? {},
     ...(row.capabilities ? { capabilities: row.capabilities } : {}),
     webhookUrl: row.webhookUrl,
-    webhookSecret: row.webhookSecret,
+    webhookSecret: openWebhookSecret(vault, row.webhookSecret),
   };
 }
 

@@ -5,6 +5,7 @@ import { ApiError } from '../http/errors.ts';
 import type { PhasedRoute, RouteTable } from '../http/pipeline.ts';
 import type { RequestBody, ResponseData, Schema } from '../http/types.ts';
 import { ConnectorError, integrationRef, type ArticleDraftResult, type IntegrationRef } from '../platforms/index.ts';
+import { vaultOf } from '../platforms/credentials.ts';
 
 // Articles (openapi.yaml: tag Articles, schema Article): each handler
 // sanitizes the body (the HTML allowlist, server/articles/html.ts), calls one
@@ -70,7 +71,7 @@ const platformDraft: PhasedRoute<'createArticlePlatformDraft_v1', never, DraftCl
     work: async (ctx, begin) => {
       const id = ctx.params.contentId;
       const g = begin.integration;
-      const integration = integrationRef(g);
+      const integration = integrationRef(g, vaultOf(ctx.config));
 
       const article = begin.article;
       const media = await articleMediaRefs(ctx.storage, ctx.workspaceId!, article);

@@ -4,7 +4,9 @@ import type { HandlerContext, RouteTable } from '../http/pipeline.ts';
 import { ConnectorError, type IntegrationRef, type PlatformOption } from '../platforms/types.ts';
 import type { ResponseData } from '../http/types.ts';
 import { checkWebhookUrl, WebhookUrlError } from '../net/ssrf.ts';
+import { vaultOf } from '../platforms/credentials.ts';
 import { issueWebhookSecret } from '../platforms/webhook.ts';
+import { sealWebhookSecret } from '../platforms/webhook-secret.ts';
 
 /** What api.integration_for_listing answers: the integration a connector acts for. */
 type ListingIntegration = Omit<IntegrationRef, 'settings'> & { settings: Record<string, unknown> | null };
@@ -64,10 +66,13 @@ export const integrationsRoutes = {
     },
     // A webhook without a secret gets a Standard Webhooks one, shown in this
     // answer only (api.create_integration checks its form).
-    handle: async ({ call, body }) => {
+    // The secret is stored only sealed with the credential vault (server/platforms/webhook-secret.ts).
+    handle: async ({ call, body, config }) => {
       const issued = body.connector === 'webhook' && body.secret === undefined ? issueWebhookSecret() : null;
+      const secret = issued ?? body.secret ?? null;
+      const sealed = body.connector === 'webhook' && secret !== null ? sealWebhookSecret(vaultOf(config), secret) : null;
       const data = await call<ResponseData<'createIntegration_v1'>>(sql.fragment`api.create_integration(${body.connector}, ${body.platform}, ${body.name},
-        ${body.username ?? null}, ${body.settings ? sql.jsonb(body.settings) : null}, ${body.url ?? null}, ${issued ?? body.secret ?? null})`);
+        ${body.username ?? null}, ${body.settings ? sql.jsonb(body.settings) : null}, ${body.url ?? null}, ${secret}, ${sealed})`);
       return { status: 201, data: issued ? { ...data, secret: issued } : data };
     },
   },

@@ -3,10 +3,11 @@ import { sql } from '../db/pool.ts';
 import { ApiError } from '../http/errors.ts';
 import type { PhasedRoute, RouteTable } from '../http/pipeline.ts';
 import type { ItemsPage } from '../http/types.ts';
-import { callAsAccount } from '../platforms/credentials.ts';
+import { callAsAccount, vaultOf } from '../platforms/credentials.ts';
 import { platformModule } from '../platforms/index.ts';
 import { requestSandboxStore } from '../platforms/stores.ts';
 import { ConnectorError, type CaptionEditResult, type IntegrationRef } from '../platforms/types.ts';
+import { openWebhookSecret } from '../platforms/webhook-secret.ts';
 
 // Publishing routes: each calls one api function; the published-caption
 // route calls the channel's connector between its check and its record, with
@@ -55,7 +56,7 @@ const updatePublishedCaption: PhasedRoute<'updatePublishedCaption_v1', never, Ca
         username: t.username,
         settings: t.settings ?? {},
         webhookUrl: t.webhookUrl,
-        webhookSecret: t.webhookSecret,
+        webhookSecret: openWebhookSecret(vaultOf(ctx.config), t.webhookSecret),
       };
       let r: CaptionEditResult;
       const edit = (ref: IntegrationRef) =>

@@ -23,6 +23,8 @@ import {
   verifyWebhookSignature,
   type HostLookup,
 } from '../../server/platforms/webhook.ts';
+import { vaultOf } from '../../server/platforms/credentials.ts';
+import { openWebhookSecret } from '../../server/platforms/webhook-secret.ts';
 import { client, createKey, signup } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -588,8 +590,11 @@ describe('integrations over HTTP', () => {
     const responses = [r, await openApi.get(base, { token: owner.token }), await openApi.get(`${base}/${id}`, { token: owner.token })];
     for (const res of responses) expect(JSON.stringify(res.body)).not.toContain(secret);
     expect((await openApi.get(`${base}/${id}/boards`, { token: owner.token })).body.data).toEqual([{ id: 'b-1', name: 'Recipes' }]);
+    // Stored sealed with the credential vault (server/platforms/webhook-secret.ts), never in the clear.
     const row = await open.owner.query('select webhook_secret from app.integrations where id = $1', [id]);
-    expect(row.rows[0].webhook_secret).toBe(secret);
+    expect(row.rows[0].webhook_secret).toMatch(/^prv1:/);
+    expect(row.rows[0].webhook_secret).not.toContain(secret.slice(6, 30));
+    expect(openWebhookSecret(vaultOf(open.config), row.rows[0].webhook_secret)).toBe(secret);
     // The request role cannot read the secret column at all.
     const priv = await open.owner.query(`select has_column_privilege('pressroom_request', 'app.integrations', 'webhook_secret', 'SELECT') as p`);
     expect(priv.rows[0].p).toBe(false);
@@ -606,7 +611,8 @@ describe('integrations over HTTP', () => {
     expect(issued).toMatch(/^whsec_[A-Za-z0-9+/]+={0,2}$/);
     expect(Buffer.from(issued.slice(6), 'base64')).toHaveLength(32);
     const row = await open.owner.query('select webhook_secret from app.integrations where id = $1', [r.body.data.id]);
-    expect(row.rows[0].webhook_secret).toBe(issued);
+    expect(row.rows[0].webhook_secret).toMatch(/^prv1:/);
+    expect(openWebhookSecret(vaultOf(open.config), row.rows[0].webhook_secret)).toBe(issued);
     // Shown once: neither the detail nor the list carries it.
     const detail = await openApi.get(`${base}/${r.body.data.id}`, { token: owner.token });
     expect(detail.body.data).not.toHaveProperty('secret');

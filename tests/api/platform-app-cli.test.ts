@@ -9,6 +9,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CredentialVault } from '../../server/platforms/vault.ts';
+import { openWebhookSecret, sealWebhookSecret } from '../../server/platforms/webhook-secret.ts';
 import { client, signup } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -91,12 +92,22 @@ describe('pressroom platform-app', { timeout: 60_000 }, () => {
     const cred = { accessToken: 'at-rotate-me', refreshToken: 'rt-rotate-me', expiresAt: null, scopes: [], extra: {} };
     await server.owner.query('select app.credentials_store($1, $2)', [ig, JSON.stringify({ ciphertext: v1.encryptJson(`integration:${ig}`, cred).toString('base64'), keyVersion: 1, expiresAt: null, refreshExpiresAt: null, refreshable: true, hasRefreshToken: true })]);
 
+    // Webhook channels: one secret sealed with version 1, one stored in the clear (from before sealing).
+    const hook = async (name: string, stored: string) => (await server.owner.query(
+      `insert into app.integrations (organization_id, workspace_id, connector, platform, name, webhook_url, webhook_secret) values ($1, $2, 'webhook', 'x', $3, 'https://93.184.215.14/h', $4) returning id`,
+      [owner.organizationId, owner.workspaceId, name, stored],
+    )).rows[0].id as string;
+    const hookSecret = `whsec_${randomBytes(32).toString('base64')}`;
+    const sealedHook = await hook('Sealed', sealWebhookSecret(v1, hookSecret));
+    const clearHook = await hook('In the clear', hookSecret);
+
     const key2 = randomBytes(32).toString('base64');
     const both = `${KEYS},2:${key2}`;
     const r = await cli(['credentials', 'rotate'], { CREDENTIALS_KEYS: both });
     expect(r.code, r.stdout).toBe(0);
-    expect(r.json).toEqual({ currentVersion: 2, credentials: 1, apps: 1 });
+    expect(r.json).toEqual({ currentVersion: 2, credentials: 1, apps: 1, webhookSecrets: 2 });
     expect(r.stdout).not.toMatch(/rotate-me|li-secret/);
+    expect(r.stdout).not.toContain(hookSecret);
     // Only version 2 is needed now: the old key can go.
     const v2 = new CredentialVault(new Map([[2, Buffer.from(key2, 'base64')]]), 'env');
     const row = (await server.owner.query('select ciphertext, key_version from app.integration_credentials where integration_id = $1', [ig])).rows[0];
@@ -104,10 +115,15 @@ describe('pressroom platform-app', { timeout: 60_000 }, () => {
     expect(v2.decryptJson(`integration:${ig}`, row.ciphertext)).toEqual(cred);
     const app = (await server.owner.query(`select id, secret_ciphertext from app.platform_apps where connector = 'x'`)).rows[0];
     expect(v2.decrypt(`platform-app:${app.id}`, app.secret_ciphertext)).toBe(SECRET);
+    for (const id of [sealedHook, clearHook]) {
+      const stored = (await server.owner.query('select webhook_secret from app.integrations where id = $1', [id])).rows[0].webhook_secret as string;
+      expect(stored).toMatch(/^prv1:/);
+      expect(openWebhookSecret(v2, stored)).toBe(hookSecret);
+    }
     // Nothing left below version 2: a second run rewrites nothing.
-    expect((await cli(['credentials', 'rotate'], { CREDENTIALS_KEYS: both })).json).toEqual({ currentVersion: 2, credentials: 0, apps: 0 });
+    expect((await cli(['credentials', 'rotate'], { CREDENTIALS_KEYS: both })).json).toEqual({ currentVersion: 2, credentials: 0, apps: 0, webhookSecrets: 0 });
     await cli(['platform-app', 'remove', 'x']);
-    await server.owner.query('delete from app.integrations where id = $1', [ig]);
+    await server.owner.query('delete from app.integrations where id = any($1)', [[ig, sealedHook, clearHook]]);
   });
 
   it('refuses a connector without an operator app, an unset secret variable, and a missing subcommand', async () => {

@@ -14,6 +14,7 @@ import { PGBOSS_SCHEMA } from '../../server/jobs/queues.ts';
 import { createLogger } from '../../server/log.ts';
 import { verifyWebhookSignature } from '../../server/platforms/webhook.ts';
 import { Webhook, WebhookVerificationError } from 'standardwebhooks';
+import { sealSecretsInTheClear } from '../../server/platforms/rekey.ts';
 import { client, signup } from '../support/http.ts';
 import { startTestServer, type TestServer } from '../support/server.ts';
 
@@ -278,6 +279,19 @@ describe('publishing engine: webhook', () => {
     expect((await settled(ws, legacyId)).status).toBe('sent');
     const old = received.filter((r) => r.json.contentId === legacyId)[0];
     expect(new Webhook(raw, { format: 'raw' }).verify(old.body, old.headers as Record<string, string>)).toMatchObject({ contentId: legacyId });
+    // The API stored the issued secret sealed; the one stored in the clear is sealed at the server's
+    // next start (server/platforms/rekey.ts), once, and keeps signing the same.
+    const stored = async (iid: string) => (await server.owner.query('select webhook_secret from app.integrations where id = $1', [iid])).rows[0].webhook_secret as string;
+    expect(await stored(created.body.data.id)).toMatch(/^prv1:/);
+    expect(await stored(legacy)).toBe(raw);
+    expect(await sealSecretsInTheClear(server.db.ownerUrl, server.config)).toBeGreaterThanOrEqual(1);
+    expect(await stored(legacy)).toMatch(/^prv1:/);
+    expect(await stored(legacy)).not.toContain(raw);
+    expect(await sealSecretsInTheClear(server.db.ownerUrl, server.config)).toBe(0);
+    const sealedId = await ws.publishNow(legacy, 'Raw secret, sealed');
+    expect((await settled(ws, sealedId)).status).toBe('sent');
+    const after = received.filter((r) => r.json.contentId === sealedId)[0];
+    expect(new Webhook(raw, { format: 'raw' }).verify(after.body, after.headers as Record<string, string>)).toMatchObject({ contentId: sealedId });
   });
 
   it('sends signed download URLs of the media, which serve the uploaded bytes', async () => {

@@ -151,9 +151,9 @@ select is(app.webhook_secret_key_length(pg_temp.whsec(65)), null, 'whsec_ with 6
 select is(app.webhook_secret_key_length('a-long-random-signing-secret'), null, 'a secret without the prefix: refused');
 select is(app.webhook_secret_key_length('whsec_' || repeat('A', 33)), null, 'base64 that does not decode: refused');
 select pg_temp.act_as('A.manager', 'A1');
-select is(pg_temp.sqlerr($$select api.create_integration('webhook', 'x', 'H', null, null, 'https://93.184.215.14/h', 'a-long-random-signing-secret')$$),
+select is(pg_temp.sqlerr($$select api.create_integration('webhook', 'x', 'H', null, null, 'https://93.184.215.14/h', 'a-long-random-signing-secret', 'prv1:'||encode('sealed by the route','base64'))$$),
   'PT400 VALIDATION_FAILED', 'manager: a new webhook with a raw secret -> PT400 VALIDATION_FAILED');
-select is(pg_temp.sqlerr(format($$select api.create_integration('webhook', 'x', 'H', null, null, 'https://93.184.215.14/h', %L)$$, pg_temp.whsec(32))),
+select is(pg_temp.sqlerr(format($$select api.create_integration('webhook', 'x', 'H', null, null, 'https://93.184.215.14/h', %L, 'prv1:c2VhbGVkIGJ5IHRoZSByb3V0ZQ==')$$, pg_temp.whsec(32))),
   'ok', 'manager: a new webhook with a whsec_ secret is created');
 select pg_temp.act_as_owner();
 insert into app.integrations (id, organization_id, workspace_id, connector, platform, name, webhook_url, webhook_secret)

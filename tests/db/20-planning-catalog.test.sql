@@ -113,24 +113,24 @@ select is(pg_temp.sqlerr(pg_temp.q($$select api.update_campaign(%L, '{"color": "
 select is(pg_temp.sqlerr(pg_temp.q($$select api.create_campaign_phase(%L, 'Follow-up', null, null, null, 0)$$, 'camp:A1')), 'ok', 'editor: adds a phase');
 select is(pg_temp.sqlerr(pg_temp.q($$select api.save_campaign_phases(%L, '[{"name": "Only"}]')$$, 'camp:A1')), 'ok', 'editor: bulk-saves phases');
 select is(pg_temp.sqlerr(pg_temp.q($$select api.delete_campaign(%L)$$, 'camp:A1.other')), 'ok', 'editor: deletes a campaign');
-select is(pg_temp.sqlerr($$select api.create_integration('sandbox', 'x', 'Mine', null, null, null, null)$$), 'PT403 ROLE_REQUIRED',
+select is(pg_temp.sqlerr($$select api.create_integration('sandbox', 'x', 'Mine', null, null, null, null, null)$$), 'PT403 ROLE_REQUIRED',
   'editor: api.create_integration -> PT403 ROLE_REQUIRED');
 select is(pg_temp.sqlerr(pg_temp.q($$select api.delete_integration(%L)$$, 'integ:A1.pin')), 'PT403 ROLE_REQUIRED',
   'editor: api.delete_integration -> PT403 ROLE_REQUIRED');
 select is(jsonb_array_length(api.list_integrations()), 2, 'editor: lists both integrations of A1');
 
 select pg_temp.act_as('A.manager', 'A1');
-select is(pg_temp.sqlerr($$select api.create_integration('sandbox', 'youtube', 'Tube', 'acme', '{"behavior": "fail"}', null, null)$$), 'ok',
+select is(pg_temp.sqlerr($$select api.create_integration('sandbox', 'youtube', 'Tube', 'acme', '{"behavior": "fail"}', null, null, null)$$), 'ok',
   'manager: connects a sandbox account');
-select is(pg_temp.sqlerr($$select api.create_integration('webhook', 'x', 'Hook', null, null, 'https://93.184.215.14/hook', 'whsec_BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=')$$), 'ok',
+select is(pg_temp.sqlerr($$select api.create_integration('webhook', 'x', 'Hook', null, null, 'https://93.184.215.14/hook', 'whsec_BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=', 'prv1:'||encode('sealed by the route','base64'))$$), 'ok',
   'manager: connects a webhook account');
-select is(pg_temp.sqlerr($$select api.create_integration('webhook', 'x', 'Hook', null, null, 'ftp://93.184.215.14/hook', 'whsec_BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=')$$),
+select is(pg_temp.sqlerr($$select api.create_integration('webhook', 'x', 'Hook', null, null, 'ftp://93.184.215.14/hook', 'whsec_BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=', 'prv1:'||encode('sealed by the route','base64'))$$),
   'PT400 INVALID_WEBHOOK_URL', 'manager: a non-http webhook url -> PT400 INVALID_WEBHOOK_URL');
-select is(pg_temp.sqlerr($$select api.create_integration('sandbox', 'myspace', 'M', null, null, null, null)$$), 'PT400 UNKNOWN_PLATFORM',
+select is(pg_temp.sqlerr($$select api.create_integration('sandbox', 'myspace', 'M', null, null, null, null, null)$$), 'PT400 UNKNOWN_PLATFORM',
   'manager: an unknown platform -> PT400 UNKNOWN_PLATFORM');
-select is(pg_temp.sqlerr($$select api.create_integration('sandbox', 'x', 'M', null, '{"behavior": "explode"}', null, null)$$), 'PT400 INVALID_SETTINGS',
+select is(pg_temp.sqlerr($$select api.create_integration('sandbox', 'x', 'M', null, '{"behavior": "explode"}', null, null, null)$$), 'PT400 INVALID_SETTINGS',
   'manager: an unknown sandbox behavior -> PT400 INVALID_SETTINGS');
-select is((api.create_integration('webhook', 'x', 'Hook', null, null, 'https://93.184.215.14/hook', 'whsec_BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=') ? 'secret'), false,
+select is((api.create_integration('webhook', 'x', 'Hook', null, null, 'https://93.184.215.14/hook', 'whsec_BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=', 'prv1:'||encode('sealed by the route','base64')) ? 'secret'), false,
   'manager: the created webhook integration does not show its secret');
 
 ------------------------------------------------------------------------------
@@ -161,7 +161,7 @@ select is(pg_temp.sqlerr(pg_temp.q($$select api.update_campaign_phase(%L, %L, '{
   'viewer: update phase -> PT403 ROLE_REQUIRED');
 select is(pg_temp.sqlerr(pg_temp.q($$select api.delete_campaign_phase(%L, %L)$$, 'camp:A1', 'phase:A1.1')), 'PT403 ROLE_REQUIRED',
   'viewer: delete phase -> PT403 ROLE_REQUIRED');
-select is(pg_temp.sqlerr($$select api.create_integration('sandbox', 'x', 'V', null, null, null, null)$$), 'PT403 ROLE_REQUIRED',
+select is(pg_temp.sqlerr($$select api.create_integration('sandbox', 'x', 'V', null, null, null, null, null)$$), 'PT403 ROLE_REQUIRED',
   'viewer: connect -> PT403 ROLE_REQUIRED');
 select is(pg_temp.write_outcome(pg_temp.q($$insert into app.tags (organization_id, workspace_id, name) values (%L, %L, 'Direct')$$, 'A', 'A1')), '42501',
   'viewer: a direct INSERT of a tag -> 42501');
