@@ -122,10 +122,10 @@ select app.declare_connectors('[{"name": "sandbox", "platforms": ["bluesky","fac
 -- api.create_integration reads app.connectors
 ------------------------------------------------------------------------------
 select pg_temp.act_as('A.manager', 'A1');
-select is(pg_temp.sqlerr($$select api.create_integration('myspace', 'x', 'M', null, null, null, null)$$), 'PT400 UNKNOWN_CONNECTOR', 'an unknown connector is refused');
-select is(pg_temp.sqlerr($$select api.create_integration('x', 'x', 'M', null, null, null, null)$$), 'PT400 CONNECT_FLOW_REQUIRED', 'an OAuth connector is connected through the flow, not created');
-select is(pg_temp.sqlerr($$select api.create_integration('bluesky', 'bluesky', 'M', null, null, null, null)$$), 'PT400 CONNECT_FLOW_REQUIRED', 'a password connector too');
-select is(pg_temp.sqlerr($$select api.create_integration('sandbox', 'x', 'Sandbox X', null, null, null, null)$$), 'ok', 'sandbox is still created here');
+select is(pg_temp.sqlerr($$select api.create_integration('myspace', 'x', 'M', null, null, null, null, null)$$), 'PT400 UNKNOWN_CONNECTOR', 'an unknown connector is refused');
+select is(pg_temp.sqlerr($$select api.create_integration('x', 'x', 'M', null, null, null, null, null)$$), 'PT400 CONNECT_FLOW_REQUIRED', 'an OAuth connector is connected through the flow, not created');
+select is(pg_temp.sqlerr($$select api.create_integration('bluesky', 'bluesky', 'M', null, null, null, null, null)$$), 'PT400 CONNECT_FLOW_REQUIRED', 'a password connector too');
+select is(pg_temp.sqlerr($$select api.create_integration('sandbox', 'x', 'Sandbox X', null, null, null, null, null)$$), 'ok', 'sandbox is still created here');
 select pg_temp.act_as_owner();
 
 ------------------------------------------------------------------------------
