@@ -83,6 +83,12 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/**
+ * For tests that run the command a dozen times or more: each run starts Node (about a second
+ * alone, several while the browser tests share the machine's two cores).
+ */
+const MANY_RUNS = { timeout: 120_000 };
+
 describe('login and credentials', () => {
   it('without credentials says so, exit 3', async () => {
     const r = await cli(['workspaces']);
@@ -140,7 +146,7 @@ describe('login and credentials', () => {
 });
 
 describe('content', () => {
-  it('create, list, get, schedule, revert and publish, in tables and JSON', async () => {
+  it('create, list, get, schedule, revert and publish, in tables and JSON', MANY_RUNS, async () => {
     const created = await ok(['content', 'create', '--caption', 'From the CLI', '--channel', integrationId, '--json']);
     const rootId = created.json.rootId as string;
     const editionId = created.json.editions[0].id as string;
@@ -250,7 +256,7 @@ describe('content', () => {
     expect(await count()).toBe(before);
   });
 
-  it('usage errors are exit 2 and name the problem', async () => {
+  it('usage errors are exit 2 and name the problem', MANY_RUNS, async () => {
     const cases: [string[], RegExp][] = [
       [['content', 'frobnicate'], /content frobnicate: unknown; content takes list, roots, get, create, check, schedule, publish, revert/],
       [['content', 'get', 'not-a-uuid'], /ID must be a UUID/],
@@ -332,7 +338,7 @@ describe('integrations, reviews, analytics', () => {
     expect((await ok(['integrations', 'list', '--json'])).json).toEqual([expect.objectContaining({ id: integrationId })]);
   });
 
-  it('integrations create and delete, with the rules and roles of the API', async () => {
+  it('integrations create and delete, with the rules and roles of the API', MANY_RUNS, async () => {
     const asManager = { PRESSROOM_URL: server.baseUrl, PRESSROOM_API_KEY: managerKey };
     const created = await ok(['integrations', 'create', '--platform', 'x', '--name', 'Made by the CLI', '--username', 'acme'], asManager);
     const id = UUID.exec(created.stdout)![0];
