@@ -449,7 +449,7 @@ export const COMMANDS: Record<string, Command> = {
     schema: z.object({}),
     run: async ({ client, config }) => {
       const vault = CredentialVault.fromConfig(config);
-      return { currentVersion: vault.currentVersion, ...(await rekeyVault(client, vault, vault.currentVersion)) };
+      return { currentVersion: vault.currentVersion, ...(await rekeyVault(client, () => vault, vault.currentVersion)) };
     },
   }),
 

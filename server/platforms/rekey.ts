@@ -14,7 +14,8 @@ interface Queryable { query(text: string, values?: unknown[]): Promise<{ rows: a
 
 export interface RekeyCounts { credentials: number; apps: number; webhookSecrets: number }
 
-export async function rekeyVault(client: Queryable, vault: CredentialVault, belowVersion: number): Promise<RekeyCounts> {
+/** `openVault` is called only when something is found, so a start with nothing to seal never creates a key file. */
+export async function rekeyVault(client: Queryable, openVault: () => CredentialVault, belowVersion: number): Promise<RekeyCounts> {
   const { rows } = await client.query('select app.vault_ciphertexts($1) as v', [belowVersion]);
   const found = rows[0].v as {
     credentials: { integrationId: string; ciphertext: string }[];
@@ -22,6 +23,7 @@ export async function rekeyVault(client: Queryable, vault: CredentialVault, belo
     webhookSecrets: { id: string; stored: string }[];
   };
   if (!found.credentials.length && !found.apps.length && !found.webhookSecrets.length) return { credentials: 0, apps: 0, webhookSecrets: 0 };
+  const vault = openVault();
   const rekey = (binding: string, was: string) => vault.encrypt(binding, vault.decrypt(binding, Buffer.from(was, 'base64'))).toString('base64');
   const payload = {
     credentials: found.credentials.map((c) => ({ integrationId: c.integrationId, was: c.ciphertext, ciphertext: rekey(`integration:${c.integrationId}`, c.ciphertext), keyVersion: vault.currentVersion })),
@@ -37,7 +39,7 @@ export async function sealSecretsInTheClear(ownerUrl: string, config: Pick<Confi
   const client = new pg.Client({ connectionString: ownerUrl });
   await client.connect();
   try {
-    const done = await rekeyVault(client, vaultOf(config), 1);
+    const done = await rekeyVault(client, () => vaultOf(config), 1);
     return done.webhookSecrets;
   } finally {
     await client.end();

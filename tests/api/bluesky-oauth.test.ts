@@ -116,7 +116,7 @@ async function consent(authorizeUrl: string, account: PdsAccount, decision: 'acc
       body: JSON.stringify(body),
     });
     jar.take(res);
-    const json = JSON.parse(res.text) as any;
+    const json = JSON.parse(res.text) as { url: string; account?: { sub?: string; did?: string } };
     expect(res.status, JSON.stringify(json)).toBe(200);
     return json;
   };
@@ -124,7 +124,7 @@ async function consent(authorizeUrl: string, account: PdsAccount, decision: 'acc
   if (decision === 'reject') url = (await call('/reject', {})).url;
   else {
     const signedIn = await call('/sign-in', { locale: 'en', username: account.handle, password: account.password, remember: true });
-    expect(signedIn.account.sub ?? signedIn.account.did).toBe(account.did);
+    expect(signedIn.account?.sub ?? signedIn.account?.did).toBe(account.did);
     url = (await call('/consent', { did: account.did })).url;
   }
   // The page then sends the browser to /oauth/authorize/redirect, which forwards these to the client's redirect_uri.
@@ -310,10 +310,10 @@ describe('Bluesky through AT Protocol OAuth, against the reference PDS', () => {
   it('serves no client documents on a loopback base; a web client (https PUBLIC_BASE_URL) has its metadata and public keys', async () => {
     const local = await fetch(`${server.baseUrl}/oauth/bluesky/client-metadata.json`);
     expect(local.status).toBe(404);
-    expect(((await local.json()) as any).error.code).toBe('BLUESKY_OAUTH_UNAVAILABLE');
+    expect(((await local.json()) as { error: { code: string } }).error.code).toBe('BLUESKY_OAUTH_UNAVAILABLE');
     const meta = await fetch(`${web.baseUrl}/oauth/bluesky/client-metadata.json`);
     expect(meta.status).toBe(200);
-    const m = (await meta.json()) as any;
+    const m = (await meta.json()) as Record<string, unknown>;
     expect(m).toMatchObject({
       client_id: `${WEB_BASE}/oauth/bluesky/client-metadata.json`,
       redirect_uris: [`${WEB_BASE}/v1/oauth/callback/bluesky`],
@@ -324,13 +324,14 @@ describe('Bluesky through AT Protocol OAuth, against the reference PDS', () => {
       scope: 'atproto transition:generic',
       application_type: 'web',
     });
-    const jwks = (await (await fetch(`${web.baseUrl}/oauth/bluesky/jwks.json`)).json()) as any;
+    type Jwks = { keys: Record<string, unknown>[] };
+    const jwks = (await (await fetch(`${web.baseUrl}/oauth/bluesky/jwks.json`)).json()) as Jwks;
     expect(jwks.keys).toHaveLength(1);
     expect(jwks.keys[0]).toMatchObject({ kty: 'EC', crv: 'P-256', alg: 'ES256' });
     expect(jwks.keys[0].d).toBeUndefined();
     // The key was made once into DATA_DIR, readable by its owner only, and is the same on every read.
     expect(statSync(path.join(WEB_DATA_DIR, 'bluesky-oauth-key.json')).mode & 0o777).toBe(0o600);
-    const again = (await (await fetch(`${web.baseUrl}/oauth/bluesky/jwks.json`)).json()) as any;
+    const again = (await (await fetch(`${web.baseUrl}/oauth/bluesky/jwks.json`)).json()) as Jwks;
     expect(again.keys[0].kid).toBe(jwks.keys[0].kid);
     // A key from the environment must be an ES256 private JWK; the refusal names the variable, not the key.
     await expect(signingKey({ DATA_DIR: WEB_DATA_DIR, BLUESKY_OAUTH_PRIVATE_KEY: '{"kty":"oct","k":"c2VjcmV0LXZhbHVl"}' })).rejects.toThrow(/BLUESKY_OAUTH_PRIVATE_KEY: .*ES256/);
