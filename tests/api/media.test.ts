@@ -357,7 +357,7 @@ describe('sessions: abort and expiry', () => {
 
   it('expired sessions and signatures: PUT 403 SIGNATURE_EXPIRED, complete 410, view URLs expire; the job sweeps the bytes', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'pressroom-media-ttl-'));
-    const short = await startTestServer('media_ttl', { DATA_DIR: dir, UPLOAD_SESSION_TTL_SECONDS: 2, SIGNED_URL_TTL_SECONDS: 1, MEDIA_BIN_RETENTION_SECONDS: 0 });
+    const short = await startTestServer('media_ttl', { DATA_DIR: dir, UPLOAD_SESSION_TTL_SECONDS: 2, SIGNED_URL_TTL_SECONDS: 3, MEDIA_BIN_RETENTION_SECONDS: 0 });
     try {
       const sapi = client(short);
       const o = await signup(sapi);
@@ -369,7 +369,9 @@ describe('sessions: abort and expiry', () => {
       const never = await sapi.post(`${sbase}/upload`, { filename: 'n.png', contentType: 'image/png', size: bytes.length }, { token: o.token });
       const view = await sapi.get(`${sbase}/${media.id}/view-url`, { token: o.token });
       expect((await fetchBytes(view.body.data.url)).status).toBe(200);
-      await new Promise((r) => setTimeout(r, 2600));
+      // Expiries are whole seconds (a URL signed for 3 s lives 2 to 3 s): wait until every one of them has passed.
+      const last = Math.max(...[view.body.data.expiresAt, never.body.data.expiresAt, pending.session.expiresAt].map((t: string) => new Date(t).getTime()));
+      await new Promise((r) => setTimeout(r, Math.max(0, last - Date.now()) + 300));
 
       const expiredView = await fetch(view.body.data.url);
       expect([expiredView.status, ((await expiredView.json()) as any).error.code]).toEqual([403, 'SIGNATURE_EXPIRED']);
