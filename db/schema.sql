@@ -48,8 +48,8 @@ CREATE INDEX analytics_daily_organization_id_idx ON app.analytics_daily USING bt
 alter table app.analytics_daily enable row level security;
 alter table app.analytics_daily force row level security;
 create policy analytics_daily_api_scope on app.analytics_daily as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy analytics_daily_api_select on app.analytics_daily as permissive for select to pressroom_api
   using (true);
 create policy analytics_daily_definer on app.analytics_daily as permissive for all to pressroom_definer
@@ -80,8 +80,8 @@ CREATE INDEX analytics_post_sync_workspace_idx ON app.analytics_post_sync USING 
 alter table app.analytics_post_sync enable row level security;
 alter table app.analytics_post_sync force row level security;
 create policy analytics_post_sync_api_scope on app.analytics_post_sync as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy analytics_post_sync_api_select on app.analytics_post_sync as permissive for select to pressroom_api
   using (true);
 create policy analytics_post_sync_definer on app.analytics_post_sync as permissive for all to pressroom_definer
@@ -127,8 +127,8 @@ CREATE INDEX analytics_reports_workspace_idx ON app.analytics_reports USING btre
 alter table app.analytics_reports enable row level security;
 alter table app.analytics_reports force row level security;
 create policy analytics_reports_api_scope on app.analytics_reports as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy analytics_reports_api_select on app.analytics_reports as permissive for select to pressroom_api
   using (true);
 create policy analytics_reports_definer on app.analytics_reports as permissive for all to pressroom_definer
@@ -159,9 +159,9 @@ CREATE INDEX api_key_workspaces_workspace_id_idx ON app.api_key_workspaces USING
 alter table app.api_key_workspaces enable row level security;
 alter table app.api_key_workspaces force row level security;
 create policy api_key_workspaces_api_insert on app.api_key_workspaces as permissive for insert to pressroom_api
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id IN ( SELECT unnest(app.managed_workspace_ids()) AS unnest))));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = ANY (app.managed_workspace_ids()))));
 create policy api_key_workspaces_api_select on app.api_key_workspaces as permissive for select to pressroom_api
-  using ((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)));
+  using ((organization_id = app.current_organization_id()));
 create policy api_key_workspaces_definer on app.api_key_workspaces as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -199,12 +199,12 @@ CREATE INDEX api_keys_organization_id_idx ON app.api_keys USING btree (organizat
 alter table app.api_keys enable row level security;
 alter table app.api_keys force row level security;
 create policy api_keys_api_insert on app.api_keys as permissive for insert to pressroom_api
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (( SELECT app.current_actor_kind() AS current_actor_kind) = 'user'::text) AND (created_by = ( SELECT app.current_user_id() AS current_user_id))));
+  with check (((organization_id = app.current_organization_id()) AND (app.current_actor_kind() = 'user'::text) AND (created_by = app.current_user_id())));
 create policy api_keys_api_select on app.api_keys as permissive for select to pressroom_api
-  using ((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)));
+  using ((organization_id = app.current_organization_id()));
 create policy api_keys_api_update on app.api_keys as permissive for update to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (( SELECT app.current_actor_kind() AS current_actor_kind) = 'user'::text) AND (id IN ( SELECT app.administrable_api_key_ids() AS administrable_api_key_ids))))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (revoked_by = ( SELECT app.current_user_id() AS current_user_id))));
+  using (((organization_id = app.current_organization_id()) AND (app.current_actor_kind() = 'user'::text) AND app.api_key_administrable(id)))
+  with check (((organization_id = app.current_organization_id()) AND (revoked_by = app.current_user_id())));
 create policy api_keys_definer on app.api_keys as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -249,17 +249,17 @@ CREATE INDEX approval_workflows_workspace_position_idx ON app.approval_workflows
 alter table app.approval_workflows enable row level security;
 alter table app.approval_workflows force row level security;
 create policy approval_workflows_api_delete on app.approval_workflows as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy approval_workflows_api_insert on app.approval_workflows as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy approval_workflows_api_scope on app.approval_workflows as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy approval_workflows_api_select on app.approval_workflows as permissive for select to pressroom_api
   using (true);
 create policy approval_workflows_api_update on app.approval_workflows as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy approval_workflows_definer on app.approval_workflows as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -303,12 +303,12 @@ CREATE INDEX article_images_workspace_id_idx ON app.article_images USING btree (
 alter table app.article_images enable row level security;
 alter table app.article_images force row level security;
 create policy article_images_api_delete on app.article_images as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy article_images_api_insert on app.article_images as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy article_images_api_scope on app.article_images as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy article_images_api_select on app.article_images as permissive for select to pressroom_api
   using (true);
 create policy article_images_definer on app.article_images as permissive for all to pressroom_definer
@@ -361,17 +361,17 @@ CREATE INDEX articles_workspace_id_idx ON app.articles USING btree (workspace_id
 alter table app.articles enable row level security;
 alter table app.articles force row level security;
 create policy articles_api_delete on app.articles as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy articles_api_insert on app.articles as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy articles_api_scope on app.articles as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy articles_api_select on app.articles as permissive for select to pressroom_api
   using (true);
 create policy articles_api_update on app.articles as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy articles_definer on app.articles as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -461,17 +461,17 @@ CREATE INDEX campaign_phases_workspace_id_idx ON app.campaign_phases USING btree
 alter table app.campaign_phases enable row level security;
 alter table app.campaign_phases force row level security;
 create policy campaign_phases_api_delete on app.campaign_phases as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy campaign_phases_api_insert on app.campaign_phases as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy campaign_phases_api_scope on app.campaign_phases as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy campaign_phases_api_select on app.campaign_phases as permissive for select to pressroom_api
   using (true);
 create policy campaign_phases_api_update on app.campaign_phases as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy campaign_phases_definer on app.campaign_phases as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -523,17 +523,17 @@ CREATE INDEX campaigns_workspace_id_idx ON app.campaigns USING btree (workspace_
 alter table app.campaigns enable row level security;
 alter table app.campaigns force row level security;
 create policy campaigns_api_delete on app.campaigns as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy campaigns_api_insert on app.campaigns as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy campaigns_api_scope on app.campaigns as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy campaigns_api_select on app.campaigns as permissive for select to pressroom_api
   using (true);
 create policy campaigns_api_update on app.campaigns as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy campaigns_definer on app.campaigns as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -625,8 +625,8 @@ CREATE INDEX content_item_counts_organization_id_idx ON app.content_item_counts 
 alter table app.content_item_counts enable row level security;
 alter table app.content_item_counts force row level security;
 create policy content_item_counts_api_scope on app.content_item_counts as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy content_item_counts_api_select on app.content_item_counts as permissive for select to pressroom_api
   using (true);
 create policy content_item_counts_definer on app.content_item_counts as permissive for all to pressroom_definer
@@ -658,17 +658,17 @@ CREATE INDEX content_item_media_workspace_id_idx ON app.content_item_media USING
 alter table app.content_item_media enable row level security;
 alter table app.content_item_media force row level security;
 create policy content_item_media_api_delete on app.content_item_media as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy content_item_media_api_insert on app.content_item_media as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy content_item_media_api_scope on app.content_item_media as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy content_item_media_api_select on app.content_item_media as permissive for select to pressroom_api
   using (true);
 create policy content_item_media_api_update on app.content_item_media as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy content_item_media_definer on app.content_item_media as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -744,17 +744,17 @@ CREATE INDEX content_items_workspace_status_updated_idx ON app.content_items USI
 alter table app.content_items enable row level security;
 alter table app.content_items force row level security;
 create policy content_items_api_delete on app.content_items as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy content_items_api_insert on app.content_items as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy content_items_api_scope on app.content_items as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy content_items_api_select on app.content_items as permissive for select to pressroom_api
   using (true);
 create policy content_items_api_update on app.content_items as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy content_items_definer on app.content_items as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -817,8 +817,8 @@ CREATE INDEX content_root_counts_workspace_idx ON app.content_root_counts USING 
 alter table app.content_root_counts enable row level security;
 alter table app.content_root_counts force row level security;
 create policy content_root_counts_api_scope on app.content_root_counts as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy content_root_counts_api_select on app.content_root_counts as permissive for select to pressroom_api
   using (true);
 create policy content_root_counts_definer on app.content_root_counts as permissive for all to pressroom_definer
@@ -850,12 +850,12 @@ CREATE INDEX content_root_formats_workspace_id_idx ON app.content_root_formats U
 alter table app.content_root_formats enable row level security;
 alter table app.content_root_formats force row level security;
 create policy content_root_formats_api_delete on app.content_root_formats as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy content_root_formats_api_insert on app.content_root_formats as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy content_root_formats_api_scope on app.content_root_formats as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy content_root_formats_api_select on app.content_root_formats as permissive for select to pressroom_api
   using (true);
 create policy content_root_formats_definer on app.content_root_formats as permissive for all to pressroom_definer
@@ -893,17 +893,17 @@ CREATE INDEX content_root_media_workspace_id_idx ON app.content_root_media USING
 alter table app.content_root_media enable row level security;
 alter table app.content_root_media force row level security;
 create policy content_root_media_api_delete on app.content_root_media as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy content_root_media_api_insert on app.content_root_media as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy content_root_media_api_scope on app.content_root_media as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy content_root_media_api_select on app.content_root_media as permissive for select to pressroom_api
   using (true);
 create policy content_root_media_api_update on app.content_root_media as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy content_root_media_definer on app.content_root_media as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -943,12 +943,12 @@ CREATE INDEX content_root_pillars_workspace_id_idx ON app.content_root_pillars U
 alter table app.content_root_pillars enable row level security;
 alter table app.content_root_pillars force row level security;
 create policy content_root_pillars_api_delete on app.content_root_pillars as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy content_root_pillars_api_insert on app.content_root_pillars as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy content_root_pillars_api_scope on app.content_root_pillars as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy content_root_pillars_api_select on app.content_root_pillars as permissive for select to pressroom_api
   using (true);
 create policy content_root_pillars_definer on app.content_root_pillars as permissive for all to pressroom_definer
@@ -987,12 +987,12 @@ CREATE INDEX content_root_tags_workspace_id_idx ON app.content_root_tags USING b
 alter table app.content_root_tags enable row level security;
 alter table app.content_root_tags force row level security;
 create policy content_root_tags_api_delete on app.content_root_tags as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy content_root_tags_api_insert on app.content_root_tags as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy content_root_tags_api_scope on app.content_root_tags as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy content_root_tags_api_select on app.content_root_tags as permissive for select to pressroom_api
   using (true);
 create policy content_root_tags_definer on app.content_root_tags as permissive for all to pressroom_definer
@@ -1046,17 +1046,17 @@ CREATE INDEX content_roots_workspace_live_idx ON app.content_roots USING btree (
 alter table app.content_roots enable row level security;
 alter table app.content_roots force row level security;
 create policy content_roots_api_delete on app.content_roots as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy content_roots_api_insert on app.content_roots as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy content_roots_api_scope on app.content_roots as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy content_roots_api_select on app.content_roots as permissive for select to pressroom_api
   using (true);
 create policy content_roots_api_update on app.content_roots as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy content_roots_definer on app.content_roots as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1115,15 +1115,15 @@ CREATE INDEX content_versions_workspace_id_idx ON app.content_versions USING btr
 alter table app.content_versions enable row level security;
 alter table app.content_versions force row level security;
 create policy content_versions_api_insert on app.content_versions as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy content_versions_api_scope on app.content_versions as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy content_versions_api_select on app.content_versions as permissive for select to pressroom_api
   using (true);
 create policy content_versions_api_update on app.content_versions as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy content_versions_definer on app.content_versions as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1166,17 +1166,17 @@ CREATE UNIQUE INDEX formats_workspace_name_key ON app.formats USING btree (works
 alter table app.formats enable row level security;
 alter table app.formats force row level security;
 create policy formats_api_delete on app.formats as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy formats_api_insert on app.formats as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy formats_api_scope on app.formats as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy formats_api_select on app.formats as permissive for select to pressroom_api
   using (true);
 create policy formats_api_update on app.formats as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy formats_definer on app.formats as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1216,17 +1216,17 @@ CREATE INDEX grid_tile_media_workspace_id_idx ON app.grid_tile_media USING btree
 alter table app.grid_tile_media enable row level security;
 alter table app.grid_tile_media force row level security;
 create policy grid_tile_media_api_delete on app.grid_tile_media as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy grid_tile_media_api_insert on app.grid_tile_media as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy grid_tile_media_api_scope on app.grid_tile_media as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy grid_tile_media_api_select on app.grid_tile_media as permissive for select to pressroom_api
   using (true);
 create policy grid_tile_media_api_update on app.grid_tile_media as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy grid_tile_media_definer on app.grid_tile_media as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1278,17 +1278,17 @@ CREATE INDEX grid_tiles_workspace_id_idx ON app.grid_tiles USING btree (workspac
 alter table app.grid_tiles enable row level security;
 alter table app.grid_tiles force row level security;
 create policy grid_tiles_api_delete on app.grid_tiles as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy grid_tiles_api_insert on app.grid_tiles as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy grid_tiles_api_scope on app.grid_tiles as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy grid_tiles_api_select on app.grid_tiles as permissive for select to pressroom_api
   using (true);
 create policy grid_tiles_api_update on app.grid_tiles as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy grid_tiles_definer on app.grid_tiles as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1332,17 +1332,17 @@ CREATE UNIQUE INDEX hashtag_groups_workspace_name_key ON app.hashtag_groups USIN
 alter table app.hashtag_groups enable row level security;
 alter table app.hashtag_groups force row level security;
 create policy hashtag_groups_api_delete on app.hashtag_groups as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy hashtag_groups_api_insert on app.hashtag_groups as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy hashtag_groups_api_scope on app.hashtag_groups as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy hashtag_groups_api_select on app.hashtag_groups as permissive for select to pressroom_api
   using (true);
 create policy hashtag_groups_api_update on app.hashtag_groups as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy hashtag_groups_definer on app.hashtag_groups as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1385,8 +1385,8 @@ CREATE INDEX idempotency_keys_expires_at_idx ON app.idempotency_keys USING btree
 alter table app.idempotency_keys enable row level security;
 alter table app.idempotency_keys force row level security;
 create policy idempotency_keys_api on app.idempotency_keys as permissive for all to pressroom_api
-  using (((workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (principal_id = ( SELECT app.current_principal_id() AS current_principal_id))))
-  with check (((workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (principal_id = ( SELECT app.current_principal_id() AS current_principal_id))));
+  using (((workspace_id = app.current_workspace_id()) AND (principal_id = app.current_principal_id())))
+  with check (((workspace_id = app.current_workspace_id()) AND (principal_id = app.current_principal_id())));
 create policy idempotency_keys_definer on app.idempotency_keys as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1433,8 +1433,8 @@ CREATE INDEX inbox_deliveries_workspace_id_idx ON app.inbox_deliveries USING btr
 alter table app.inbox_deliveries enable row level security;
 alter table app.inbox_deliveries force row level security;
 create policy inbox_deliveries_api_scope on app.inbox_deliveries as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy inbox_deliveries_api_select on app.inbox_deliveries as permissive for select to pressroom_api
   using (true);
 create policy inbox_deliveries_definer on app.inbox_deliveries as permissive for all to pressroom_definer
@@ -1495,8 +1495,8 @@ CREATE INDEX inbox_events_workspace_id_idx ON app.inbox_events USING btree (work
 alter table app.inbox_events enable row level security;
 alter table app.inbox_events force row level security;
 create policy inbox_events_api_scope on app.inbox_events as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy inbox_events_api_select on app.inbox_events as permissive for select to pressroom_api
   using (true);
 create policy inbox_events_definer on app.inbox_events as permissive for all to pressroom_definer
@@ -1532,17 +1532,17 @@ comment on table app.inbox_hook_secrets is 'The secrets of an integration''s inb
 alter table app.inbox_hook_secrets enable row level security;
 alter table app.inbox_hook_secrets force row level security;
 create policy inbox_hook_secrets_api_delete on app.inbox_hook_secrets as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy inbox_hook_secrets_api_insert on app.inbox_hook_secrets as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy inbox_hook_secrets_api_scope on app.inbox_hook_secrets as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy inbox_hook_secrets_api_select on app.inbox_hook_secrets as permissive for select to pressroom_api
   using (true);
 create policy inbox_hook_secrets_api_update on app.inbox_hook_secrets as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy inbox_hook_secrets_definer on app.inbox_hook_secrets as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1617,15 +1617,15 @@ CREATE INDEX inbox_messages_workspace_id_idx ON app.inbox_messages USING btree (
 alter table app.inbox_messages enable row level security;
 alter table app.inbox_messages force row level security;
 create policy inbox_messages_api_insert on app.inbox_messages as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy inbox_messages_api_scope on app.inbox_messages as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy inbox_messages_api_select on app.inbox_messages as permissive for select to pressroom_api
   using (true);
 create policy inbox_messages_api_update on app.inbox_messages as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy inbox_messages_definer on app.inbox_messages as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1693,17 +1693,17 @@ CREATE INDEX inbox_platform_tokens_workspace_id_idx ON app.inbox_platform_tokens
 alter table app.inbox_platform_tokens enable row level security;
 alter table app.inbox_platform_tokens force row level security;
 create policy inbox_platform_tokens_api_delete on app.inbox_platform_tokens as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy inbox_platform_tokens_api_insert on app.inbox_platform_tokens as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy inbox_platform_tokens_api_scope on app.inbox_platform_tokens as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy inbox_platform_tokens_api_select on app.inbox_platform_tokens as permissive for select to pressroom_api
   using (true);
 create policy inbox_platform_tokens_api_update on app.inbox_platform_tokens as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy inbox_platform_tokens_definer on app.inbox_platform_tokens as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1727,21 +1727,19 @@ create table app.inbox_reads (
   organization_id uuid not null,
   read_at timestamp with time zone not null,
   updated_at timestamp with time zone default now() not null,
+  workspace_id uuid not null,
   constraint inbox_reads_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
   constraint inbox_reads_pkey PRIMARY KEY (thread_id, principal_id),
-  constraint inbox_reads_thread_id_fkey FOREIGN KEY (thread_id) REFERENCES app.inbox_threads(id) ON DELETE CASCADE
+  constraint inbox_reads_workspace_thread_fkey FOREIGN KEY (workspace_id, thread_id) REFERENCES app.inbox_threads(workspace_id, id) ON DELETE CASCADE
 );
 comment on table app.inbox_reads is 'Read state per member: the principal (user or API key) has read the inbound messages of the thread that arrived up to read_at. Messages that arrived later count as unread for that principal only. A principal sees and writes only its own rows, of threads it can see (policy inbox_reads_api_own).';
+comment on column app.inbox_reads.workspace_id is 'The thread''s workspace (foreign key on (workspace_id, thread_id)); policy inbox_reads_api_own reads it.';
 CREATE INDEX inbox_reads_principal_idx ON app.inbox_reads USING btree (principal_id);
 alter table app.inbox_reads enable row level security;
 alter table app.inbox_reads force row level security;
 create policy inbox_reads_api_own on app.inbox_reads as permissive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (principal_id = ( SELECT app.current_principal_id() AS current_principal_id)) AND (EXISTS ( SELECT 1
-   FROM app.inbox_threads t
-  WHERE (t.id = inbox_reads.thread_id)))))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (principal_id = ( SELECT app.current_principal_id() AS current_principal_id)) AND (EXISTS ( SELECT 1
-   FROM app.inbox_threads t
-  WHERE (t.id = inbox_reads.thread_id)))));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (principal_id = app.current_principal_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (principal_id = app.current_principal_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy inbox_reads_definer on app.inbox_reads as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1787,16 +1785,17 @@ comment on table app.inbox_threads is 'An inbox thread: the comments on one post
 CREATE INDEX inbox_threads_assignee_idx ON app.inbox_threads USING btree (assignee_id) WHERE (assignee_id IS NOT NULL);
 CREATE INDEX inbox_threads_content_idx ON app.inbox_threads USING btree (content_item_id) WHERE (content_item_id IS NOT NULL);
 CREATE INDEX inbox_threads_list_idx ON app.inbox_threads USING btree (workspace_id, last_message_at DESC, id DESC) WHERE (last_message_at IS NOT NULL);
+CREATE UNIQUE INDEX inbox_threads_workspace_id_id_key ON app.inbox_threads USING btree (workspace_id, id);
 alter table app.inbox_threads enable row level security;
 alter table app.inbox_threads force row level security;
 create policy inbox_threads_api_scope on app.inbox_threads as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy inbox_threads_api_select on app.inbox_threads as permissive for select to pressroom_api
   using (true);
 create policy inbox_threads_api_update on app.inbox_threads as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy inbox_threads_definer on app.inbox_threads as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1843,8 +1842,8 @@ CREATE INDEX integration_credentials_refresh_idx ON app.integration_credentials 
 alter table app.integration_credentials enable row level security;
 alter table app.integration_credentials force row level security;
 create policy integration_credentials_api_scope on app.integration_credentials as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy integration_credentials_definer on app.integration_credentials as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1873,8 +1872,8 @@ CREATE INDEX integration_limits_organization_id_idx ON app.integration_limits US
 alter table app.integration_limits enable row level security;
 alter table app.integration_limits force row level security;
 create policy integration_limits_api_scope on app.integration_limits as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy integration_limits_definer on app.integration_limits as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1909,15 +1908,15 @@ CREATE INDEX integration_metrics_daily_workspace_idx ON app.integration_metrics_
 alter table app.integration_metrics_daily enable row level security;
 alter table app.integration_metrics_daily force row level security;
 create policy integration_metrics_daily_api_insert on app.integration_metrics_daily as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy integration_metrics_daily_api_scope on app.integration_metrics_daily as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy integration_metrics_daily_api_select on app.integration_metrics_daily as permissive for select to pressroom_api
   using (true);
 create policy integration_metrics_daily_api_update on app.integration_metrics_daily as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy integration_metrics_daily_definer on app.integration_metrics_daily as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1960,8 +1959,8 @@ CREATE INDEX integration_publish_limits_workspace_id_idx ON app.integration_publ
 alter table app.integration_publish_limits enable row level security;
 alter table app.integration_publish_limits force row level security;
 create policy integration_publish_limits_api_scope on app.integration_publish_limits as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy integration_publish_limits_api_select on app.integration_publish_limits as permissive for select to pressroom_api
   using (true);
 create policy integration_publish_limits_definer on app.integration_publish_limits as permissive for all to pressroom_definer
@@ -1993,8 +1992,8 @@ CREATE INDEX integration_sync_daily_workspace_idx ON app.integration_sync_daily 
 alter table app.integration_sync_daily enable row level security;
 alter table app.integration_sync_daily force row level security;
 create policy integration_sync_daily_api_scope on app.integration_sync_daily as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy integration_sync_daily_api_select on app.integration_sync_daily as permissive for select to pressroom_api
   using (true);
 create policy integration_sync_daily_definer on app.integration_sync_daily as permissive for all to pressroom_definer
@@ -2027,8 +2026,8 @@ CREATE INDEX integration_sync_state_workspace_idx ON app.integration_sync_state 
 alter table app.integration_sync_state enable row level security;
 alter table app.integration_sync_state force row level security;
 create policy integration_sync_state_api_scope on app.integration_sync_state as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy integration_sync_state_api_select on app.integration_sync_state as permissive for select to pressroom_api
   using (true);
 create policy integration_sync_state_definer on app.integration_sync_state as permissive for all to pressroom_definer
@@ -2090,15 +2089,15 @@ CREATE INDEX integrations_workspace_id_idx ON app.integrations USING btree (work
 alter table app.integrations enable row level security;
 alter table app.integrations force row level security;
 create policy integrations_api_insert on app.integrations as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy integrations_api_scope on app.integrations as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy integrations_api_select on app.integrations as permissive for select to pressroom_api
   using (true);
 create policy integrations_api_update on app.integrations as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy integrations_definer on app.integrations as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2154,17 +2153,17 @@ CREATE INDEX media_folders_workspace_parent_idx ON app.media_folders USING btree
 alter table app.media_folders enable row level security;
 alter table app.media_folders force row level security;
 create policy media_folders_api_delete on app.media_folders as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy media_folders_api_insert on app.media_folders as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy media_folders_api_scope on app.media_folders as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy media_folders_api_select on app.media_folders as permissive for select to pressroom_api
   using (true);
 create policy media_folders_api_update on app.media_folders as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy media_folders_definer on app.media_folders as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2205,17 +2204,17 @@ CREATE INDEX media_item_labels_workspace_id_idx ON app.media_item_labels USING b
 alter table app.media_item_labels enable row level security;
 alter table app.media_item_labels force row level security;
 create policy media_item_labels_api_delete on app.media_item_labels as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy media_item_labels_api_insert on app.media_item_labels as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy media_item_labels_api_scope on app.media_item_labels as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy media_item_labels_api_select on app.media_item_labels as permissive for select to pressroom_api
   using (true);
 create policy media_item_labels_api_update on app.media_item_labels as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy media_item_labels_definer on app.media_item_labels as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2287,17 +2286,17 @@ CREATE INDEX media_items_workspace_size_idx ON app.media_items USING btree (work
 alter table app.media_items enable row level security;
 alter table app.media_items force row level security;
 create policy media_items_api_delete on app.media_items as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy media_items_api_insert on app.media_items as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy media_items_api_scope on app.media_items as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy media_items_api_select on app.media_items as permissive for select to pressroom_api
   using (true);
 create policy media_items_api_update on app.media_items as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy media_items_definer on app.media_items as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2355,17 +2354,17 @@ CREATE INDEX media_label_groups_workspace_position_idx ON app.media_label_groups
 alter table app.media_label_groups enable row level security;
 alter table app.media_label_groups force row level security;
 create policy media_label_groups_api_delete on app.media_label_groups as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy media_label_groups_api_insert on app.media_label_groups as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy media_label_groups_api_scope on app.media_label_groups as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy media_label_groups_api_select on app.media_label_groups as permissive for select to pressroom_api
   using (true);
 create policy media_label_groups_api_update on app.media_label_groups as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy media_label_groups_definer on app.media_label_groups as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2418,17 +2417,17 @@ CREATE UNIQUE INDEX media_labels_workspace_name_key ON app.media_labels USING bt
 alter table app.media_labels enable row level security;
 alter table app.media_labels force row level security;
 create policy media_labels_api_delete on app.media_labels as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy media_labels_api_insert on app.media_labels as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy media_labels_api_scope on app.media_labels as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy media_labels_api_select on app.media_labels as permissive for select to pressroom_api
   using (true);
 create policy media_labels_api_update on app.media_labels as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy media_labels_definer on app.media_labels as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2466,10 +2465,10 @@ CREATE INDEX media_storage_garbage_workspace_id_idx ON app.media_storage_garbage
 alter table app.media_storage_garbage enable row level security;
 alter table app.media_storage_garbage force row level security;
 create policy media_storage_garbage_api_insert on app.media_storage_garbage as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy media_storage_garbage_api_scope on app.media_storage_garbage as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy media_storage_garbage_api_select on app.media_storage_garbage as permissive for select to pressroom_api
   using (true);
 create policy media_storage_garbage_definer on app.media_storage_garbage as permissive for all to pressroom_definer
@@ -2527,15 +2526,15 @@ CREATE INDEX media_upload_sessions_workspace_id_idx ON app.media_upload_sessions
 alter table app.media_upload_sessions enable row level security;
 alter table app.media_upload_sessions force row level security;
 create policy media_upload_sessions_api_insert on app.media_upload_sessions as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy media_upload_sessions_api_scope on app.media_upload_sessions as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy media_upload_sessions_api_select on app.media_upload_sessions as permissive for select to pressroom_api
   using (true);
 create policy media_upload_sessions_api_update on app.media_upload_sessions as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy media_upload_sessions_definer on app.media_upload_sessions as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2591,8 +2590,8 @@ CREATE INDEX media_usage_events_workspace_id_idx ON app.media_usage_events USING
 alter table app.media_usage_events enable row level security;
 alter table app.media_usage_events force row level security;
 create policy media_usage_events_api_scope on app.media_usage_events as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy media_usage_events_api_select on app.media_usage_events as permissive for select to pressroom_api
   using (true);
 create policy media_usage_events_definer on app.media_usage_events as permissive for all to pressroom_definer
@@ -2635,10 +2634,10 @@ CREATE INDEX notifications_workspace_idx ON app.notifications USING btree (works
 alter table app.notifications enable row level security;
 alter table app.notifications force row level security;
 create policy notifications_api_insert on app.notifications as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy notifications_api_scope on app.notifications as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy notifications_api_select on app.notifications as permissive for select to pressroom_api
   using (true);
 create policy notifications_definer on app.notifications as permissive for all to pressroom_definer
@@ -2701,8 +2700,8 @@ CREATE INDEX oauth_states_organization_id_idx ON app.oauth_states USING btree (o
 alter table app.oauth_states enable row level security;
 alter table app.oauth_states force row level security;
 create policy oauth_states_api_scope on app.oauth_states as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy oauth_states_definer on app.oauth_states as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2727,7 +2726,7 @@ comment on table app.organizations is 'A customer organization: the tenant every
 alter table app.organizations enable row level security;
 alter table app.organizations force row level security;
 create policy organizations_api_select on app.organizations as permissive for select to pressroom_api
-  using ((id = ( SELECT app.current_organization_id() AS current_organization_id)));
+  using ((id = app.current_organization_id()));
 create policy organizations_definer on app.organizations as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2771,8 +2770,8 @@ CREATE INDEX pending_connections_organization_id_idx ON app.pending_connections 
 alter table app.pending_connections enable row level security;
 alter table app.pending_connections force row level security;
 create policy pending_connections_api_scope on app.pending_connections as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy pending_connections_definer on app.pending_connections as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2801,17 +2800,17 @@ CREATE UNIQUE INDEX pillars_workspace_name_key ON app.pillars USING btree (works
 alter table app.pillars enable row level security;
 alter table app.pillars force row level security;
 create policy pillars_api_delete on app.pillars as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy pillars_api_insert on app.pillars as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy pillars_api_scope on app.pillars as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy pillars_api_select on app.pillars as permissive for select to pressroom_api
   using (true);
 create policy pillars_api_update on app.pillars as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy pillars_definer on app.pillars as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2925,10 +2924,10 @@ CREATE INDEX post_metric_snapshots_workspace_idx ON app.post_metric_snapshots US
 alter table app.post_metric_snapshots enable row level security;
 alter table app.post_metric_snapshots force row level security;
 create policy post_metric_snapshots_api_insert on app.post_metric_snapshots as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy post_metric_snapshots_api_scope on app.post_metric_snapshots as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy post_metric_snapshots_api_select on app.post_metric_snapshots as permissive for select to pressroom_api
   using (true);
 create policy post_metric_snapshots_definer on app.post_metric_snapshots as permissive for all to pressroom_definer
@@ -2985,8 +2984,8 @@ CREATE INDEX post_metrics_daily_workspace_idx ON app.post_metrics_daily USING bt
 alter table app.post_metrics_daily enable row level security;
 alter table app.post_metrics_daily force row level security;
 create policy post_metrics_daily_api_scope on app.post_metrics_daily as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy post_metrics_daily_api_select on app.post_metrics_daily as permissive for select to pressroom_api
   using (true);
 create policy post_metrics_daily_definer on app.post_metrics_daily as permissive for all to pressroom_definer
@@ -3026,8 +3025,8 @@ CREATE INDEX post_metrics_latest_workspace_idx ON app.post_metrics_latest USING 
 alter table app.post_metrics_latest enable row level security;
 alter table app.post_metrics_latest force row level security;
 create policy post_metrics_latest_api_scope on app.post_metrics_latest as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy post_metrics_latest_api_select on app.post_metrics_latest as permissive for select to pressroom_api
   using (true);
 create policy post_metrics_latest_definer on app.post_metrics_latest as permissive for all to pressroom_definer
@@ -3078,8 +3077,8 @@ CREATE INDEX publish_attempts_workspace_id_idx ON app.publish_attempts USING btr
 alter table app.publish_attempts enable row level security;
 alter table app.publish_attempts force row level security;
 create policy publish_attempts_api_scope on app.publish_attempts as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy publish_attempts_api_select on app.publish_attempts as permissive for select to pressroom_api
   using (true);
 create policy publish_attempts_definer on app.publish_attempts as permissive for all to pressroom_definer
@@ -3146,8 +3145,8 @@ CREATE INDEX published_captions_workspace_id_idx ON app.published_captions USING
 alter table app.published_captions enable row level security;
 alter table app.published_captions force row level security;
 create policy published_captions_api_scope on app.published_captions as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy published_captions_api_select on app.published_captions as permissive for select to pressroom_api
   using (true);
 create policy published_captions_definer on app.published_captions as permissive for all to pressroom_definer
@@ -3180,8 +3179,8 @@ CREATE INDEX publishing_states_workspace_id_idx ON app.publishing_states USING b
 alter table app.publishing_states enable row level security;
 alter table app.publishing_states force row level security;
 create policy publishing_states_api_scope on app.publishing_states as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy publishing_states_api_select on app.publishing_states as permissive for select to pressroom_api
   using (true);
 create policy publishing_states_definer on app.publishing_states as permissive for all to pressroom_definer
@@ -3240,15 +3239,15 @@ CREATE INDEX recurring_occurrences_workspace_id_idx ON app.recurring_occurrences
 alter table app.recurring_occurrences enable row level security;
 alter table app.recurring_occurrences force row level security;
 create policy recurring_occurrences_api_insert on app.recurring_occurrences as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy recurring_occurrences_api_scope on app.recurring_occurrences as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy recurring_occurrences_api_select on app.recurring_occurrences as permissive for select to pressroom_api
   using (true);
 create policy recurring_occurrences_api_update on app.recurring_occurrences as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy recurring_occurrences_definer on app.recurring_occurrences as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3306,15 +3305,15 @@ CREATE INDEX recurring_series_workspace_id_idx ON app.recurring_series USING btr
 alter table app.recurring_series enable row level security;
 alter table app.recurring_series force row level security;
 create policy recurring_series_api_insert on app.recurring_series as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy recurring_series_api_scope on app.recurring_series as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy recurring_series_api_select on app.recurring_series as permissive for select to pressroom_api
   using (true);
 create policy recurring_series_api_update on app.recurring_series as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy recurring_series_definer on app.recurring_series as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3372,10 +3371,10 @@ CREATE INDEX review_activity_review_idx ON app.review_activity USING btree (revi
 alter table app.review_activity enable row level security;
 alter table app.review_activity force row level security;
 create policy review_activity_api_insert on app.review_activity as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy review_activity_api_scope on app.review_activity as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy review_activity_api_select on app.review_activity as permissive for select to pressroom_api
   using (true);
 create policy review_activity_definer on app.review_activity as permissive for all to pressroom_definer
@@ -3440,15 +3439,15 @@ CREATE INDEX review_attachments_workspace_idx ON app.review_attachments USING bt
 alter table app.review_attachments enable row level security;
 alter table app.review_attachments force row level security;
 create policy review_attachments_api_insert on app.review_attachments as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy review_attachments_api_scope on app.review_attachments as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy review_attachments_api_select on app.review_attachments as permissive for select to pressroom_api
   using (true);
 create policy review_attachments_api_update on app.review_attachments as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy review_attachments_definer on app.review_attachments as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3514,15 +3513,15 @@ CREATE INDEX review_decisions_review_idx ON app.review_decisions USING btree (re
 alter table app.review_decisions enable row level security;
 alter table app.review_decisions force row level security;
 create policy review_decisions_api_insert on app.review_decisions as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy review_decisions_api_scope on app.review_decisions as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy review_decisions_api_select on app.review_decisions as permissive for select to pressroom_api
   using (true);
 create policy review_decisions_api_update on app.review_decisions as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy review_decisions_definer on app.review_decisions as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3585,17 +3584,17 @@ CREATE INDEX review_items_workspace_pending_idx ON app.review_items USING btree 
 alter table app.review_items enable row level security;
 alter table app.review_items force row level security;
 create policy review_items_api_delete on app.review_items as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy review_items_api_insert on app.review_items as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy review_items_api_scope on app.review_items as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy review_items_api_select on app.review_items as permissive for select to pressroom_api
   using (true);
 create policy review_items_api_update on app.review_items as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy review_items_definer on app.review_items as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3650,15 +3649,15 @@ CREATE INDEX review_links_workspace_idx ON app.review_links USING btree (workspa
 alter table app.review_links enable row level security;
 alter table app.review_links force row level security;
 create policy review_links_api_insert on app.review_links as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy review_links_api_scope on app.review_links as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy review_links_api_select on app.review_links as permissive for select to pressroom_api
   using (true);
 create policy review_links_api_update on app.review_links as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy review_links_definer on app.review_links as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3698,17 +3697,17 @@ CREATE INDEX review_reactions_workspace_idx ON app.review_reactions USING btree 
 alter table app.review_reactions enable row level security;
 alter table app.review_reactions force row level security;
 create policy review_reactions_api_delete on app.review_reactions as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy review_reactions_api_insert on app.review_reactions as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy review_reactions_api_scope on app.review_reactions as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy review_reactions_api_select on app.review_reactions as permissive for select to pressroom_api
   using (true);
 create policy review_reactions_api_update on app.review_reactions as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy review_reactions_definer on app.review_reactions as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3742,15 +3741,15 @@ CREATE INDEX review_reminders_workspace_idx ON app.review_reminders USING btree 
 alter table app.review_reminders enable row level security;
 alter table app.review_reminders force row level security;
 create policy review_reminders_api_insert on app.review_reminders as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy review_reminders_api_scope on app.review_reminders as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy review_reminders_api_select on app.review_reminders as permissive for select to pressroom_api
   using (true);
 create policy review_reminders_api_update on app.review_reminders as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy review_reminders_definer on app.review_reminders as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3782,15 +3781,15 @@ comment on table app.review_settings is 'A workspace''s review policy: none (def
 alter table app.review_settings enable row level security;
 alter table app.review_settings force row level security;
 create policy review_settings_api_insert on app.review_settings as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy review_settings_api_scope on app.review_settings as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy review_settings_api_select on app.review_settings as permissive for select to pressroom_api
   using (true);
 create policy review_settings_api_update on app.review_settings as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy review_settings_definer on app.review_settings as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3825,10 +3824,10 @@ CREATE INDEX review_submissions_organization_id_idx ON app.review_submissions US
 alter table app.review_submissions enable row level security;
 alter table app.review_submissions force row level security;
 create policy review_submissions_api_insert on app.review_submissions as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy review_submissions_api_scope on app.review_submissions as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy review_submissions_api_select on app.review_submissions as permissive for select to pressroom_api
   using (true);
 create policy review_submissions_definer on app.review_submissions as permissive for all to pressroom_definer
@@ -3886,17 +3885,17 @@ CREATE INDEX reviews_workspace_status_idx ON app.reviews USING btree (workspace_
 alter table app.reviews enable row level security;
 alter table app.reviews force row level security;
 create policy reviews_api_delete on app.reviews as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy reviews_api_insert on app.reviews as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy reviews_api_scope on app.reviews as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy reviews_api_select on app.reviews as permissive for select to pressroom_api
   using (true);
 create policy reviews_api_update on app.reviews as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy reviews_definer on app.reviews as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3954,8 +3953,8 @@ CREATE INDEX sandbox_posts_workspace_id_idx ON app.sandbox_posts USING btree (wo
 alter table app.sandbox_posts enable row level security;
 alter table app.sandbox_posts force row level security;
 create policy sandbox_posts_api_scope on app.sandbox_posts as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy sandbox_posts_api_select on app.sandbox_posts as permissive for select to pressroom_api
   using (true);
 create policy sandbox_posts_definer on app.sandbox_posts as permissive for all to pressroom_definer
@@ -4005,10 +4004,10 @@ CREATE INDEX sessions_user_id_idx ON app.sessions USING btree (user_id);
 alter table app.sessions enable row level security;
 alter table app.sessions force row level security;
 create policy sessions_api_select on app.sessions as permissive for select to pressroom_api
-  using ((user_id = ( SELECT app.current_user_id() AS current_user_id)));
+  using ((user_id = app.current_user_id()));
 create policy sessions_api_update on app.sessions as permissive for update to pressroom_api
-  using ((user_id = ( SELECT app.current_user_id() AS current_user_id)))
-  with check ((user_id = ( SELECT app.current_user_id() AS current_user_id)));
+  using ((user_id = app.current_user_id()))
+  with check ((user_id = app.current_user_id()));
 create policy sessions_definer on app.sessions as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -4065,17 +4064,17 @@ CREATE UNIQUE INDEX tags_workspace_name_key ON app.tags USING btree (workspace_i
 alter table app.tags enable row level security;
 alter table app.tags force row level security;
 create policy tags_api_delete on app.tags as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy tags_api_insert on app.tags as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy tags_api_scope on app.tags as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy tags_api_select on app.tags as permissive for select to pressroom_api
   using (true);
 create policy tags_api_update on app.tags as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy tags_definer on app.tags as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -4119,9 +4118,9 @@ CREATE INDEX users_organization_id_idx ON app.users USING btree (organization_id
 alter table app.users enable row level security;
 alter table app.users force row level security;
 create policy users_api_insert on app.users as permissive for insert to pressroom_api
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (status = 'invited'::text) AND (org_role = 'member'::text) AND (password_hash IS NULL)));
+  with check (((organization_id = app.current_organization_id()) AND (status = 'invited'::text) AND (org_role = 'member'::text) AND (password_hash IS NULL)));
 create policy users_api_select on app.users as permissive for select to pressroom_api
-  using ((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)));
+  using ((organization_id = app.current_organization_id()));
 create policy users_definer on app.users as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -4166,15 +4165,15 @@ CREATE INDEX webhook_deliveries_subscription_id_seq_idx ON app.webhook_deliverie
 alter table app.webhook_deliveries enable row level security;
 alter table app.webhook_deliveries force row level security;
 create policy webhook_deliveries_api_insert on app.webhook_deliveries as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy webhook_deliveries_api_scope on app.webhook_deliveries as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy webhook_deliveries_api_select on app.webhook_deliveries as permissive for select to pressroom_api
   using (true);
 create policy webhook_deliveries_api_update on app.webhook_deliveries as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy webhook_deliveries_definer on app.webhook_deliveries as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -4224,10 +4223,10 @@ CREATE INDEX webhook_delivery_log_undelivered_created_at_idx ON app.webhook_deli
 alter table app.webhook_delivery_log enable row level security;
 alter table app.webhook_delivery_log force row level security;
 create policy webhook_delivery_log_api_insert on app.webhook_delivery_log as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy webhook_delivery_log_api_scope on app.webhook_delivery_log as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy webhook_delivery_log_api_select on app.webhook_delivery_log as permissive for select to pressroom_api
   using (true);
 create policy webhook_delivery_log_definer on app.webhook_delivery_log as permissive for all to pressroom_definer
@@ -4265,10 +4264,10 @@ CREATE INDEX webhook_events_workspace_id_seq_idx ON app.webhook_events USING btr
 alter table app.webhook_events enable row level security;
 alter table app.webhook_events force row level security;
 create policy webhook_events_api_insert on app.webhook_events as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy webhook_events_api_scope on app.webhook_events as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy webhook_events_api_select on app.webhook_events as permissive for select to pressroom_api
   using (true);
 create policy webhook_events_definer on app.webhook_events as permissive for all to pressroom_definer
@@ -4316,17 +4315,17 @@ CREATE INDEX webhook_subscriptions_workspace_id_created_at_idx ON app.webhook_su
 alter table app.webhook_subscriptions enable row level security;
 alter table app.webhook_subscriptions force row level security;
 create policy webhook_subscriptions_api_delete on app.webhook_subscriptions as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy webhook_subscriptions_api_insert on app.webhook_subscriptions as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy webhook_subscriptions_api_scope on app.webhook_subscriptions as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy webhook_subscriptions_api_select on app.webhook_subscriptions as permissive for select to pressroom_api
   using (true);
 create policy webhook_subscriptions_api_update on app.webhook_subscriptions as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy webhook_subscriptions_definer on app.webhook_subscriptions as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -4370,8 +4369,8 @@ CREATE INDEX work_claims_workspace_id_idx ON app.work_claims USING btree (worksp
 alter table app.work_claims enable row level security;
 alter table app.work_claims force row level security;
 create policy work_claims_api_scope on app.work_claims as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy work_claims_api_select on app.work_claims as permissive for select to pressroom_api
   using (true);
 create policy work_claims_definer on app.work_claims as permissive for all to pressroom_definer
@@ -4409,17 +4408,17 @@ CREATE INDEX workbench_pages_organization_id_idx ON app.workbench_pages USING bt
 alter table app.workbench_pages enable row level security;
 alter table app.workbench_pages force row level security;
 create policy workbench_pages_api_delete on app.workbench_pages as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy workbench_pages_api_insert on app.workbench_pages as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy workbench_pages_api_scope on app.workbench_pages as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy workbench_pages_api_select on app.workbench_pages as permissive for select to pressroom_api
   using (true);
 create policy workbench_pages_api_update on app.workbench_pages as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy workbench_pages_definer on app.workbench_pages as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -4476,17 +4475,17 @@ CREATE INDEX workbench_rows_workspace_id_idx ON app.workbench_rows USING btree (
 alter table app.workbench_rows enable row level security;
 alter table app.workbench_rows force row level security;
 create policy workbench_rows_api_delete on app.workbench_rows as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy workbench_rows_api_insert on app.workbench_rows as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy workbench_rows_api_scope on app.workbench_rows as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy workbench_rows_api_select on app.workbench_rows as permissive for select to pressroom_api
   using (true);
 create policy workbench_rows_api_update on app.workbench_rows as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy workbench_rows_definer on app.workbench_rows as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -4540,17 +4539,17 @@ CREATE INDEX workbench_sections_workspace_id_idx ON app.workbench_sections USING
 alter table app.workbench_sections enable row level security;
 alter table app.workbench_sections force row level security;
 create policy workbench_sections_api_delete on app.workbench_sections as permissive for delete to pressroom_api
-  using ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  using ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy workbench_sections_api_insert on app.workbench_sections as permissive for insert to pressroom_api
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy workbench_sections_api_scope on app.workbench_sections as restrictive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id = ( SELECT app.current_workspace_id() AS current_workspace_id)) AND (app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 1) AND ( SELECT app.current_workspace_accessible() AS current_workspace_accessible)));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy workbench_sections_api_select on app.workbench_sections as permissive for select to pressroom_api
   using (true);
 create policy workbench_sections_api_update on app.workbench_sections as permissive for update to pressroom_api
   using (true)
-  with check ((app.role_rank(( SELECT app.current_workspace_role() AS current_workspace_role)) >= 2));
+  with check ((app.role_rank(app.current_workspace_role()) >= 2));
 create policy workbench_sections_definer on app.workbench_sections as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -4595,10 +4594,10 @@ CREATE INDEX workspace_members_user_id_idx ON app.workspace_members USING btree 
 alter table app.workspace_members enable row level security;
 alter table app.workspace_members force row level security;
 create policy workspace_members_api_select on app.workspace_members as permissive for select to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id IN ( SELECT unnest(app.accessible_workspace_ids()) AS unnest))));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = ANY (app.accessible_workspace_ids()))));
 create policy workspace_members_api_write on app.workspace_members as permissive for all to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id IN ( SELECT unnest(app.managed_workspace_ids()) AS unnest))))
-  with check (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (workspace_id IN ( SELECT unnest(app.managed_workspace_ids()) AS unnest))));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = ANY (app.managed_workspace_ids()))))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = ANY (app.managed_workspace_ids()))));
 create policy workspace_members_definer on app.workspace_members as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -4631,7 +4630,7 @@ CREATE INDEX workspaces_organization_id_idx ON app.workspaces USING btree (organ
 alter table app.workspaces enable row level security;
 alter table app.workspaces force row level security;
 create policy workspaces_api_select on app.workspaces as permissive for select to pressroom_api
-  using (((organization_id = ( SELECT app.current_organization_id() AS current_organization_id)) AND (id IN ( SELECT unnest(app.accessible_workspace_ids()) AS unnest))));
+  using (((organization_id = app.current_organization_id()) AND (id = ANY (app.accessible_workspace_ids()))));
 create policy workspaces_definer on app.workspaces as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -5569,6 +5568,20 @@ grant execute on function app.analytics_totals(uuid,date,date,uuid[]) to pressro
 grant execute on function app.analytics_totals(uuid,date,date,uuid[]) to pressroom_worker;
 revoke all on function app.analytics_totals(uuid,date,date,uuid[]) from public;
 
+CREATE OR REPLACE FUNCTION app.api_key_administrable(p_key uuid)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+  select p_key in (select app.administrable_api_key_ids())
+$function$;
+alter function app.api_key_administrable(uuid) owner to pressroom_definer;
+comment on function app.api_key_administrable(uuid) is 'Whether the current user may change this API key (app.administrable_api_key_ids), for policy api_keys_api_update.';
+grant execute on function app.api_key_administrable(uuid) to pressroom_api;
+grant execute on function app.api_key_administrable(uuid) to pressroom_worker;
+revoke all on function app.api_key_administrable(uuid) from public;
+
 CREATE OR REPLACE FUNCTION app.api_key_json(p_id uuid, p_with_grants boolean)
  RETURNS jsonb
  LANGUAGE sql
@@ -5649,10 +5662,11 @@ declare
   v_name text := (select relname from pg_class where oid = p_table);
   v_policy record;
   v_write int := app.role_rank(p_write_role);
-  v_scope text := $s$organization_id = (select app.current_organization_id())
-      and workspace_id = (select app.current_workspace_id())
-      and app.role_rank((select app.current_workspace_role())) >= 1
-      and (select app.current_workspace_accessible())$s$;
+  -- No subqueries (Citus refuses them in policies): app.current_accessible_workspace_id()
+  -- is the context's workspace only when the principal may really use it.
+  v_scope text := $s$organization_id = app.current_organization_id()
+      and workspace_id = app.current_accessible_workspace_id()
+      and app.role_rank(app.current_workspace_role()) >= 1$s$;
   v_role text;
 begin
   if v_write = 0 then
@@ -5661,7 +5675,7 @@ begin
   if exists (select 1 from unnest(p_commands) c where c not in ('select', 'insert', 'update', 'delete')) then
     raise exception 'apply_tenant_policies: commands are select, insert, update, delete; got %', p_commands;
   end if;
-  v_role := format('app.role_rank((select app.current_workspace_role())) >= %s', v_write);
+  v_role := format('app.role_rank(app.current_workspace_role()) >= %s', v_write);
   execute format('alter table %s enable row level security', p_table);
   execute format('alter table %s force row level security', p_table);
   -- Exactly these policies: whatever the table had is dropped first.
@@ -7479,6 +7493,38 @@ alter function app.credentials_store(uuid,jsonb) owner to pressroom_definer;
 comment on function app.credentials_store(uuid,jsonb) is 'The worker stores a refreshed credential (app.credentials_put: failures cleared, next refresh planned; 409 REFRESH_TOKEN_DROPPED), in the transaction that holds app.credentials_lock. Executable by pressroom_worker only.';
 grant execute on function app.credentials_store(uuid,jsonb) to pressroom_worker;
 revoke all on function app.credentials_store(uuid,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION app.current_accessible_workspace_id()
+ RETURNS uuid
+ LANGUAGE plpgsql
+ STABLE PARALLEL RESTRICTED
+AS $function$
+declare
+  v_ws uuid := nullif(current_setting('pressroom.workspace_id', true), '')::uuid;
+  v_key text;
+begin
+  if v_ws is null then
+    return null;
+  end if;
+  -- The memo holds the context it was computed for, so a context changed within the
+  -- transaction (another workspace, principal or key) is checked again.
+  v_key := concat_ws('|', v_ws, current_setting('pressroom.organization_id', true), current_setting('pressroom.actor_kind', true),
+                     current_setting('pressroom.user_id', true), current_setting('pressroom.api_key_id', true));
+  if current_setting('pressroom.accessible_workspace', true) = v_key then
+    return v_ws;
+  end if;
+  if not app.current_workspace_accessible() then
+    return null;
+  end if;
+  perform set_config('pressroom.accessible_workspace', v_key, true);
+  return v_ws;
+end
+$function$;
+comment on function app.current_accessible_workspace_id() is 'The current workspace (pressroom.workspace_id) when the current principal may act in it (app.current_workspace_accessible), else null. The tenant scope of the workspace tables'' policies: workspace_id = app.current_accessible_workspace_id(). The answer is kept for the transaction in pressroom.accessible_workspace, with the context it was computed for.';
+grant execute on function app.current_accessible_workspace_id() to pressroom_api;
+grant execute on function app.current_accessible_workspace_id() to pressroom_definer;
+grant execute on function app.current_accessible_workspace_id() to pressroom_worker;
+revoke all on function app.current_accessible_workspace_id() from public;
 
 CREATE OR REPLACE FUNCTION app.current_actor_kind()
  RETURNS text
@@ -22378,8 +22424,8 @@ begin
              where thread_id = p_id and direction = 'inbound' and has_original) - interval '1 microsecond';
     v_at := coalesce(v_at, now());
   end if;
-  insert into app.inbox_reads (thread_id, principal_id, organization_id, read_at)
-  values (p_id, app.current_principal_id(), app.current_organization_id(), v_at)
+  insert into app.inbox_reads (thread_id, principal_id, organization_id, workspace_id, read_at)
+  values (p_id, app.current_principal_id(), app.current_organization_id(), v.workspace_id, v_at)
   on conflict (thread_id, principal_id) do update set read_at = excluded.read_at, updated_at = now();
   return app.inbox_thread_json(v);
 end

@@ -39,7 +39,7 @@ const SERVER_ENV = {
   RATE_LIMIT_EXPENSIVE: '1000000000',
 };
 
-const FIXTURE_SQL = `
+export const FIXTURE_SQL = `
 with ig as (
   insert into app.integrations (organization_id, workspace_id, connector, platform, name)
   select $1, $2, 'sandbox', (array['x', 'linkedin', 'facebook', 'instagram'])[n], 'Channel ' || n from generate_series(1, 4) n

@@ -58,11 +58,11 @@ select is(
   array(select c.relname::text from pg_class c
         where c.relnamespace = 'app'::regnamespace and c.relkind in ('r', 'p')
           and exists (select 1 from pg_attribute a where a.attrelid = c.oid and a.attname = 'workspace_id' and not a.attisdropped)
-          and c.relname not in ('workspace_members', 'api_key_workspaces', 'idempotency_keys')
+          and c.relname not in ('workspace_members', 'api_key_workspaces', 'idempotency_keys', 'inbox_reads')
           and not exists (select 1 from pg_policy p where p.polrelid = c.oid and p.polname = c.relname || '_api_scope')
         order by 1),
   '{}'::text[],
-  'every tenant table (but the foundation''s membership, key grants and idempotency) has the tenant scope policy');
+  'every tenant table (but the foundation''s membership, key grants and idempotency, and each principal''s inbox read state) has the tenant scope policy');
 
 -- The policies a table would get from the helper, as text with the table name
 -- replaced, computed on a scratch table with the same commands.
@@ -101,7 +101,7 @@ select is(
   'each tenant table has exactly the policies of app.apply_tenant_policies, nothing added or drifted');
 select ok(cardinality(pg_temp.policy_shape('app.articles')) = 7
           and exists (select 1 from pg_policies where tablename = 'articles' and policyname = 'articles_api_scope'
-                      and qual like '%workspace_id = ( SELECT app.current_workspace_id()%'),
+                      and qual like '%workspace_id = app.current_accessible_workspace_id()%'),
   'the articles scope has its workspace term again');
 select is(
   array(select format('%s.%s', schemaname, tablename) from pg_policies
