@@ -7818,6 +7818,38 @@ grant execute on function app.emoji_pattern() to pressroom_definer;
 grant execute on function app.emoji_pattern() to pressroom_worker;
 revoke all on function app.emoji_pattern() from public;
 
+CREATE OR REPLACE FUNCTION app.enqueue_job(p_name text, p_data jsonb, p_start_after timestamp with time zone DEFAULT now(), p_singleton_key text DEFAULT NULL::text)
+ RETURNS uuid
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog'
+AS $function$
+declare
+  v_queue record;
+  v_job uuid := gen_random_uuid();
+  v_rows int;
+begin
+  -- plpgsql, and a record: pgboss.queue is created by pg-boss after the migrations.
+  select * into v_queue from pgboss.queue q where q.name = p_name;
+  if v_queue.name is null then
+    raise exception 'pg-boss queue % is not installed (server/jobs/queues.ts installQueues)', p_name;
+  end if;
+  insert into pgboss.job (id, name, data, priority, start_after, singleton_key, singleton_on, group_id, group_tier,
+    expire_seconds, deletion_seconds, keep_until, retry_limit, retry_delay, retry_backoff, retry_delay_max, policy,
+    dead_letter, heartbeat_seconds)
+  values (v_job, p_name, p_data, 0, p_start_after, p_singleton_key, null, null, null,
+    v_queue.expire_seconds, v_queue.deletion_seconds, p_start_after + v_queue.retention_seconds * interval '1 second',
+    v_queue.retry_limit, v_queue.retry_delay, v_queue.retry_backoff, v_queue.retry_delay_max, v_queue.policy,
+    v_queue.dead_letter, v_queue.heartbeat_seconds)
+  on conflict do nothing;
+  get diagnostics v_rows = row_count;
+  return case when v_rows = 1 then v_job end;
+end
+$function$;
+alter function app.enqueue_job(text,jsonb,timestamp with time zone,text) owner to pressroom_definer;
+comment on function app.enqueue_job(text,jsonb,timestamp with time zone,text) is 'Writes a pg-boss job of queue p_name into pgboss.job in the caller''s transaction, as pg-boss''s send would (priority 0; retries, expiry, retention, deletion, policy, dead letter and heartbeat from the queue''s row in pgboss.queue). Returns the job id, or null when the queue''s policy refused the singleton key (nothing added). The only function that inserts into pgboss.job; written for pg-boss schema version 43 (tests/db/98-enqueue-job.test.sql).';
+revoke all on function app.enqueue_job(text,jsonb,timestamp with time zone,text) from public;
+
 CREATE OR REPLACE FUNCTION app.expire_due_reviews()
  RETURNS integer
  LANGUAGE plpgsql
@@ -9097,26 +9129,11 @@ CREATE OR REPLACE FUNCTION app.inbox_enqueue(p_queue text, p_data jsonb, p_singl
  SECURITY DEFINER
  SET search_path TO 'pg_catalog'
 AS $function$
-declare
-  v_queue record;
-  v_job uuid := gen_random_uuid();
-  v_rows int;
 begin
   if p_queue not in ('inbox.fold', 'inbox.action') then
     raise exception 'app.inbox_enqueue: unknown queue %', p_queue;
   end if;
-  select * into v_queue from pgboss.queue where name = p_queue;
-  if v_queue.name is null then
-    raise exception 'pg-boss queue % is not installed (server/jobs/queues.ts installQueues)', p_queue;
-  end if;
-  insert into pgboss.job (id, name, data, priority, start_after, singleton_key, expire_seconds, deletion_seconds,
-    keep_until, retry_limit, retry_delay, retry_backoff, retry_delay_max, policy, dead_letter, heartbeat_seconds)
-  values (v_job, p_queue, p_data, 0, now(), p_singleton, v_queue.expire_seconds, v_queue.deletion_seconds,
-    now() + v_queue.retention_seconds * interval '1 second', v_queue.retry_limit, v_queue.retry_delay,
-    v_queue.retry_backoff, v_queue.retry_delay_max, v_queue.policy, v_queue.dead_letter, v_queue.heartbeat_seconds)
-  on conflict do nothing;
-  get diagnostics v_rows = row_count;
-  return case when v_rows = 1 then v_job end;
+  return app.enqueue_job(p_queue, p_data, now(), p_singleton);
 end
 $function$;
 alter function app.inbox_enqueue(text,jsonb,text) owner to pressroom_definer;
@@ -13713,19 +13730,15 @@ CREATE OR REPLACE FUNCTION app.tg_analytics_reports_job()
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
 declare
-  v_queue record;
-  v_job uuid := gen_random_uuid();
+  v_job uuid;
 begin
-  select * into v_queue from pgboss.queue where name = 'analytics.report';
-  if v_queue.name is null then
-    raise exception 'pg-boss queue analytics.report is not installed (server/jobs/queues.ts installQueues)';
+  v_job := app.enqueue_job('analytics.report', jsonb_build_object('reportId', new.id, 'workspaceId', new.workspace_id),
+    now(), new.id::text);
+  if v_job is null then
+    -- (the insert of pgboss.job failed here before the helper returned null instead)
+    raise exception using errcode = 'unique_violation',
+      message = format('pg-boss queue analytics.report refused the job of report %s (singleton key taken)', new.id);
   end if;
-  insert into pgboss.job (id, name, data, priority, start_after, singleton_key, expire_seconds, deletion_seconds,
-    keep_until, retry_limit, retry_delay, retry_backoff, retry_delay_max, policy, dead_letter, heartbeat_seconds)
-  values (v_job, 'analytics.report', jsonb_build_object('reportId', new.id, 'workspaceId', new.workspace_id),
-    0, now(), new.id::text, v_queue.expire_seconds, v_queue.deletion_seconds,
-    now() + v_queue.retention_seconds * interval '1 second', v_queue.retry_limit, v_queue.retry_delay,
-    v_queue.retry_backoff, v_queue.retry_delay_max, v_queue.policy, v_queue.dead_letter, v_queue.heartbeat_seconds);
   new.job_id := v_job;
   new.status := 'queued';
   return new;
@@ -14177,7 +14190,6 @@ declare
   v_live boolean := new.status = 'scheduled' and new.deleted_at is null;
   v_was boolean := tg_op = 'UPDATE' and old.status = 'scheduled' and old.deleted_at is null;
   v_state text;
-  v_queue record;
   v_start timestamptz;
   v_job uuid;
 begin
@@ -14213,19 +14225,15 @@ begin
     end if;
   end if;
   if v_live and (not v_was or new.scheduled_at is distinct from old.scheduled_at) then
-    select * into v_queue from pgboss.queue where name = 'content.publish';
-    if v_queue.name is null then
-      raise exception 'pg-boss queue content.publish is not installed (server/jobs/queues.ts installQueues)';
-    end if;
     v_start := greatest(new.scheduled_at, now());
-    v_job := gen_random_uuid();
-    insert into pgboss.job (id, name, data, priority, start_after, singleton_key, expire_seconds, deletion_seconds,
-      keep_until, retry_limit, retry_delay, retry_backoff, retry_delay_max, policy, dead_letter, heartbeat_seconds)
-    values (v_job, 'content.publish',
+    v_job := app.enqueue_job('content.publish',
       jsonb_build_object('contentId', new.id, 'workspaceId', new.workspace_id, 'version', new.version),
-      0, v_start, new.id::text, v_queue.expire_seconds, v_queue.deletion_seconds,
-      v_start + v_queue.retention_seconds * interval '1 second', v_queue.retry_limit, v_queue.retry_delay,
-      v_queue.retry_backoff, v_queue.retry_delay_max, v_queue.policy, v_queue.dead_letter, v_queue.heartbeat_seconds);
+      v_start, new.id::text);
+    if v_job is null then
+      -- (the insert of pgboss.job failed here before the helper returned null instead)
+      raise exception using errcode = 'unique_violation',
+        message = format('pg-boss queue content.publish refused the publish job of content %s (singleton key taken)', new.id);
+    end if;
     new.publish_job_id := v_job;
   end if;
   return new;
@@ -15567,29 +15575,17 @@ CREATE OR REPLACE FUNCTION app.webhook_enqueue(p_subscription uuid, p_start time
  SET search_path TO 'pg_catalog'
 AS $function$
 declare
-  v_queue record;
-  v_job uuid := gen_random_uuid();
-  v_rows int;
+  v_job uuid;
 begin
-  select * into v_queue from pgboss.queue where name = 'webhooks.deliver';
-  if v_queue.name is null then
-    raise exception 'pg-boss queue webhooks.deliver is not installed (server/jobs/queues.ts installQueues)';
-  end if;
-  insert into pgboss.job (id, name, data, priority, start_after, singleton_key, expire_seconds, deletion_seconds,
-    keep_until, retry_limit, retry_delay, retry_backoff, retry_delay_max, policy, dead_letter, heartbeat_seconds)
-  values (v_job, 'webhooks.deliver', jsonb_build_object('subscriptionId', p_subscription), 0, p_start, p_subscription::text,
-    v_queue.expire_seconds, v_queue.deletion_seconds, p_start + v_queue.retention_seconds * interval '1 second',
-    v_queue.retry_limit, v_queue.retry_delay, v_queue.retry_backoff, v_queue.retry_delay_max, v_queue.policy,
-    v_queue.dead_letter, v_queue.heartbeat_seconds)
-  on conflict do nothing;
-  get diagnostics v_rows = row_count;
-  if v_rows = 0 then
+  v_job := app.enqueue_job('webhooks.deliver', jsonb_build_object('subscriptionId', p_subscription), p_start,
+    p_subscription::text);
+  if v_job is null then
     -- one is queued already: make it due no later than asked (a resume, a new event after a retry wait)
     update pgboss.job j set start_after = p_start
     where j.name = 'webhooks.deliver' and j.singleton_key = p_subscription::text and j.state in ('created', 'retry')
       and j.start_after > p_start;
   end if;
-  return case when v_rows = 1 then v_job end;
+  return v_job;
 end
 $function$;
 alter function app.webhook_enqueue(uuid,timestamp with time zone) owner to pressroom_definer;
