@@ -4030,7 +4030,7 @@ create table app.settings (
   constraint settings_kind_check CHECK ((kind = ANY (ARRAY['boolean'::text, 'integer'::text, 'plan'::text]))),
   constraint settings_pkey PRIMARY KEY (key)
 );
-comment on table app.settings is 'The configuration the rules read (app.setting). Written by the server at start through api.apply_settings from its environment (README.md, "Configuration"); readable by the roles that run rules, by BI through nothing.';
+comment on table app.settings is 'The configuration the rules read (app.setting). Written at start by the API process (RUN_API=true) through api.apply_settings from its environment (README.md, "Configuration"); a worker-only process reads it through api.settings_in_force() and never writes it. Readable by the roles that run rules, by BI through nothing.';
 alter table app.settings enable row level security;
 alter table app.settings force row level security;
 create policy settings_definer on app.settings as permissive for all to pressroom_definer
@@ -17457,7 +17457,7 @@ begin
 end
 $function$;
 alter function api.apply_settings(jsonb) owner to pressroom_definer;
-comment on function api.apply_settings(jsonb) is 'Called by the server at start (as pressroom_app) with its configuration: writes the given settings after checking every key and value (400 VALIDATION_FAILED otherwise); returns every setting in force.';
+comment on function api.apply_settings(jsonb) is 'Called at start (as pressroom_app) by the API process (RUN_API=true) with its configuration: writes the given settings after checking every key and value (400 VALIDATION_FAILED otherwise); returns every setting in force. A worker-only process does not call it: it reads api.settings_in_force().';
 grant execute on function api.apply_settings(jsonb) to pressroom_app;
 revoke all on function api.apply_settings(jsonb) from public;
 
@@ -24696,6 +24696,19 @@ alter function api.set_workbench_page_archived(uuid,boolean) owner to pressroom_
 comment on function api.set_workbench_page_archived(uuid,boolean) is 'Serves POST /v2/workspaces/{workspaceId}/workbench/pages/{pageId}/archive and /unarchive (archiveWorkbenchPage_v2, unarchiveWorkbenchPage_v2). Archives or restores a page (archiving again keeps the first time). Requires the editor role; 404 NOT_FOUND.';
 grant execute on function api.set_workbench_page_archived(uuid,boolean) to pressroom_request;
 revoke all on function api.set_workbench_page_archived(uuid,boolean) from public;
+
+CREATE OR REPLACE FUNCTION api.settings_in_force()
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+  select coalesce(jsonb_object_agg(key, value order by key), '{}'::jsonb) from app.settings;
+$function$;
+alter function api.settings_in_force() owner to pressroom_definer;
+comment on function api.settings_in_force() is 'Every setting in force (app.settings) as {key: value}; writes nothing. Called at start (as pressroom_app) by a process that does not write the settings (a worker-only process), to compare them with its environment.';
+grant execute on function api.settings_in_force() to pressroom_app;
+revoke all on function api.settings_in_force() from public;
 
 CREATE OR REPLACE FUNCTION api.signup(p_email text, p_password_hash text, p_organization_name text, p_workspace_name text, p_session_token_hash bytea)
  RETURNS jsonb

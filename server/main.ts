@@ -4,7 +4,7 @@ import { createHttpServer } from './http/server.ts';
 import { loadConfig } from './config.ts';
 import { openDatabase } from './db/open.ts';
 import { openPool } from './db/pool.ts';
-import { applySettings } from './db/settings.ts';
+import { settingsAtStart } from './db/settings.ts';
 import { createAppDeps } from './deps.ts';
 import { startWorker } from './jobs/worker.ts';
 import { createLogger } from './log.ts';
@@ -16,7 +16,9 @@ export async function main() {
   const log = createLogger(config.LOG_LEVEL, { service: 'pressroom' });
   const db = await openDatabase(config, log);
   const pool = await openPool(db.appUrl, config.DB_POOL_SIZE);
-  await applySettings(pool, config);
+  // app.settings (server/db/settings.ts): the API process writes them from its environment; a
+  // worker-only process reads them, logs an error for each one its environment sets otherwise, and runs on them.
+  await settingsAtStart(pool, config, log);
   // Webhook channel secrets stored before they were sealed are sealed now (server/platforms/rekey.ts).
   const sealed = await sealSecretsInTheClear(db.ownerUrl, config);
   if (sealed) log.info('sealed webhook channel secrets stored in the clear', { count: sealed });

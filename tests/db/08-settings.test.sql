@@ -1,7 +1,8 @@
--- Settings in SQL (db/migrations/committed/000003-house-rulebook.sql, split 70-settings.sql): the server writes
--- its configuration with api.apply_settings; the rules read app.settings.
+-- Settings in SQL (db/migrations/committed/000003-house-rulebook.sql, split 70-settings.sql): the API process
+-- writes its configuration with api.apply_settings, a worker-only process reads it with api.settings_in_force;
+-- the rules read app.settings.
 begin;
-select plan(11);
+select plan(15);
 -- @include personas.sql
 
 set local role pressroom_app;
@@ -17,6 +18,22 @@ reset role;
 select is((select value from app.settings where key = 'trial_days'), '7'::jsonb, '... trial_days is still 7');
 select throws_ok($$set local role pressroom_request; select api.apply_settings('{}')$$, '42501', null,
   'a request cannot write settings');
+reset role;
+
+-- A process that does not own the settings (a worker-only process) reads them as pressroom_app
+-- (db/migrations/committed/000038-settings-have-one-writer.sql) and writes nothing.
+create temp table in_force on commit drop as select jsonb_object_agg(key, value) as v from app.settings;
+grant select on in_force to pressroom_app;
+set local role pressroom_app;
+select is(api.settings_in_force(), (select v from in_force),
+  'pressroom_app reads every setting in force as {key: value}');
+select ok(api.settings_in_force() @> '{"allow_signup": true, "trial_days": 7}',
+  '... the values the last api.apply_settings wrote');
+reset role;
+select is((select provolatile from pg_proc where oid = 'api.settings_in_force()'::regprocedure), 's'::"char",
+  '... and it is stable, so it cannot write');
+select throws_ok($$set local role pressroom_request; select api.settings_in_force()$$, '42501', null,
+  'a request cannot read settings through it');
 reset role;
 
 -- Sign-up reads the policy in force: open, with a 7-day trial.
