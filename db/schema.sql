@@ -47,11 +47,8 @@ CREATE INDEX analytics_daily_integration_id_idx ON app.analytics_daily USING btr
 CREATE INDEX analytics_daily_organization_id_idx ON app.analytics_daily USING btree (organization_id);
 alter table app.analytics_daily enable row level security;
 alter table app.analytics_daily force row level security;
-create policy analytics_daily_api_scope on app.analytics_daily as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy analytics_daily_api_select on app.analytics_daily as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy analytics_daily_definer on app.analytics_daily as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -79,11 +76,8 @@ CREATE INDEX analytics_post_sync_organization_id_idx ON app.analytics_post_sync 
 CREATE INDEX analytics_post_sync_workspace_idx ON app.analytics_post_sync USING btree (workspace_id);
 alter table app.analytics_post_sync enable row level security;
 alter table app.analytics_post_sync force row level security;
-create policy analytics_post_sync_api_scope on app.analytics_post_sync as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy analytics_post_sync_api_select on app.analytics_post_sync as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy analytics_post_sync_definer on app.analytics_post_sync as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -126,11 +120,8 @@ CREATE INDEX analytics_reports_organization_id_idx ON app.analytics_reports USIN
 CREATE INDEX analytics_reports_workspace_idx ON app.analytics_reports USING btree (workspace_id, created_at DESC);
 alter table app.analytics_reports enable row level security;
 alter table app.analytics_reports force row level security;
-create policy analytics_reports_api_scope on app.analytics_reports as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy analytics_reports_api_select on app.analytics_reports as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy analytics_reports_definer on app.analytics_reports as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -249,17 +240,14 @@ CREATE INDEX approval_workflows_workspace_position_idx ON app.approval_workflows
 alter table app.approval_workflows enable row level security;
 alter table app.approval_workflows force row level security;
 create policy approval_workflows_api_delete on app.approval_workflows as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy approval_workflows_api_insert on app.approval_workflows as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy approval_workflows_api_scope on app.approval_workflows as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy approval_workflows_api_select on app.approval_workflows as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy approval_workflows_api_update on app.approval_workflows as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy approval_workflows_definer on app.approval_workflows as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -303,14 +291,11 @@ CREATE INDEX article_images_workspace_id_idx ON app.article_images USING btree (
 alter table app.article_images enable row level security;
 alter table app.article_images force row level security;
 create policy article_images_api_delete on app.article_images as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy article_images_api_insert on app.article_images as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy article_images_api_scope on app.article_images as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy article_images_api_select on app.article_images as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy article_images_definer on app.article_images as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -361,17 +346,14 @@ CREATE INDEX articles_workspace_id_idx ON app.articles USING btree (workspace_id
 alter table app.articles enable row level security;
 alter table app.articles force row level security;
 create policy articles_api_delete on app.articles as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy articles_api_insert on app.articles as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy articles_api_scope on app.articles as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy articles_api_select on app.articles as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy articles_api_update on app.articles as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy articles_definer on app.articles as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -461,17 +443,14 @@ CREATE INDEX campaign_phases_workspace_id_idx ON app.campaign_phases USING btree
 alter table app.campaign_phases enable row level security;
 alter table app.campaign_phases force row level security;
 create policy campaign_phases_api_delete on app.campaign_phases as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy campaign_phases_api_insert on app.campaign_phases as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy campaign_phases_api_scope on app.campaign_phases as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy campaign_phases_api_select on app.campaign_phases as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy campaign_phases_api_update on app.campaign_phases as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy campaign_phases_definer on app.campaign_phases as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -523,17 +502,14 @@ CREATE INDEX campaigns_workspace_id_idx ON app.campaigns USING btree (workspace_
 alter table app.campaigns enable row level security;
 alter table app.campaigns force row level security;
 create policy campaigns_api_delete on app.campaigns as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy campaigns_api_insert on app.campaigns as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy campaigns_api_scope on app.campaigns as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy campaigns_api_select on app.campaigns as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy campaigns_api_update on app.campaigns as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy campaigns_definer on app.campaigns as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -624,11 +600,8 @@ CREATE INDEX content_item_counts_key_idx ON app.content_item_counts USING btree 
 CREATE INDEX content_item_counts_organization_id_idx ON app.content_item_counts USING btree (organization_id);
 alter table app.content_item_counts enable row level security;
 alter table app.content_item_counts force row level security;
-create policy content_item_counts_api_scope on app.content_item_counts as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy content_item_counts_api_select on app.content_item_counts as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy content_item_counts_definer on app.content_item_counts as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -658,17 +631,14 @@ CREATE INDEX content_item_media_workspace_id_idx ON app.content_item_media USING
 alter table app.content_item_media enable row level security;
 alter table app.content_item_media force row level security;
 create policy content_item_media_api_delete on app.content_item_media as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy content_item_media_api_insert on app.content_item_media as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy content_item_media_api_scope on app.content_item_media as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy content_item_media_api_select on app.content_item_media as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy content_item_media_api_update on app.content_item_media as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy content_item_media_definer on app.content_item_media as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -744,17 +714,14 @@ CREATE INDEX content_items_workspace_status_updated_idx ON app.content_items USI
 alter table app.content_items enable row level security;
 alter table app.content_items force row level security;
 create policy content_items_api_delete on app.content_items as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy content_items_api_insert on app.content_items as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy content_items_api_scope on app.content_items as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy content_items_api_select on app.content_items as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy content_items_api_update on app.content_items as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy content_items_definer on app.content_items as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -816,11 +783,8 @@ CREATE INDEX content_root_counts_organization_id_idx ON app.content_root_counts 
 CREATE INDEX content_root_counts_workspace_idx ON app.content_root_counts USING btree (workspace_id) INCLUDE (n);
 alter table app.content_root_counts enable row level security;
 alter table app.content_root_counts force row level security;
-create policy content_root_counts_api_scope on app.content_root_counts as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy content_root_counts_api_select on app.content_root_counts as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy content_root_counts_definer on app.content_root_counts as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -850,14 +814,11 @@ CREATE INDEX content_root_formats_workspace_id_idx ON app.content_root_formats U
 alter table app.content_root_formats enable row level security;
 alter table app.content_root_formats force row level security;
 create policy content_root_formats_api_delete on app.content_root_formats as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy content_root_formats_api_insert on app.content_root_formats as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy content_root_formats_api_scope on app.content_root_formats as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy content_root_formats_api_select on app.content_root_formats as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy content_root_formats_definer on app.content_root_formats as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -893,17 +854,14 @@ CREATE INDEX content_root_media_workspace_id_idx ON app.content_root_media USING
 alter table app.content_root_media enable row level security;
 alter table app.content_root_media force row level security;
 create policy content_root_media_api_delete on app.content_root_media as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy content_root_media_api_insert on app.content_root_media as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy content_root_media_api_scope on app.content_root_media as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy content_root_media_api_select on app.content_root_media as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy content_root_media_api_update on app.content_root_media as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy content_root_media_definer on app.content_root_media as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -943,14 +901,11 @@ CREATE INDEX content_root_pillars_workspace_id_idx ON app.content_root_pillars U
 alter table app.content_root_pillars enable row level security;
 alter table app.content_root_pillars force row level security;
 create policy content_root_pillars_api_delete on app.content_root_pillars as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy content_root_pillars_api_insert on app.content_root_pillars as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy content_root_pillars_api_scope on app.content_root_pillars as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy content_root_pillars_api_select on app.content_root_pillars as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy content_root_pillars_definer on app.content_root_pillars as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -987,14 +942,11 @@ CREATE INDEX content_root_tags_workspace_id_idx ON app.content_root_tags USING b
 alter table app.content_root_tags enable row level security;
 alter table app.content_root_tags force row level security;
 create policy content_root_tags_api_delete on app.content_root_tags as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy content_root_tags_api_insert on app.content_root_tags as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy content_root_tags_api_scope on app.content_root_tags as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy content_root_tags_api_select on app.content_root_tags as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy content_root_tags_definer on app.content_root_tags as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1046,17 +998,14 @@ CREATE INDEX content_roots_workspace_live_idx ON app.content_roots USING btree (
 alter table app.content_roots enable row level security;
 alter table app.content_roots force row level security;
 create policy content_roots_api_delete on app.content_roots as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy content_roots_api_insert on app.content_roots as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy content_roots_api_scope on app.content_roots as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy content_roots_api_select on app.content_roots as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy content_roots_api_update on app.content_roots as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy content_roots_definer on app.content_roots as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1115,15 +1064,12 @@ CREATE INDEX content_versions_workspace_id_idx ON app.content_versions USING btr
 alter table app.content_versions enable row level security;
 alter table app.content_versions force row level security;
 create policy content_versions_api_insert on app.content_versions as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy content_versions_api_scope on app.content_versions as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy content_versions_api_select on app.content_versions as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy content_versions_api_update on app.content_versions as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy content_versions_definer on app.content_versions as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1166,17 +1112,14 @@ CREATE UNIQUE INDEX formats_workspace_name_key ON app.formats USING btree (works
 alter table app.formats enable row level security;
 alter table app.formats force row level security;
 create policy formats_api_delete on app.formats as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy formats_api_insert on app.formats as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy formats_api_scope on app.formats as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy formats_api_select on app.formats as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy formats_api_update on app.formats as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy formats_definer on app.formats as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1216,17 +1159,14 @@ CREATE INDEX grid_tile_media_workspace_id_idx ON app.grid_tile_media USING btree
 alter table app.grid_tile_media enable row level security;
 alter table app.grid_tile_media force row level security;
 create policy grid_tile_media_api_delete on app.grid_tile_media as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy grid_tile_media_api_insert on app.grid_tile_media as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy grid_tile_media_api_scope on app.grid_tile_media as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy grid_tile_media_api_select on app.grid_tile_media as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy grid_tile_media_api_update on app.grid_tile_media as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy grid_tile_media_definer on app.grid_tile_media as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1278,17 +1218,14 @@ CREATE INDEX grid_tiles_workspace_id_idx ON app.grid_tiles USING btree (workspac
 alter table app.grid_tiles enable row level security;
 alter table app.grid_tiles force row level security;
 create policy grid_tiles_api_delete on app.grid_tiles as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy grid_tiles_api_insert on app.grid_tiles as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy grid_tiles_api_scope on app.grid_tiles as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy grid_tiles_api_select on app.grid_tiles as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy grid_tiles_api_update on app.grid_tiles as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy grid_tiles_definer on app.grid_tiles as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1332,17 +1269,14 @@ CREATE UNIQUE INDEX hashtag_groups_workspace_name_key ON app.hashtag_groups USIN
 alter table app.hashtag_groups enable row level security;
 alter table app.hashtag_groups force row level security;
 create policy hashtag_groups_api_delete on app.hashtag_groups as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy hashtag_groups_api_insert on app.hashtag_groups as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy hashtag_groups_api_scope on app.hashtag_groups as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy hashtag_groups_api_select on app.hashtag_groups as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy hashtag_groups_api_update on app.hashtag_groups as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy hashtag_groups_definer on app.hashtag_groups as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1432,11 +1366,8 @@ CREATE INDEX inbox_deliveries_received_idx ON app.inbox_deliveries USING btree (
 CREATE INDEX inbox_deliveries_workspace_id_idx ON app.inbox_deliveries USING btree (workspace_id);
 alter table app.inbox_deliveries enable row level security;
 alter table app.inbox_deliveries force row level security;
-create policy inbox_deliveries_api_scope on app.inbox_deliveries as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy inbox_deliveries_api_select on app.inbox_deliveries as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy inbox_deliveries_definer on app.inbox_deliveries as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1494,11 +1425,8 @@ CREATE INDEX inbox_events_unfolded_idx ON app.inbox_events USING btree (integrat
 CREATE INDEX inbox_events_workspace_id_idx ON app.inbox_events USING btree (workspace_id);
 alter table app.inbox_events enable row level security;
 alter table app.inbox_events force row level security;
-create policy inbox_events_api_scope on app.inbox_events as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy inbox_events_api_select on app.inbox_events as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy inbox_events_definer on app.inbox_events as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1532,17 +1460,14 @@ comment on table app.inbox_hook_secrets is 'The secrets of an integration''s inb
 alter table app.inbox_hook_secrets enable row level security;
 alter table app.inbox_hook_secrets force row level security;
 create policy inbox_hook_secrets_api_delete on app.inbox_hook_secrets as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy inbox_hook_secrets_api_insert on app.inbox_hook_secrets as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy inbox_hook_secrets_api_scope on app.inbox_hook_secrets as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy inbox_hook_secrets_api_select on app.inbox_hook_secrets as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy inbox_hook_secrets_api_update on app.inbox_hook_secrets as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy inbox_hook_secrets_definer on app.inbox_hook_secrets as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1617,15 +1542,12 @@ CREATE INDEX inbox_messages_workspace_id_idx ON app.inbox_messages USING btree (
 alter table app.inbox_messages enable row level security;
 alter table app.inbox_messages force row level security;
 create policy inbox_messages_api_insert on app.inbox_messages as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy inbox_messages_api_scope on app.inbox_messages as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy inbox_messages_api_select on app.inbox_messages as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy inbox_messages_api_update on app.inbox_messages as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy inbox_messages_definer on app.inbox_messages as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1693,17 +1615,14 @@ CREATE INDEX inbox_platform_tokens_workspace_id_idx ON app.inbox_platform_tokens
 alter table app.inbox_platform_tokens enable row level security;
 alter table app.inbox_platform_tokens force row level security;
 create policy inbox_platform_tokens_api_delete on app.inbox_platform_tokens as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy inbox_platform_tokens_api_insert on app.inbox_platform_tokens as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy inbox_platform_tokens_api_scope on app.inbox_platform_tokens as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy inbox_platform_tokens_api_select on app.inbox_platform_tokens as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy inbox_platform_tokens_api_update on app.inbox_platform_tokens as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy inbox_platform_tokens_definer on app.inbox_platform_tokens as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1788,14 +1707,11 @@ CREATE INDEX inbox_threads_list_idx ON app.inbox_threads USING btree (workspace_
 CREATE UNIQUE INDEX inbox_threads_workspace_id_id_key ON app.inbox_threads USING btree (workspace_id, id);
 alter table app.inbox_threads enable row level security;
 alter table app.inbox_threads force row level security;
-create policy inbox_threads_api_scope on app.inbox_threads as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy inbox_threads_api_select on app.inbox_threads as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy inbox_threads_api_update on app.inbox_threads as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy inbox_threads_definer on app.inbox_threads as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1841,9 +1757,6 @@ CREATE INDEX integration_credentials_organization_id_idx ON app.integration_cred
 CREATE INDEX integration_credentials_refresh_idx ON app.integration_credentials USING btree (next_refresh_at) WHERE refreshable;
 alter table app.integration_credentials enable row level security;
 alter table app.integration_credentials force row level security;
-create policy integration_credentials_api_scope on app.integration_credentials as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy integration_credentials_definer on app.integration_credentials as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1871,9 +1784,6 @@ comment on table app.integration_limits is 'A connected account''s own limits, a
 CREATE INDEX integration_limits_organization_id_idx ON app.integration_limits USING btree (organization_id);
 alter table app.integration_limits enable row level security;
 alter table app.integration_limits force row level security;
-create policy integration_limits_api_scope on app.integration_limits as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy integration_limits_definer on app.integration_limits as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1908,15 +1818,12 @@ CREATE INDEX integration_metrics_daily_workspace_idx ON app.integration_metrics_
 alter table app.integration_metrics_daily enable row level security;
 alter table app.integration_metrics_daily force row level security;
 create policy integration_metrics_daily_api_insert on app.integration_metrics_daily as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy integration_metrics_daily_api_scope on app.integration_metrics_daily as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy integration_metrics_daily_api_select on app.integration_metrics_daily as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy integration_metrics_daily_api_update on app.integration_metrics_daily as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy integration_metrics_daily_definer on app.integration_metrics_daily as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1958,11 +1865,8 @@ CREATE INDEX integration_publish_limits_organization_id_idx ON app.integration_p
 CREATE INDEX integration_publish_limits_workspace_id_idx ON app.integration_publish_limits USING btree (workspace_id);
 alter table app.integration_publish_limits enable row level security;
 alter table app.integration_publish_limits force row level security;
-create policy integration_publish_limits_api_scope on app.integration_publish_limits as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy integration_publish_limits_api_select on app.integration_publish_limits as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy integration_publish_limits_definer on app.integration_publish_limits as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1991,11 +1895,8 @@ CREATE INDEX integration_sync_daily_organization_id_idx ON app.integration_sync_
 CREATE INDEX integration_sync_daily_workspace_idx ON app.integration_sync_daily USING btree (workspace_id, day);
 alter table app.integration_sync_daily enable row level security;
 alter table app.integration_sync_daily force row level security;
-create policy integration_sync_daily_api_scope on app.integration_sync_daily as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy integration_sync_daily_api_select on app.integration_sync_daily as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy integration_sync_daily_definer on app.integration_sync_daily as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2025,11 +1926,8 @@ CREATE INDEX integration_sync_state_organization_id_idx ON app.integration_sync_
 CREATE INDEX integration_sync_state_workspace_idx ON app.integration_sync_state USING btree (workspace_id);
 alter table app.integration_sync_state enable row level security;
 alter table app.integration_sync_state force row level security;
-create policy integration_sync_state_api_scope on app.integration_sync_state as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy integration_sync_state_api_select on app.integration_sync_state as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy integration_sync_state_definer on app.integration_sync_state as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2089,15 +1987,12 @@ CREATE INDEX integrations_workspace_id_idx ON app.integrations USING btree (work
 alter table app.integrations enable row level security;
 alter table app.integrations force row level security;
 create policy integrations_api_insert on app.integrations as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy integrations_api_scope on app.integrations as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy integrations_api_select on app.integrations as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy integrations_api_update on app.integrations as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy integrations_definer on app.integrations as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2153,17 +2048,14 @@ CREATE INDEX media_folders_workspace_parent_idx ON app.media_folders USING btree
 alter table app.media_folders enable row level security;
 alter table app.media_folders force row level security;
 create policy media_folders_api_delete on app.media_folders as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy media_folders_api_insert on app.media_folders as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy media_folders_api_scope on app.media_folders as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy media_folders_api_select on app.media_folders as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy media_folders_api_update on app.media_folders as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy media_folders_definer on app.media_folders as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2204,17 +2096,14 @@ CREATE INDEX media_item_labels_workspace_id_idx ON app.media_item_labels USING b
 alter table app.media_item_labels enable row level security;
 alter table app.media_item_labels force row level security;
 create policy media_item_labels_api_delete on app.media_item_labels as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy media_item_labels_api_insert on app.media_item_labels as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy media_item_labels_api_scope on app.media_item_labels as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy media_item_labels_api_select on app.media_item_labels as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy media_item_labels_api_update on app.media_item_labels as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy media_item_labels_definer on app.media_item_labels as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2286,17 +2175,14 @@ CREATE INDEX media_items_workspace_size_idx ON app.media_items USING btree (work
 alter table app.media_items enable row level security;
 alter table app.media_items force row level security;
 create policy media_items_api_delete on app.media_items as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy media_items_api_insert on app.media_items as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy media_items_api_scope on app.media_items as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy media_items_api_select on app.media_items as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy media_items_api_update on app.media_items as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy media_items_definer on app.media_items as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2354,17 +2240,14 @@ CREATE INDEX media_label_groups_workspace_position_idx ON app.media_label_groups
 alter table app.media_label_groups enable row level security;
 alter table app.media_label_groups force row level security;
 create policy media_label_groups_api_delete on app.media_label_groups as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy media_label_groups_api_insert on app.media_label_groups as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy media_label_groups_api_scope on app.media_label_groups as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy media_label_groups_api_select on app.media_label_groups as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy media_label_groups_api_update on app.media_label_groups as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy media_label_groups_definer on app.media_label_groups as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2417,17 +2300,14 @@ CREATE UNIQUE INDEX media_labels_workspace_name_key ON app.media_labels USING bt
 alter table app.media_labels enable row level security;
 alter table app.media_labels force row level security;
 create policy media_labels_api_delete on app.media_labels as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy media_labels_api_insert on app.media_labels as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy media_labels_api_scope on app.media_labels as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy media_labels_api_select on app.media_labels as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy media_labels_api_update on app.media_labels as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy media_labels_definer on app.media_labels as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2465,12 +2345,9 @@ CREATE INDEX media_storage_garbage_workspace_id_idx ON app.media_storage_garbage
 alter table app.media_storage_garbage enable row level security;
 alter table app.media_storage_garbage force row level security;
 create policy media_storage_garbage_api_insert on app.media_storage_garbage as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy media_storage_garbage_api_scope on app.media_storage_garbage as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy media_storage_garbage_api_select on app.media_storage_garbage as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy media_storage_garbage_definer on app.media_storage_garbage as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2526,15 +2403,12 @@ CREATE INDEX media_upload_sessions_workspace_id_idx ON app.media_upload_sessions
 alter table app.media_upload_sessions enable row level security;
 alter table app.media_upload_sessions force row level security;
 create policy media_upload_sessions_api_insert on app.media_upload_sessions as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy media_upload_sessions_api_scope on app.media_upload_sessions as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy media_upload_sessions_api_select on app.media_upload_sessions as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy media_upload_sessions_api_update on app.media_upload_sessions as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy media_upload_sessions_definer on app.media_upload_sessions as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2589,11 +2463,8 @@ CREATE INDEX media_usage_events_organization_id_idx ON app.media_usage_events US
 CREATE INDEX media_usage_events_workspace_id_idx ON app.media_usage_events USING btree (workspace_id);
 alter table app.media_usage_events enable row level security;
 alter table app.media_usage_events force row level security;
-create policy media_usage_events_api_scope on app.media_usage_events as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy media_usage_events_api_select on app.media_usage_events as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy media_usage_events_definer on app.media_usage_events as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2634,12 +2505,9 @@ CREATE INDEX notifications_workspace_idx ON app.notifications USING btree (works
 alter table app.notifications enable row level security;
 alter table app.notifications force row level security;
 create policy notifications_api_insert on app.notifications as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy notifications_api_scope on app.notifications as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy notifications_api_select on app.notifications as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy notifications_definer on app.notifications as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2699,9 +2567,6 @@ CREATE INDEX oauth_states_expires_idx ON app.oauth_states USING btree (expires_a
 CREATE INDEX oauth_states_organization_id_idx ON app.oauth_states USING btree (organization_id);
 alter table app.oauth_states enable row level security;
 alter table app.oauth_states force row level security;
-create policy oauth_states_api_scope on app.oauth_states as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy oauth_states_definer on app.oauth_states as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2769,9 +2634,6 @@ CREATE INDEX pending_connections_expires_idx ON app.pending_connections USING bt
 CREATE INDEX pending_connections_organization_id_idx ON app.pending_connections USING btree (organization_id);
 alter table app.pending_connections enable row level security;
 alter table app.pending_connections force row level security;
-create policy pending_connections_api_scope on app.pending_connections as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy pending_connections_definer on app.pending_connections as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2800,17 +2662,14 @@ CREATE UNIQUE INDEX pillars_workspace_name_key ON app.pillars USING btree (works
 alter table app.pillars enable row level security;
 alter table app.pillars force row level security;
 create policy pillars_api_delete on app.pillars as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy pillars_api_insert on app.pillars as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy pillars_api_scope on app.pillars as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy pillars_api_select on app.pillars as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy pillars_api_update on app.pillars as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy pillars_definer on app.pillars as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2924,12 +2783,9 @@ CREATE INDEX post_metric_snapshots_workspace_idx ON app.post_metric_snapshots US
 alter table app.post_metric_snapshots enable row level security;
 alter table app.post_metric_snapshots force row level security;
 create policy post_metric_snapshots_api_insert on app.post_metric_snapshots as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy post_metric_snapshots_api_scope on app.post_metric_snapshots as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy post_metric_snapshots_api_select on app.post_metric_snapshots as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy post_metric_snapshots_definer on app.post_metric_snapshots as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -2983,11 +2839,8 @@ CREATE INDEX post_metrics_daily_organization_id_idx ON app.post_metrics_daily US
 CREATE INDEX post_metrics_daily_workspace_idx ON app.post_metrics_daily USING btree (workspace_id, day);
 alter table app.post_metrics_daily enable row level security;
 alter table app.post_metrics_daily force row level security;
-create policy post_metrics_daily_api_scope on app.post_metrics_daily as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy post_metrics_daily_api_select on app.post_metrics_daily as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy post_metrics_daily_definer on app.post_metrics_daily as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3024,11 +2877,8 @@ CREATE INDEX post_metrics_latest_organization_id_idx ON app.post_metrics_latest 
 CREATE INDEX post_metrics_latest_workspace_idx ON app.post_metrics_latest USING btree (workspace_id);
 alter table app.post_metrics_latest enable row level security;
 alter table app.post_metrics_latest force row level security;
-create policy post_metrics_latest_api_scope on app.post_metrics_latest as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy post_metrics_latest_api_select on app.post_metrics_latest as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy post_metrics_latest_definer on app.post_metrics_latest as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3076,11 +2926,8 @@ CREATE INDEX publish_attempts_organization_id_idx ON app.publish_attempts USING 
 CREATE INDEX publish_attempts_workspace_id_idx ON app.publish_attempts USING btree (workspace_id);
 alter table app.publish_attempts enable row level security;
 alter table app.publish_attempts force row level security;
-create policy publish_attempts_api_scope on app.publish_attempts as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy publish_attempts_api_select on app.publish_attempts as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy publish_attempts_definer on app.publish_attempts as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3144,11 +2991,8 @@ CREATE INDEX published_captions_organization_id_idx ON app.published_captions US
 CREATE INDEX published_captions_workspace_id_idx ON app.published_captions USING btree (workspace_id);
 alter table app.published_captions enable row level security;
 alter table app.published_captions force row level security;
-create policy published_captions_api_scope on app.published_captions as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy published_captions_api_select on app.published_captions as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy published_captions_definer on app.published_captions as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3178,11 +3022,8 @@ CREATE INDEX publishing_states_organization_id_idx ON app.publishing_states USIN
 CREATE INDEX publishing_states_workspace_id_idx ON app.publishing_states USING btree (workspace_id);
 alter table app.publishing_states enable row level security;
 alter table app.publishing_states force row level security;
-create policy publishing_states_api_scope on app.publishing_states as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy publishing_states_api_select on app.publishing_states as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy publishing_states_definer on app.publishing_states as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3239,15 +3080,12 @@ CREATE INDEX recurring_occurrences_workspace_id_idx ON app.recurring_occurrences
 alter table app.recurring_occurrences enable row level security;
 alter table app.recurring_occurrences force row level security;
 create policy recurring_occurrences_api_insert on app.recurring_occurrences as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy recurring_occurrences_api_scope on app.recurring_occurrences as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy recurring_occurrences_api_select on app.recurring_occurrences as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy recurring_occurrences_api_update on app.recurring_occurrences as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy recurring_occurrences_definer on app.recurring_occurrences as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3305,15 +3143,12 @@ CREATE INDEX recurring_series_workspace_id_idx ON app.recurring_series USING btr
 alter table app.recurring_series enable row level security;
 alter table app.recurring_series force row level security;
 create policy recurring_series_api_insert on app.recurring_series as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy recurring_series_api_scope on app.recurring_series as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy recurring_series_api_select on app.recurring_series as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy recurring_series_api_update on app.recurring_series as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy recurring_series_definer on app.recurring_series as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3371,12 +3206,9 @@ CREATE INDEX review_activity_review_idx ON app.review_activity USING btree (revi
 alter table app.review_activity enable row level security;
 alter table app.review_activity force row level security;
 create policy review_activity_api_insert on app.review_activity as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy review_activity_api_scope on app.review_activity as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy review_activity_api_select on app.review_activity as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy review_activity_definer on app.review_activity as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3439,15 +3271,12 @@ CREATE INDEX review_attachments_workspace_idx ON app.review_attachments USING bt
 alter table app.review_attachments enable row level security;
 alter table app.review_attachments force row level security;
 create policy review_attachments_api_insert on app.review_attachments as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy review_attachments_api_scope on app.review_attachments as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy review_attachments_api_select on app.review_attachments as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy review_attachments_api_update on app.review_attachments as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy review_attachments_definer on app.review_attachments as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3513,15 +3342,12 @@ CREATE INDEX review_decisions_review_idx ON app.review_decisions USING btree (re
 alter table app.review_decisions enable row level security;
 alter table app.review_decisions force row level security;
 create policy review_decisions_api_insert on app.review_decisions as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy review_decisions_api_scope on app.review_decisions as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy review_decisions_api_select on app.review_decisions as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy review_decisions_api_update on app.review_decisions as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy review_decisions_definer on app.review_decisions as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3584,17 +3410,14 @@ CREATE INDEX review_items_workspace_pending_idx ON app.review_items USING btree 
 alter table app.review_items enable row level security;
 alter table app.review_items force row level security;
 create policy review_items_api_delete on app.review_items as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy review_items_api_insert on app.review_items as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy review_items_api_scope on app.review_items as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy review_items_api_select on app.review_items as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy review_items_api_update on app.review_items as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy review_items_definer on app.review_items as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3649,15 +3472,12 @@ CREATE INDEX review_links_workspace_idx ON app.review_links USING btree (workspa
 alter table app.review_links enable row level security;
 alter table app.review_links force row level security;
 create policy review_links_api_insert on app.review_links as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy review_links_api_scope on app.review_links as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy review_links_api_select on app.review_links as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy review_links_api_update on app.review_links as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy review_links_definer on app.review_links as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3697,17 +3517,14 @@ CREATE INDEX review_reactions_workspace_idx ON app.review_reactions USING btree 
 alter table app.review_reactions enable row level security;
 alter table app.review_reactions force row level security;
 create policy review_reactions_api_delete on app.review_reactions as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy review_reactions_api_insert on app.review_reactions as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy review_reactions_api_scope on app.review_reactions as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy review_reactions_api_select on app.review_reactions as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy review_reactions_api_update on app.review_reactions as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy review_reactions_definer on app.review_reactions as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3741,15 +3558,12 @@ CREATE INDEX review_reminders_workspace_idx ON app.review_reminders USING btree 
 alter table app.review_reminders enable row level security;
 alter table app.review_reminders force row level security;
 create policy review_reminders_api_insert on app.review_reminders as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy review_reminders_api_scope on app.review_reminders as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy review_reminders_api_select on app.review_reminders as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy review_reminders_api_update on app.review_reminders as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy review_reminders_definer on app.review_reminders as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3781,15 +3595,12 @@ comment on table app.review_settings is 'A workspace''s review policy: none (def
 alter table app.review_settings enable row level security;
 alter table app.review_settings force row level security;
 create policy review_settings_api_insert on app.review_settings as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy review_settings_api_scope on app.review_settings as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy review_settings_api_select on app.review_settings as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy review_settings_api_update on app.review_settings as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy review_settings_definer on app.review_settings as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3824,12 +3635,9 @@ CREATE INDEX review_submissions_organization_id_idx ON app.review_submissions US
 alter table app.review_submissions enable row level security;
 alter table app.review_submissions force row level security;
 create policy review_submissions_api_insert on app.review_submissions as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy review_submissions_api_scope on app.review_submissions as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy review_submissions_api_select on app.review_submissions as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy review_submissions_definer on app.review_submissions as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3885,17 +3693,14 @@ CREATE INDEX reviews_workspace_status_idx ON app.reviews USING btree (workspace_
 alter table app.reviews enable row level security;
 alter table app.reviews force row level security;
 create policy reviews_api_delete on app.reviews as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy reviews_api_insert on app.reviews as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy reviews_api_scope on app.reviews as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy reviews_api_select on app.reviews as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy reviews_api_update on app.reviews as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy reviews_definer on app.reviews as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -3952,11 +3757,8 @@ CREATE INDEX sandbox_posts_organization_id_idx ON app.sandbox_posts USING btree 
 CREATE INDEX sandbox_posts_workspace_id_idx ON app.sandbox_posts USING btree (workspace_id);
 alter table app.sandbox_posts enable row level security;
 alter table app.sandbox_posts force row level security;
-create policy sandbox_posts_api_scope on app.sandbox_posts as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy sandbox_posts_api_select on app.sandbox_posts as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy sandbox_posts_definer on app.sandbox_posts as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -4064,17 +3866,14 @@ CREATE UNIQUE INDEX tags_workspace_name_key ON app.tags USING btree (workspace_i
 alter table app.tags enable row level security;
 alter table app.tags force row level security;
 create policy tags_api_delete on app.tags as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy tags_api_insert on app.tags as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy tags_api_scope on app.tags as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy tags_api_select on app.tags as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy tags_api_update on app.tags as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy tags_definer on app.tags as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -4165,15 +3964,12 @@ CREATE INDEX webhook_deliveries_subscription_id_seq_idx ON app.webhook_deliverie
 alter table app.webhook_deliveries enable row level security;
 alter table app.webhook_deliveries force row level security;
 create policy webhook_deliveries_api_insert on app.webhook_deliveries as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy webhook_deliveries_api_scope on app.webhook_deliveries as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy webhook_deliveries_api_select on app.webhook_deliveries as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy webhook_deliveries_api_update on app.webhook_deliveries as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy webhook_deliveries_definer on app.webhook_deliveries as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -4223,12 +4019,9 @@ CREATE INDEX webhook_delivery_log_undelivered_created_at_idx ON app.webhook_deli
 alter table app.webhook_delivery_log enable row level security;
 alter table app.webhook_delivery_log force row level security;
 create policy webhook_delivery_log_api_insert on app.webhook_delivery_log as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy webhook_delivery_log_api_scope on app.webhook_delivery_log as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy webhook_delivery_log_api_select on app.webhook_delivery_log as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy webhook_delivery_log_definer on app.webhook_delivery_log as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -4264,12 +4057,9 @@ CREATE INDEX webhook_events_workspace_id_seq_idx ON app.webhook_events USING btr
 alter table app.webhook_events enable row level security;
 alter table app.webhook_events force row level security;
 create policy webhook_events_api_insert on app.webhook_events as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy webhook_events_api_scope on app.webhook_events as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy webhook_events_api_select on app.webhook_events as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy webhook_events_definer on app.webhook_events as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -4315,17 +4105,14 @@ CREATE INDEX webhook_subscriptions_workspace_id_created_at_idx ON app.webhook_su
 alter table app.webhook_subscriptions enable row level security;
 alter table app.webhook_subscriptions force row level security;
 create policy webhook_subscriptions_api_delete on app.webhook_subscriptions as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy webhook_subscriptions_api_insert on app.webhook_subscriptions as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy webhook_subscriptions_api_scope on app.webhook_subscriptions as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy webhook_subscriptions_api_select on app.webhook_subscriptions as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy webhook_subscriptions_api_update on app.webhook_subscriptions as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy webhook_subscriptions_definer on app.webhook_subscriptions as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -4368,11 +4155,8 @@ CREATE INDEX work_claims_organization_id_idx ON app.work_claims USING btree (org
 CREATE INDEX work_claims_workspace_id_idx ON app.work_claims USING btree (workspace_id);
 alter table app.work_claims enable row level security;
 alter table app.work_claims force row level security;
-create policy work_claims_api_scope on app.work_claims as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy work_claims_api_select on app.work_claims as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy work_claims_definer on app.work_claims as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -4408,17 +4192,14 @@ CREATE INDEX workbench_pages_organization_id_idx ON app.workbench_pages USING bt
 alter table app.workbench_pages enable row level security;
 alter table app.workbench_pages force row level security;
 create policy workbench_pages_api_delete on app.workbench_pages as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy workbench_pages_api_insert on app.workbench_pages as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy workbench_pages_api_scope on app.workbench_pages as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy workbench_pages_api_select on app.workbench_pages as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy workbench_pages_api_update on app.workbench_pages as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy workbench_pages_definer on app.workbench_pages as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -4475,17 +4256,14 @@ CREATE INDEX workbench_rows_workspace_id_idx ON app.workbench_rows USING btree (
 alter table app.workbench_rows enable row level security;
 alter table app.workbench_rows force row level security;
 create policy workbench_rows_api_delete on app.workbench_rows as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy workbench_rows_api_insert on app.workbench_rows as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy workbench_rows_api_scope on app.workbench_rows as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy workbench_rows_api_select on app.workbench_rows as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy workbench_rows_api_update on app.workbench_rows as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy workbench_rows_definer on app.workbench_rows as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -4539,17 +4317,14 @@ CREATE INDEX workbench_sections_workspace_id_idx ON app.workbench_sections USING
 alter table app.workbench_sections enable row level security;
 alter table app.workbench_sections force row level security;
 create policy workbench_sections_api_delete on app.workbench_sections as permissive for delete to pressroom_api
-  using ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy workbench_sections_api_insert on app.workbench_sections as permissive for insert to pressroom_api
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
-create policy workbench_sections_api_scope on app.workbench_sections as restrictive for all to pressroom_api
-  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
-  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy workbench_sections_api_select on app.workbench_sections as permissive for select to pressroom_api
-  using (true);
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy workbench_sections_api_update on app.workbench_sections as permissive for update to pressroom_api
-  using (true)
-  with check ((app.role_rank(app.current_workspace_role()) >= 2));
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
 create policy workbench_sections_definer on app.workbench_sections as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -5662,8 +5437,10 @@ declare
   v_name text := (select relname from pg_class where oid = p_table);
   v_policy record;
   v_write int := app.role_rank(p_write_role);
-  -- No subqueries (Citus refuses them in policies): app.current_accessible_workspace_id()
-  -- is the context's workspace only when the principal may really use it.
+  -- The tenant scope: the row is of the context's organization and workspace, the caller
+  -- has a role there, and the principal may really use that workspace (so a forged context
+  -- reaches nothing). In every permissive policy, not in a restrictive one (Citus drops
+  -- AS RESTRICTIVE on its nodes), and without subqueries (Citus refuses them in policies).
   v_scope text := $s$organization_id = app.current_organization_id()
       and workspace_id = app.current_accessible_workspace_id()
       and app.role_rank(app.current_workspace_role()) >= 1$s$;
@@ -5684,30 +5461,25 @@ begin
   end loop;
   execute format('create policy %I on %s to pressroom_definer using (true) with check (true)', v_name || '_definer', p_table);
   execute format('create policy %I on %s to pressroom_worker using (true) with check (true)', v_name || '_worker', p_table);
-  -- The tenant scope: the row is of the context's organization and workspace,
-  -- the caller has a role there, and the principal may really use that
-  -- workspace (so a forged context reaches nothing).
-  execute format('create policy %I on %s as restrictive for all to pressroom_api using (%s) with check (%s)',
-    v_name || '_api_scope', p_table, v_scope, v_scope);
   if 'select' = any (p_commands) then
-    execute format('create policy %I on %s for select to pressroom_api using (true)', v_name || '_api_select', p_table);
+    execute format('create policy %I on %s for select to pressroom_api using (%s)', v_name || '_api_select', p_table, v_scope);
   end if;
   if 'insert' = any (p_commands) then
-    execute format('create policy %I on %s for insert to pressroom_api with check (%s)', v_name || '_api_insert', p_table, v_role);
+    execute format('create policy %I on %s for insert to pressroom_api with check (%s and %s)', v_name || '_api_insert', p_table, v_scope, v_role);
   end if;
   if 'update' = any (p_commands) then
     -- A row the caller can see but may not change fails WITH CHECK (42501),
     -- rather than being skipped without a word.
-    execute format('create policy %I on %s for update to pressroom_api using (true) with check (%s)',
-      v_name || '_api_update', p_table, v_role);
+    execute format('create policy %I on %s for update to pressroom_api using (%s) with check (%s and %s)',
+      v_name || '_api_update', p_table, v_scope, v_scope, v_role);
   end if;
   if 'delete' = any (p_commands) then
-    execute format('create policy %I on %s for delete to pressroom_api using (%s)', v_name || '_api_delete', p_table, v_role);
+    execute format('create policy %I on %s for delete to pressroom_api using (%s and %s)', v_name || '_api_delete', p_table, v_scope, v_role);
   end if;
   execute format('grant select, insert, update, delete on %s to pressroom_definer, pressroom_worker', p_table);
 end
 $function$;
-comment on function app.apply_tenant_policies(regclass,text[],text) is 'Gives a tenant table (one with organization_id and workspace_id) exactly its policies: definer and worker see all; pressroom_api is held to the request''s organization, workspace and role by a restrictive scope policy, reads with any role and writes the listed commands with p_write_role or above. Drops every other policy of the table. The catalog test tests/db/07-catalog.test.sql checks every tenant table against it.';
+comment on function app.apply_tenant_policies(regclass,text[],text) is 'Gives a tenant table (one with organization_id and workspace_id) exactly its policies: definer and worker see all; pressroom_api reads with any role and writes the listed commands with p_write_role or above, each policy held to the request''s organization, workspace and role (the scope is in every permissive policy: no restrictive policy, which Citus would not keep). Drops every other policy of the table. The catalog test tests/db/07-catalog.test.sql checks every tenant table against it.';
 grant execute on function app.apply_tenant_policies(regclass,text[],text) to pressroom_api;
 grant execute on function app.apply_tenant_policies(regclass,text[],text) to pressroom_definer;
 grant execute on function app.apply_tenant_policies(regclass,text[],text) to pressroom_worker;

@@ -91,11 +91,11 @@ select is(
   array(select c.relname::text from pg_class c join pg_namespace n on n.oid = c.relnamespace
         where n.nspname = 'app'
           and c.relname in ('integrations', 'tags', 'pillars', 'formats', 'hashtag_groups', 'campaigns', 'campaign_phases')
-          and not exists (select 1 from pg_policy p where p.polrelid = c.oid and not p.polpermissive
-                          and p.polname = c.relname || '_api_scope')
+          and not exists (select 1 from pg_policy p where p.polrelid = c.oid and p.polname = c.relname || '_api_select'
+                          and pg_get_expr(p.polqual, p.polrelid) like '%workspace_id = app.current_accessible_workspace_id()%')
         order by 1),
   '{}'::text[],
-  'every catalog table has the restrictive scope policy for the request role');
+  'every catalog table''s request policies carry the workspace scope');
 
 ------------------------------------------------------------------------------
 -- Editors write the catalog; only managers connect or disconnect accounts.
