@@ -17,6 +17,7 @@
 
 create schema app;
 grant usage on schema app to pressroom_api;
+grant usage on schema app to pressroom_app;
 grant create, usage on schema app to pressroom_definer;
 grant usage on schema app to pressroom_worker;
 
@@ -6889,6 +6890,22 @@ grant execute on function app.content_workflow_status(text,timestamp with time z
 grant execute on function app.content_workflow_status(text,timestamp with time zone) to pressroom_worker;
 revoke all on function app.content_workflow_status(text,timestamp with time zone) from public;
 
+CREATE OR REPLACE FUNCTION app.context_key()
+ RETURNS text
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$
+  select format('%s|%s|%s|%s|%s', current_setting('pressroom.workspace_id', true), current_setting('pressroom.organization_id', true),
+                current_setting('pressroom.actor_kind', true), current_setting('pressroom.user_id', true),
+                current_setting('pressroom.api_key_id', true))
+$function$;
+comment on function app.context_key() is 'The key of the current context that the memo pressroom.accessible_workspace is kept for (workspace, organization, actor kind, user, API key as set). Used by app.current_accessible_workspace_id and app.set_request_context, so both compute it in one place.';
+grant execute on function app.context_key() to pressroom_api;
+grant execute on function app.context_key() to pressroom_app;
+grant execute on function app.context_key() to pressroom_definer;
+grant execute on function app.context_key() to pressroom_worker;
+revoke all on function app.context_key() from public;
+
 CREATE OR REPLACE FUNCTION app.create_edition(p_root app.content_roots, p_channel jsonb, p_status text, p_scheduled_at timestamp with time zone, p_intended_at timestamp with time zone)
  RETURNS uuid
  LANGUAGE plpgsql
@@ -7274,25 +7291,28 @@ AS $function$
 declare
   v_ws uuid := nullif(current_setting('pressroom.workspace_id', true), '')::uuid;
   v_key text;
+  v_memo text;
 begin
   if v_ws is null then
     return null;
   end if;
-  -- The memo holds the context it was computed for, so a context changed within the
-  -- transaction (another workspace, principal or key) is checked again.
-  v_key := concat_ws('|', v_ws, current_setting('pressroom.organization_id', true), current_setting('pressroom.actor_kind', true),
-                     current_setting('pressroom.user_id', true), current_setting('pressroom.api_key_id', true));
-  if current_setting('pressroom.accessible_workspace', true) = v_key then
+  v_key := app.context_key();
+  v_memo := current_setting('pressroom.accessible_workspace', true);
+  if v_memo = v_key then
     return v_ws;
+  end if;
+  -- Refused for this context by app.set_request_context: a worker answers without a lookup.
+  if v_memo = '!' || v_key then
+    return null;
   end if;
   if not app.current_workspace_accessible() then
     return null;
   end if;
-  perform set_config('pressroom.accessible_workspace', v_key, true);
+  perform app.remember_accessible_workspace(v_key);
   return v_ws;
 end
 $function$;
-comment on function app.current_accessible_workspace_id() is 'The current workspace (pressroom.workspace_id) when the current principal may act in it (app.current_workspace_accessible), else null. The tenant scope of the workspace tables'' policies: workspace_id = app.current_accessible_workspace_id(). The answer is kept for the transaction in pressroom.accessible_workspace, with the context it was computed for.';
+comment on function app.current_accessible_workspace_id() is 'The current workspace (pressroom.workspace_id) when the current principal may act in it (app.current_workspace_accessible), else null. The tenant scope of the workspace tables'' policies: workspace_id = app.current_accessible_workspace_id(). Answers from the memo pressroom.accessible_workspace when it holds app.context_key() (may act) or ''!'' and the key (may not; set by app.set_request_context only); otherwise computes the answer and, when it may act, keeps it in the memo with SET LOCAL for the transaction.';
 grant execute on function app.current_accessible_workspace_id() to pressroom_api;
 grant execute on function app.current_accessible_workspace_id() to pressroom_definer;
 grant execute on function app.current_accessible_workspace_id() to pressroom_worker;
@@ -7397,32 +7417,61 @@ revoke all on function app.current_user_id() from public;
 
 CREATE OR REPLACE FUNCTION app.current_workspace_accessible()
  RETURNS boolean
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
-  with ctx as (select app.current_workspace_id() as ws, app.current_actor_kind() as kind,
-                      app.current_user_id() as uid, app.current_api_key_id() as kid),
-  person as (
-    -- The acting user: the session's user, or the key's creator.
-    select u.id, u.organization_id, u.org_role
-    from ctx cross join app.users u
-    left join app.api_keys k on k.id = ctx.kid
-    where u.status = 'active'
-      and u.id = case ctx.kind when 'user' then ctx.uid when 'api_key' then k.created_by end
-      and (ctx.kind = 'user'
-           or (k.revoked_at is null and (k.expires_at is null or k.expires_at > now())
-               and exists (select 1 from app.api_key_workspaces g where g.api_key_id = k.id and g.workspace_id = ctx.ws))))
-  select coalesce((
-    select true from ctx cross join person p
-    join app.workspaces w on w.organization_id = p.organization_id
-    where w.id = ctx.ws
-      and (p.org_role in ('owner', 'admin')
-           or exists (select 1 from app.workspace_members m where m.workspace_id = ctx.ws and m.user_id = p.id))
-    limit 1), false)
+declare
+  v_ws uuid := app.current_workspace_id();
+  v_kind text := app.current_actor_kind();
+  v_person uuid;
+  v_key_id uuid;
+  v_revoked_at timestamptz;
+  v_expires_at timestamptz;
+  v_org uuid;
+  v_org_role text;
+begin
+  if v_ws is null then
+    return false;
+  end if;
+  if v_kind = 'user' then
+    v_person := app.current_user_id();
+  elsif v_kind = 'api_key' then
+    select k.id, k.created_by, k.revoked_at, k.expires_at into v_key_id, v_person, v_revoked_at, v_expires_at
+    from app.api_keys k where k.id = app.current_api_key_id();
+    if v_key_id is null or v_revoked_at is not null or v_expires_at <= now() then
+      return false;
+    end if;
+    perform 1 from app.api_key_workspaces g where g.api_key_id = v_key_id and g.workspace_id = v_ws;
+    if not found then
+      return false;
+    end if;
+  else
+    return false;
+  end if;
+  if v_person is null then
+    return false;
+  end if;
+  select u.organization_id, u.org_role into v_org, v_org_role
+  from app.users u where u.id = v_person and u.status = 'active';
+  if v_org is null then
+    return false;
+  end if;
+  perform 1 from app.workspaces w where w.id = v_ws and w.organization_id = v_org;
+  if not found then
+    return false;
+  end if;
+  if v_org_role in ('owner', 'admin') then
+    return true;
+  end if;
+  perform 1 from app.workspace_members m where m.workspace_id = v_ws and m.user_id = v_person;
+  return found;
+end
 $function$;
 alter function app.current_workspace_accessible() owner to pressroom_definer;
+comment on function app.current_workspace_accessible() is 'True when the current principal may act in the current workspace (pressroom.workspace_id): the session''s user, or the creator of a live API key granted the workspace, is active, of the workspace''s organization, and its owner or admin or a member of the workspace. Plain lookups (Citus refuses a CTE with correlated subqueries on its tables). Called once per request by app.set_request_context, and by app.current_accessible_workspace_id when its memo does not answer.';
 grant execute on function app.current_workspace_accessible() to pressroom_api;
+grant execute on function app.current_workspace_accessible() to pressroom_app;
 grant execute on function app.current_workspace_accessible() to pressroom_worker;
 revoke all on function app.current_workspace_accessible() from public;
 
@@ -11792,6 +11841,23 @@ grant execute on function app.recurring_occurrence_published(uuid) to pressroom_
 grant execute on function app.recurring_occurrence_published(uuid) to pressroom_worker;
 revoke all on function app.recurring_occurrence_published(uuid) from public;
 
+CREATE OR REPLACE FUNCTION app.remember_accessible_workspace(p_memo text)
+ RETURNS void
+ LANGUAGE plpgsql
+ PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog'
+AS $function$
+begin
+  execute format('set local pressroom.accessible_workspace = %L', coalesce(p_memo, ''));
+end
+$function$;
+comment on function app.remember_accessible_workspace(text) is 'Sets the memo pressroom.accessible_workspace for the transaction with SET LOCAL (propagated to Citus workers under citus.propagate_set_commands = local). Called by app.current_accessible_workspace_id and app.set_request_context.';
+grant execute on function app.remember_accessible_workspace(text) to pressroom_api;
+grant execute on function app.remember_accessible_workspace(text) to pressroom_app;
+grant execute on function app.remember_accessible_workspace(text) to pressroom_definer;
+grant execute on function app.remember_accessible_workspace(text) to pressroom_worker;
+revoke all on function app.remember_accessible_workspace(text) from public;
+
 CREATE OR REPLACE FUNCTION app.replace_item_media(p_item app.content_items, p_ids uuid[])
  RETURNS void
  LANGUAGE plpgsql
@@ -13313,6 +13379,41 @@ grant execute on function app.series_occurrence_times(app.recurring_series,integ
 grant execute on function app.series_occurrence_times(app.recurring_series,integer,integer) to pressroom_definer;
 grant execute on function app.series_occurrence_times(app.recurring_series,integer,integer) to pressroom_worker;
 revoke all on function app.series_occurrence_times(app.recurring_series,integer,integer) from public;
+
+CREATE OR REPLACE FUNCTION app.set_request_context(p_actor_kind text, p_user uuid, p_session uuid, p_api_key uuid, p_review_link uuid, p_organization uuid, p_workspace uuid, p_role text, p_request_id text)
+ RETURNS void
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog'
+AS $function$
+begin
+  -- Citus hands the transaction's SET LOCALs to its workers only with this; without Citus it is
+  -- a placeholder setting that nothing reads.
+  set local citus.propagate_set_commands = 'local';
+  execute format('set local pressroom.actor_kind = %L', coalesce(p_actor_kind, ''));
+  execute format('set local pressroom.user_id = %L', coalesce(p_user::text, ''));
+  execute format('set local pressroom.session_id = %L', coalesce(p_session::text, ''));
+  execute format('set local pressroom.api_key_id = %L', coalesce(p_api_key::text, ''));
+  execute format('set local pressroom.review_link_id = %L', coalesce(p_review_link::text, ''));
+  execute format('set local pressroom.organization_id = %L', coalesce(p_organization::text, ''));
+  execute format('set local pressroom.workspace_id = %L', coalesce(p_workspace::text, ''));
+  execute format('set local pressroom.workspace_role = %L', coalesce(p_role, ''));
+  execute format('set local pressroom.request_id = %L', coalesce(p_request_id, ''));
+  -- The accessibility of the workspace, computed once here (as pressroom_app, before the role
+  -- switch), for app.current_accessible_workspace_id on every node.
+  if p_workspace is null then
+    perform app.remember_accessible_workspace('');
+  elsif app.current_workspace_accessible() then
+    perform app.remember_accessible_workspace(app.context_key());
+  else
+    perform app.remember_accessible_workspace('!' || app.context_key());
+  end if;
+  -- Last, and not with SET LOCAL: see the head of this migration.
+  perform set_config('role', 'pressroom_request', true);
+end
+$function$;
+comment on function app.set_request_context(text,uuid,uuid,uuid,uuid,uuid,uuid,text,text) is 'The first statement of every request transaction (server/http/pipeline.ts, setContext), as pressroom_app: sets pressroom.actor_kind, user_id, session_id, api_key_id, review_link_id, organization_id, workspace_id, workspace_role and request_id (null -> '''', read as unset by app.current_*()) with SET LOCAL under citus.propagate_set_commands = local, so Citus workers get them too; sets the memo pressroom.accessible_workspace (app.current_workspace_accessible, computed once); then switches to pressroom_request with set_config(''role'', ..., true), which Citus does not propagate. Security invoker; everything is transaction-local.';
+grant execute on function app.set_request_context(text,uuid,uuid,uuid,uuid,uuid,uuid,text,text) to pressroom_app;
+revoke all on function app.set_request_context(text,uuid,uuid,uuid,uuid,uuid,uuid,text,text) from public;
 
 CREATE OR REPLACE FUNCTION app.setting(p_key text)
  RETURNS jsonb

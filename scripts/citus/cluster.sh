@@ -9,6 +9,8 @@
 #   scripts/citus/cluster.sh url      [DB]        the coordinator's postgres:// URL (database DB, default postgres)
 #   scripts/citus/cluster.sh createdb NAME        a database on all three nodes, citus in it, nodes registered
 #   scripts/citus/cluster.sh dropdb   NAME        drops it on all three nodes
+#   scripts/citus/cluster.sh roles    [DB]        LOGIN for Pressroom's internal roles on the workers only
+#                                                 (after the migrations created them; DB: where to connect)
 #   scripts/citus/cluster.sh destroy  [--dir D]   stop, then remove the directory
 #
 # Environment: CITUS_DIR (default /var/tmp/pressroom-citus; --dir wins),
@@ -44,12 +46,31 @@ port_of() { # node index -> port
   echo $((PORT_BASE + $1))
 }
 
-# pg_hba.conf of every node, rewritten at each `start` (then reloaded).
-# Trust from 127.0.0.1 for every role and database: a test cluster. Later work
-# restricts the internal roles' logins to the workers here.
+# Pressroom's internal roles: NOLOGIN, as the migrations create them, but
+# Citus opens its connections to the workers as the current role, so they may
+# log in to the workers (`roles`), and only from the coordinator (hba_lines).
+INTERNAL_ROLES=(pressroom_api pressroom_request pressroom_definer pressroom_worker)
+# The address the coordinator's connections to the workers come from.
+COORDINATOR_ADDR="$HOST/32"
+
+# pg_hba.conf of node $1, rewritten at each `start` (then reloaded) and by
+# `roles`. Trust from 127.0.0.1 for every role and database: a test cluster.
+# On a worker the internal roles come in over TCP from the coordinator's
+# address only; the local socket and every other address refuse them. (Here
+# every node is on 127.0.0.1, so the rule is the shape of the real one: on
+# separate machines COORDINATOR_ADDR is the coordinator's address.)
 hba_lines() {
+  local name="$1" roles
+  roles="$(IFS=,; echo "${INTERNAL_ROLES[*]}")"
+  echo "# TYPE  DATABASE  USER  ADDRESS        METHOD"
+  if [[ "$name" != coordinator ]]; then
+    cat <<EOF
+local   all       $roles   reject
+host    all       $roles   $COORDINATOR_ADDR   trust
+host    all       $roles   all   reject
+EOF
+  fi
   cat <<'EOF'
-# TYPE  DATABASE  USER  ADDRESS        METHOD
 local   all       all                  trust
 host    all       all   127.0.0.1/32   trust
 EOF
@@ -122,7 +143,7 @@ init_node() { # node index
     echo "include_if_exists = 'pressroom-citus.conf'" | as_pg tee -a "$data/postgresql.conf" >/dev/null
   fi
   node_conf "$name" "$(port_of "$i")" | as_pg tee "$data/pressroom-citus.conf" >/dev/null
-  hba_lines | as_pg tee "$data/pg_hba.conf" >/dev/null
+  hba_lines "$name" | as_pg tee "$data/pg_hba.conf" >/dev/null
 }
 
 start_node() { # node index
@@ -219,6 +240,34 @@ case "$cmd" in
     for i in 0 1 2; do
       psql_node "$(port_of "$i")" postgres -c "drop database if exists $db with (force)"
     done
+    ;;
+  roles)
+    # LOGIN on each worker, with citus.enable_alter_role_propagation off: a
+    # plain ALTER ROLE on a worker propagates to every node, the coordinator
+    # included (docs/citus.md). The coordinator keeps them NOLOGIN.
+    db="${args[0]:-postgres}"
+    valid_db_name "$db"
+    all_running
+    c="$(port_of 0)"
+    role_list="$(printf "'%s'," "${INTERNAL_ROLES[@]}")"; role_list="${role_list%,}"
+    for i in 0 1 2; do
+      p="$(port_of "$i")"
+      have="$(psql_node "$p" "$db" -c "select count(*) from pg_roles where rolname in ($role_list)")"
+      [[ "$have" == "${#INTERNAL_ROLES[@]}" ]] ||
+        die "${NODES[$i]}: $have of the ${#INTERNAL_ROLES[@]} internal roles exist; run the migrations on the coordinator first"
+    done
+    for i in 1 2; do
+      p="$(port_of "$i")"
+      hba_lines "${NODES[$i]}" | as_pg tee "$DIR/${NODES[$i]}/pg_hba.conf" >/dev/null
+      as_pg "$PG_BIN/pg_ctl" -D "$DIR/${NODES[$i]}" reload >/dev/null
+      for r in "${INTERNAL_ROLES[@]}"; do
+        psql_node "$p" "$db" -c "set citus.enable_alter_role_propagation = off" -c "alter role $r login"
+      done
+      echo "citus cluster: ${NODES[$i]}: ${INTERNAL_ROLES[*]} may log in (from $COORDINATOR_ADDR)"
+    done
+    if [[ "$(psql_node "$c" "$db" -c "select count(*) from pg_roles where rolname in ($role_list) and rolcanlogin")" != 0 ]]; then
+      die "the coordinator lets an internal role log in; it must not (alter role ... nologin there)"
+    fi
     ;;
   destroy)
     "$0" stop --dir "$DIR"

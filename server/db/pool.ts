@@ -19,7 +19,8 @@ export async function openPool(url: string, maximumPoolSize: number): Promise<Da
     statementTimeout: 30_000,
     idleTimeout: 10_000,
     connectionTimeout: 10_000,
-    // Every setting a request makes is transaction-local (set_config(..., true)),
+    // Every setting a request makes is transaction-local (SET LOCAL in
+    // app.set_request_context, set_config(..., true) for the role),
     // so nothing outlives a transaction and the default DISCARD ALL on release
     // would only throw away PostgreSQL's cached plans (it halved throughput).
     resetConnection: async () => {},

@@ -1,7 +1,9 @@
 // The one way server code acts as pressroom_worker (jobs, and the worker's
 // sandbox memory): a short transaction of its own on the app pool that
 // switches role with set_config(..., true) and runs one statement. The
-// request role is set the same way by server/http/pipeline.ts (setContext).
+// request role is switched the same way, inside app.set_request_context
+// (server/http/pipeline.ts, setContext); a SET LOCAL ROLE would be replayed
+// by Citus on worker connections opened as other roles (docs/citus.md).
 import type { DatabasePool } from 'slonik';
 import { jsonResult, sql } from './pool.ts';
 

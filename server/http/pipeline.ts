@@ -106,9 +106,9 @@ export type HandlerContext<K extends OperationId | void = void, P = never> = [K]
 /**
  * What the slow step of a phased route sees: the request, and no transaction.
  * `transaction` runs `fn` in a new short transaction with this request's
- * context (role, principal, workspace and request id set with
- * set_config(..., true), as for the request transaction), e.g. a platform's
- * memory written through an api function.
+ * context (role, principal, workspace and request id set by setContext, as
+ * for the request transaction), e.g. a platform's memory written through an
+ * api function.
  */
 type WorkOf<Ctx extends ContextBase<unknown>> = Omit<Ctx, 'tx' | 'call'> & {
   transaction<T>(fn: (ctx: Ctx) => Promise<T>): Promise<T>;
@@ -257,19 +257,29 @@ function errorCodeOf(body: unknown): string | null {
   return isObject(body) && isObject(body.error) && typeof body.error.code === 'string' ? body.error.code : null;
 }
 
-/** Sets the transaction's role and principal; the first statement of every request transaction. */
+/**
+ * Sets the transaction's context and role; the first statement of every
+ * request transaction, one round trip (an empty value is sent as null, which
+ * the function stores as '', read as unset): app.set_request_context sets
+ * pressroom.actor_kind, user_id, session_id, api_key_id, review_link_id,
+ * organization_id, workspace_id, workspace_role and request_id with SET LOCAL
+ * (under citus.propagate_set_commands = 'local', so a Citus cluster's workers
+ * get them too; docs/citus.md), keeps whether the principal may act in the
+ * workspace for the policies, and switches to pressroom_request. Everything
+ * is transaction-local.
+ */
 export async function setContext(tx: DatabaseTransactionConnection, p: Principal | null, workspaceId: string | null, role: string | null, requestId: string) {
   await tx.query(sql.unsafe`
-    select set_config('role', 'pressroom_request', true),
-           set_config('pressroom.actor_kind', ${p?.actorKind ?? 'anonymous'}, true),
-           set_config('pressroom.user_id', ${p?.actorKind === 'user' ? (p.userId ?? '') : ''}, true),
-           set_config('pressroom.session_id', ${p?.sessionId ?? ''}, true),
-           set_config('pressroom.api_key_id', ${p?.apiKeyId ?? ''}, true),
-           set_config('pressroom.review_link_id', ${p?.reviewLinkId ?? ''}, true),
-           set_config('pressroom.organization_id', ${p?.organizationId ?? ''}, true),
-           set_config('pressroom.workspace_id', ${workspaceId ?? ''}, true),
-           set_config('pressroom.workspace_role', ${role ?? ''}, true),
-           set_config('pressroom.request_id', ${requestId}, true)`);
+    select app.set_request_context(
+      ${p?.actorKind ?? 'anonymous'}::text,
+      ${(p?.actorKind === 'user' && p.userId) || null}::uuid,
+      ${p?.sessionId || null}::uuid,
+      ${p?.apiKeyId || null}::uuid,
+      ${p?.reviewLinkId || null}::uuid,
+      ${p?.organizationId || null}::uuid,
+      ${workspaceId || null}::uuid,
+      ${role || null}::text,
+      ${requestId}::text)`);
 }
 
 /**
