@@ -183,6 +183,8 @@ export interface Side {
   makeOp: (loop: number) => Op;
   /** Progress line before the side's warm-up. */
   onStart?: () => void;
+  /** Processes to account this side's CPU to, when not the options' (a side with its own server). */
+  watch?: Watch;
 }
 
 /**
@@ -191,21 +193,22 @@ export interface Side {
  */
 export async function measureSides(sides: Side[], opts: LoadOptions): Promise<Map<string, LoadResult>> {
   const ops = new Map(sides.map((s) => [s.name, Array.from({ length: opts.concurrency }, (_, i) => s.makeOp(i))]));
+  const optsOf = (s: Side): LoadOptions => (s.watch ? { ...opts, watch: s.watch } : opts);
   const windows = new Map<string, Window[]>(sides.map((s) => [s.name, []]));
   const slices = opts.sliceMs > 0 ? Math.max(1, Math.round(opts.durationMs / opts.sliceMs)) : 1;
   if (slices === 1) {
     for (const s of sides) {
       s.onStart?.();
-      windows.get(s.name)!.push(await runWindow(ops.get(s.name)!, opts.warmupMs, opts.durationMs, opts));
+      windows.get(s.name)!.push(await runWindow(ops.get(s.name)!, opts.warmupMs, opts.durationMs, optsOf(s)));
     }
   } else {
     for (const s of sides) {
       s.onStart?.();
-      if (opts.warmupMs > 0) await runWindow(ops.get(s.name)!, 0, opts.warmupMs, opts);
+      if (opts.warmupMs > 0) await runWindow(ops.get(s.name)!, 0, opts.warmupMs, optsOf(s));
     }
     const sliceMs = opts.durationMs / slices;
     for (let i = 0; i < slices; i++) {
-      for (const s of sides) windows.get(s.name)!.push(await runWindow(ops.get(s.name)!, 0, sliceMs, opts));
+      for (const s of sides) windows.get(s.name)!.push(await runWindow(ops.get(s.name)!, 0, sliceMs, optsOf(s)));
     }
   }
   return new Map(sides.map((s) => [s.name, summarize(windows.get(s.name)!, opts.concurrency)]));
