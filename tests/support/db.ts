@@ -133,6 +133,10 @@ export async function ensureTemplate(cluster: Cluster): Promise<string> {
       await declareConnectors(cluster.url(building));
       await installQueues(cluster.url(building));
     } catch (e) {
+      // graphile-migrate keeps its pool 200 ms after a migration and ends the process when one of
+      // its idle connections is terminated: let the pool close before the forced drop, so this
+      // error is reported instead of a silent exit.
+      await new Promise((r) => setTimeout(r, 500));
       await admin(cluster, (c) => c.query(`drop database if exists ${building} with (force)`));
       throw e;
     }
