@@ -37,11 +37,10 @@
 //
 // Exit status: 0 when the probe ran (whatever it found), 1 when it could not
 // (no cluster, migration failed), 2 on bad arguments.
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import path from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { MIGRATIONS_FOLDER, migrate } from '../../server/db/migrate.ts';
+import { applyCurrentMigrations, migrate } from '../../server/db/migrate.ts';
 import { installQueues } from '../../server/jobs/queues.ts';
 
 const { values: opts } = parseArgs({
@@ -138,35 +137,6 @@ async function freshDatabase(): Promise<string> {
 // 2. Migrations, as tests/support/db.ts prepares a template
 // ---------------------------------------------------------------------------
 
-/** db/migrations/current/*.sql in name order, in one transaction (tests/support/db.ts, applyCurrent). */
-async function applyCurrent(url: string): Promise<string[]> {
-  const dir = path.join(MIGRATIONS_FOLDER, 'current');
-  let files: string[];
-  try {
-    files = readdirSync(dir).filter((f) => f.endsWith('.sql')).sort();
-  } catch {
-    return [];
-  }
-  await withClient(url, async (c) => {
-    const owner = (await c.query('select current_user as u, current_database() as d')).rows[0];
-    await c.query('begin');
-    try {
-      for (const f of files) {
-        const text = readFileSync(path.join(dir, f), 'utf8').replaceAll(':DATABASE_OWNER', owner.u).replaceAll(':DATABASE_NAME', owner.d);
-        try {
-          await c.query(text);
-        } catch (e) {
-          throw new Error(`db/migrations/current/${f}: ${(e as Error).message}`);
-        }
-      }
-      await c.query('commit');
-    } catch (e) {
-      await c.query('rollback').catch(() => {});
-      throw e;
-    }
-  });
-  return files;
-}
 
 // ---------------------------------------------------------------------------
 // 3. Distribution, one table at a time
@@ -402,7 +372,7 @@ async function main() {
   const citusVersion = await withClient(url, async (c) => (await c.query('select citus_version() as v')).rows[0].v as string);
   console.log('probe: migrating (server/db/migrate.ts)');
   await migrate(url, { quiet: true });
-  const current = await applyCurrent(url);
+  const current = await applyCurrentMigrations(url);
   console.log(`probe: applied db/migrations/current: ${current.length ? current.join(', ') : 'none'}`);
   await installQueues(url);
   console.log('probe: pg-boss schema and queues installed (server/jobs/queues.ts)');

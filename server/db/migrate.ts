@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { migrate as gmMigrate, status as gmStatus } from 'graphile-migrate';
@@ -70,6 +71,45 @@ export async function declareConnectors(ownerUrl: string): Promise<boolean> {
     if (!has.rows[0]?.has) return false;
     await client.query('select app.declare_connectors($1::jsonb)', [JSON.stringify(connectorDeclarations())]);
     return true;
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * The uncommitted migration (db/migrations/current/*.sql, in name order),
+ * applied after the committed ones in one transaction, for the tests and the
+ * tools that want to see work in progress (tests/support/db.ts, the Citus
+ * probe and test). The server itself only ever applies committed migrations.
+ * Returns the files applied; an error names the file.
+ */
+export async function applyCurrentMigrations(url: string): Promise<string[]> {
+  const dir = path.join(MIGRATIONS_FOLDER, 'current');
+  let files: string[];
+  try {
+    files = readdirSync(dir).filter((f) => f.endsWith('.sql')).sort();
+  } catch {
+    return [];
+  }
+  if (files.length === 0) return [];
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const owner = (await client.query('select current_user as u, current_database() as d')).rows[0];
+    await client.query('begin');
+    for (const f of files) {
+      const text = readFileSync(path.join(dir, f), 'utf8').replaceAll(':DATABASE_OWNER', owner.u).replaceAll(':DATABASE_NAME', owner.d);
+      try {
+        await client.query(text);
+      } catch (e) {
+        throw new Error(`db/migrations/current/${f}: ${(e as Error).message}`);
+      }
+    }
+    await client.query('commit');
+    return files;
+  } catch (e) {
+    await client.query('rollback').catch(() => {});
+    throw e;
   } finally {
     await client.end();
   }

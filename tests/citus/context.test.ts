@@ -20,13 +20,12 @@
 // cluster.sh; CITUS_KEEP_DB=1 keeps the database afterwards.
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { DatabasePool } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MIGRATIONS_FOLDER, migrate } from '../../server/db/migrate.ts';
+import { applyCurrentMigrations, migrate } from '../../server/db/migrate.ts';
 import { openPool, sql } from '../../server/db/pool.ts';
 import { setContext, type Principal } from '../../server/http/pipeline.ts';
 
@@ -45,29 +44,6 @@ function urlOf(base: string, opts: { database?: string; user?: string; port?: nu
   if (opts.port) u.port = String(opts.port);
   if (opts.host) u.hostname = opts.host;
   return u.toString();
-}
-
-/** db/migrations/current/*.sql in name order, in one transaction, as tests/support/db.ts applies them. */
-async function applyCurrent(url: string) {
-  const dir = path.join(MIGRATIONS_FOLDER, 'current');
-  const files = readdirSync(dir).filter((f) => f.endsWith('.sql')).sort();
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    const owner = (await c.query('select current_user as u, current_database() as d')).rows[0];
-    await c.query('begin');
-    for (const f of files) {
-      const text = readFileSync(path.join(dir, f), 'utf8').replaceAll(':DATABASE_OWNER', owner.u).replaceAll(':DATABASE_NAME', owner.d);
-      try {
-        await c.query(text);
-      } catch (e) {
-        throw new Error(`db/migrations/current/${f} on Citus: ${(e as Error).message}`);
-      }
-    }
-    await c.query('commit');
-  } finally {
-    await c.end();
-  }
 }
 
 async function connectError(url: string): Promise<string> {
@@ -129,7 +105,7 @@ beforeAll(async () => {
   cluster('createdb', db);
   ownerUrl = urlOf(base, { database: db });
   await migrate(ownerUrl, { quiet: true, waitMs: 0 });
-  await applyCurrent(ownerUrl);
+  await applyCurrentMigrations(ownerUrl);
   cluster('roles', db);
 
   owner = new pg.Client({ connectionString: ownerUrl });

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { startEmbedded } from '../../server/db/embedded.ts';
-import { declareConnectors, MIGRATIONS_FOLDER, migrate } from '../../server/db/migrate.ts';
+import { applyCurrentMigrations, declareConnectors, MIGRATIONS_FOLDER, migrate } from '../../server/db/migrate.ts';
 import { installQueues } from '../../server/jobs/queues.ts';
 
 export const APP_ROLE_PASSWORD = 'pressroom-test-app';
@@ -77,48 +77,6 @@ function migrationsDigest(): string {
   return h.digest('hex').slice(0, 12);
 }
 
-/**
- * The uncommitted migration (db/migrations/current/*.sql, in name order),
- * applied after the committed ones so tests see work in progress. The
- * server itself only ever applies committed migrations.
- */
-function currentMigrationFiles(): string[] {
-  const dir = path.join(MIGRATIONS_FOLDER, 'current');
-  try {
-    return readdirSync(dir)
-      .filter((f) => f.endsWith('.sql'))
-      .sort()
-      .map((f) => path.join(dir, f));
-  } catch {
-    return [];
-  }
-}
-
-async function applyCurrent(url: string) {
-  const files = currentMigrationFiles();
-  if (files.length === 0) return;
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    const owner = (await client.query('select current_user as u, current_database() as d')).rows[0];
-    await client.query('begin');
-    for (const f of files) {
-      const text = readFileSync(f, 'utf8').replaceAll(':DATABASE_OWNER', owner.u).replaceAll(':DATABASE_NAME', owner.d);
-      try {
-        await client.query(text);
-      } catch (e) {
-        throw new Error(`${path.relative(process.cwd(), f)}: ${(e as Error).message}`);
-      }
-    }
-    await client.query('commit');
-  } catch (e) {
-    await client.query('rollback').catch(() => {});
-    throw e;
-  } finally {
-    await client.end();
-  }
-}
-
 /** Creates (once per migration set) and returns the name of the migrated template database. */
 export async function ensureTemplate(cluster: Cluster): Promise<string> {
   const name = `pressroom_tpl_${migrationsDigest()}`;
@@ -128,7 +86,7 @@ export async function ensureTemplate(cluster: Cluster): Promise<string> {
     await admin(cluster, (c) => c.query(`create database ${building}`));
     try {
       await migrate(cluster.url(building), { quiet: true });
-      await applyCurrent(cluster.url(building));
+      await applyCurrentMigrations(cluster.url(building));
       // app.connectors from the registry, as server/db/migrate.ts does after migrating.
       await declareConnectors(cluster.url(building));
       await installQueues(cluster.url(building));
