@@ -11989,7 +11989,7 @@ begin
   execute format('set local pressroom.accessible_workspace = %L', coalesce(p_memo, ''));
 end
 $function$;
-comment on function app.remember_accessible_workspace(text) is 'Sets the memo pressroom.accessible_workspace for the transaction with SET LOCAL (propagated to Citus workers under citus.propagate_set_commands = local). Called by app.current_accessible_workspace_id and app.set_request_context.';
+comment on function app.remember_accessible_workspace(text) is 'Sets the memo pressroom.accessible_workspace for the transaction with SET LOCAL (propagated to Citus workers under citus.propagate_set_commands = local). Called by app.current_accessible_workspace_id when it computed the answer itself; app.set_request_context sets the memo in its own statement.';
 grant execute on function app.remember_accessible_workspace(text) to pressroom_api;
 grant execute on function app.remember_accessible_workspace(text) to pressroom_app;
 grant execute on function app.remember_accessible_workspace(text) to pressroom_definer;
@@ -13524,28 +13524,23 @@ CREATE OR REPLACE FUNCTION app.set_request_context(p_actor_kind text, p_user uui
  SET search_path TO 'pg_catalog'
 AS $function$
 begin
-  -- Citus hands the transaction's SET LOCALs to its workers only with this; without Citus it is
-  -- a placeholder setting that nothing reads.
-  set local citus.propagate_set_commands = 'local';
-  execute format('set local pressroom.actor_kind = %L', coalesce(p_actor_kind, ''));
-  execute format('set local pressroom.user_id = %L', coalesce(p_user::text, ''));
-  execute format('set local pressroom.session_id = %L', coalesce(p_session::text, ''));
-  execute format('set local pressroom.api_key_id = %L', coalesce(p_api_key::text, ''));
-  execute format('set local pressroom.review_link_id = %L', coalesce(p_review_link::text, ''));
-  execute format('set local pressroom.organization_id = %L', coalesce(p_organization::text, ''));
-  execute format('set local pressroom.workspace_id = %L', coalesce(p_workspace::text, ''));
-  execute format('set local pressroom.workspace_role = %L', coalesce(p_role, ''));
-  execute format('set local pressroom.request_id = %L', coalesce(p_request_id, ''));
+  -- Citus hands the transaction's SET LOCALs to its workers only with propagate_set_commands;
+  -- without Citus it is a placeholder setting that nothing reads.
+  execute format('set local citus.propagate_set_commands = local; '
+    'set local pressroom.actor_kind = %L; set local pressroom.user_id = %L; set local pressroom.session_id = %L; '
+    'set local pressroom.api_key_id = %L; set local pressroom.review_link_id = %L; set local pressroom.organization_id = %L; '
+    'set local pressroom.workspace_id = %L; set local pressroom.workspace_role = %L; set local pressroom.request_id = %L',
+    coalesce(p_actor_kind, ''), coalesce(p_user::text, ''), coalesce(p_session::text, ''), coalesce(p_api_key::text, ''),
+    coalesce(p_review_link::text, ''), coalesce(p_organization::text, ''), coalesce(p_workspace::text, ''),
+    coalesce(p_role, ''), coalesce(p_request_id, ''));
   -- The accessibility of the workspace, computed once here (as pressroom_app, before the role
-  -- switch), for app.current_accessible_workspace_id on every node.
-  if p_workspace is null then
-    perform app.remember_accessible_workspace('');
-  elsif app.current_workspace_accessible() then
-    perform app.remember_accessible_workspace(app.context_key());
-  else
-    perform app.remember_accessible_workspace('!' || app.context_key());
-  end if;
-  -- Last, and not with SET LOCAL: see the head of this migration.
+  -- switch), for app.current_accessible_workspace_id on every node: the context's key when the
+  -- principal may act in it, '!' and the key when it may not.
+  execute format('set local pressroom.accessible_workspace = %L',
+    case when p_workspace is null then ''
+         when app.current_workspace_accessible() then app.context_key()
+         else '!' || app.context_key() end);
+  -- Last, and not with SET LOCAL (committed/000040-request-context-with-set-local.sql says why).
   perform set_config('role', 'pressroom_request', true);
 end
 $function$;
