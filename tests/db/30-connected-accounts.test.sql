@@ -58,17 +58,6 @@ begin
   return v;
 end
 $$;
-create function pg_temp.as_worker(p_sql text) returns jsonb
-language plpgsql as $$
-declare v jsonb;
-begin
-  perform pg_temp.act_as_owner();
-  set local role pressroom_worker;
-  execute p_sql into v;
-  reset role;
-  return v;
-end
-$$;
 
 ------------------------------------------------------------------------------
 -- Who reaches what

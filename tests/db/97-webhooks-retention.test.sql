@@ -11,17 +11,6 @@ select plan(28);
 create function pg_temp.sub(p_events text[]) returns uuid
 language sql as $$ select ((api.create_webhook_subscription('http://127.0.0.1:9/hook', p_events, null, true,
   decode(repeat('ab', 40), 'hex'), gen_random_uuid()))->>'id')::uuid $$;
-create function pg_temp.as_worker(p_sql text) returns jsonb
-language plpgsql as $$
-declare v jsonb;
-begin
-  perform pg_temp.act_as_owner();
-  set local role pressroom_worker;
-  execute p_sql into v;
-  reset role;
-  return v;
-end
-$$;
 create function pg_temp.attempt(p_delivery uuid, p_ok boolean, p_status int) returns jsonb
 language sql as $$ select jsonb_build_object('deliveryId', p_delivery, 'ok', p_ok, 'request', '{}'::jsonb, 'status', p_status,
   'excerpt', '', 'error', case when p_ok then null else 'HTTP ' || p_status end, 'durationMs', 3) $$;

@@ -11,18 +11,6 @@ select plan(49);
 -- @include personas.sql
 -- @include content.sql
 
--- Runs a job function as pressroom_worker, as the jobs do (server/jobs/*.ts).
-create function pg_temp.as_worker(p_sql text) returns jsonb
-language plpgsql as $$
-declare v jsonb;
-begin
-  perform pg_temp.act_as_owner();
-  set local role pressroom_worker;
-  execute p_sql into v;
-  reset role;
-  return v;
-end
-$$;
 -- The fixtures of each sweep are rows labelled 'g<N>', N their age in minutes past due
 -- (g1 the youngest). g1 and g2 are A1's; from g3 on they alternate B1 (odd) and A1 (even).
 -- With limit L and L + 2 due rows, the first call takes g3..g(L+2) from both workspaces

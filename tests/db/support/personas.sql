@@ -62,6 +62,20 @@ begin
 end
 $$;
 
+-- Runs a statement as pressroom_worker, as the jobs do (server/jobs/*.ts), and returns its
+-- jsonb answer; back to the owner afterwards.
+create function pg_temp.as_worker(p_sql text) returns jsonb
+language plpgsql as $$
+declare v jsonb;
+begin
+  perform pg_temp.act_as_owner();
+  set local role pressroom_worker;
+  execute p_sql into v;
+  reset role;
+  return v;
+end
+$$;
+
 -- 'SQLSTATE DETAIL' of the error a statement raises (DETAIL carries the
 -- machine code of PTxyz errors), or 'ok'. Runs as the current role. A probe:
 -- its effects are rolled back even when it succeeds.
