@@ -37,7 +37,7 @@ create table app.analytics_daily (
   clicks bigint default 0 not null,
   video_views bigint default 0 not null,
   constraint analytics_daily_dimension_check CHECK ((dimension = ANY (ARRAY['total'::text, 'tag'::text, 'pillar'::text, 'campaign'::text]))),
-  constraint analytics_daily_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
+  constraint analytics_daily_integration_id_fkey FOREIGN KEY (integration_id, workspace_id) REFERENCES app.integrations(id, workspace_id) ON DELETE CASCADE,
   constraint analytics_daily_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
   constraint analytics_daily_pkey PRIMARY KEY (workspace_id, dimension, key, integration_id, day),
   constraint analytics_daily_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
@@ -67,9 +67,9 @@ create table app.analytics_post_sync (
   last_attempt_at timestamp with time zone not null,
   last_success_at timestamp with time zone,
   last_error text,
-  constraint analytics_post_sync_content_item_id_fkey FOREIGN KEY (content_item_id) REFERENCES app.content_items(id) ON DELETE CASCADE,
+  constraint analytics_post_sync_content_item_id_fkey FOREIGN KEY (content_item_id, workspace_id) REFERENCES app.content_items(id, workspace_id) ON DELETE CASCADE,
   constraint analytics_post_sync_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint analytics_post_sync_pkey PRIMARY KEY (content_item_id),
+  constraint analytics_post_sync_pkey PRIMARY KEY (content_item_id, workspace_id),
   constraint analytics_post_sync_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.analytics_post_sync is 'When the sync job last fetched an edition''s metrics, and the outcome; app.analytics_due_posts reads it to sync recent editions often and older ones rarely. Written by the job (pressroom_worker); tenant policies of app.apply_tenant_policies let requests read.';
@@ -112,7 +112,7 @@ create table app.analytics_reports (
   constraint analytics_reports_check1 CHECK (((status <> 'ready'::text) OR ((storage_key IS NOT NULL) AND (file_size IS NOT NULL)))),
   constraint analytics_reports_created_by_fkey FOREIGN KEY (created_by) REFERENCES app.users(id) ON DELETE SET NULL,
   constraint analytics_reports_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint analytics_reports_pkey PRIMARY KEY (id),
+  constraint analytics_reports_pkey PRIMARY KEY (id, workspace_id),
   constraint analytics_reports_status_check CHECK ((status = ANY (ARRAY['queued'::text, 'running'::text, 'ready'::text, 'failed'::text]))),
   constraint analytics_reports_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
@@ -231,7 +231,7 @@ create table app.approval_workflows (
   constraint approval_workflows_created_by_fkey FOREIGN KEY (created_by) REFERENCES app.users(id) ON DELETE SET NULL,
   constraint approval_workflows_name_check CHECK (((length(btrim(name)) >= 1) AND (length(btrim(name)) <= 120))),
   constraint approval_workflows_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint approval_workflows_pkey PRIMARY KEY (id),
+  constraint approval_workflows_pkey PRIMARY KEY (id, workspace_id),
   constraint approval_workflows_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.approval_workflows is 'An approval workflow: routing conditions (match: integrationIds, platforms, tagIds, campaignIds; empty = catch-all), ordered stages (name, approvers, rule all|any|quorum, dueInHours) checked by app.review_stages_problems, and whether approval schedules the content. The first active workflow by position whose match fits routes a channel (app.route_channel). Tenant policies of app.apply_tenant_policies; the api functions that write it require the manager role.';
@@ -256,6 +256,7 @@ create policy approval_workflows_worker on app.approval_workflows as permissive 
   using (true)
   with check (true);
 CREATE TRIGGER approval_workflows_10_set_updated_at BEFORE UPDATE ON app.approval_workflows FOR EACH ROW EXECUTE FUNCTION app.tg_set_updated_at();
+CREATE TRIGGER approval_workflows_95_detach_reviews_workflow_id AFTER DELETE ON app.approval_workflows FOR EACH ROW EXECUTE FUNCTION app.tg_detach_references('app.reviews', 'workflow_id');
 grant delete, select on table app.approval_workflows to pressroom_api;
 grant delete, insert, select, update on table app.approval_workflows to pressroom_definer;
 grant delete, insert, select, update on table app.approval_workflows to pressroom_worker;
@@ -278,10 +279,10 @@ create table app.article_images (
   media_id uuid not null,
   organization_id uuid not null,
   workspace_id uuid not null,
-  constraint article_images_content_item_id_fkey FOREIGN KEY (content_item_id) REFERENCES app.articles(content_item_id) ON DELETE CASCADE,
-  constraint article_images_media_id_fkey FOREIGN KEY (media_id) REFERENCES app.media_items(id),
+  constraint article_images_content_item_id_fkey FOREIGN KEY (content_item_id, workspace_id) REFERENCES app.articles(content_item_id, workspace_id) ON DELETE CASCADE,
+  constraint article_images_media_id_fkey FOREIGN KEY (media_id, workspace_id) REFERENCES app.media_items(id, workspace_id),
   constraint article_images_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint article_images_pkey PRIMARY KEY (content_item_id, "position"),
+  constraint article_images_pkey PRIMARY KEY (content_item_id, "position", workspace_id),
   constraint article_images_position CHECK ((("position" >= 0) AND ("position" <= 19))),
   constraint article_images_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
@@ -331,10 +332,10 @@ create table app.articles (
   constraint articles_body_html_length CHECK ((char_length(body_html) <= 2000000)),
   constraint articles_body_version_check CHECK ((body_version >= 1)),
   constraint articles_character_count CHECK (((character_count >= 0) AND (character_count <= 100000))),
-  constraint articles_content_item_id_fkey FOREIGN KEY (content_item_id) REFERENCES app.content_items(id) ON DELETE CASCADE,
-  constraint articles_cover_media_id_fkey FOREIGN KEY (cover_media_id) REFERENCES app.media_items(id),
+  constraint articles_content_item_id_fkey FOREIGN KEY (content_item_id, workspace_id) REFERENCES app.content_items(id, workspace_id) ON DELETE CASCADE,
+  constraint articles_cover_media_id_fkey FOREIGN KEY (cover_media_id, workspace_id) REFERENCES app.media_items(id, workspace_id),
   constraint articles_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint articles_pkey PRIMARY KEY (content_item_id),
+  constraint articles_pkey PRIMARY KEY (content_item_id, workspace_id),
   constraint articles_platform_draft_article_id_check CHECK (((platform_draft_article_id IS NULL) OR (length(platform_draft_article_id) <= 500))),
   constraint articles_platform_draft_url_check CHECK (((platform_draft_url IS NULL) OR (length(platform_draft_url) <= 2048))),
   constraint articles_title_length CHECK (((char_length(title) >= 1) AND (char_length(title) <= 200))),
@@ -429,12 +430,12 @@ create table app.campaign_phases (
   ends_on date,
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
-  constraint campaign_phases_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES app.campaigns(id) ON DELETE CASCADE,
+  constraint campaign_phases_campaign_id_fkey FOREIGN KEY (campaign_id, workspace_id) REFERENCES app.campaigns(id, workspace_id) ON DELETE CASCADE,
   constraint campaign_phases_check CHECK (((starts_on IS NULL) OR (ends_on IS NULL) OR (starts_on <= ends_on))),
   constraint campaign_phases_color_check CHECK (((color IS NULL) OR (color ~ '^#[0-9a-fA-F]{6}$'::text))),
   constraint campaign_phases_name_check CHECK (((length(btrim(name)) >= 1) AND (length(btrim(name)) <= 160))),
   constraint campaign_phases_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint campaign_phases_pkey PRIMARY KEY (id),
+  constraint campaign_phases_pkey PRIMARY KEY (id, workspace_id),
   constraint campaign_phases_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.campaign_phases is 'An ordered phase of a campaign, in the campaign''s workspace. Trigger campaign_phases_05_check_campaign refuses a campaign of another workspace (404 CAMPAIGN_NOT_FOUND), a move to another campaign (400 IMMUTABLE_FIELD) and a 51st phase (409 PHASE_LIMIT_REACHED). Tenant policies of app.apply_tenant_policies (writes need editor).';
@@ -460,6 +461,7 @@ create policy campaign_phases_worker on app.campaign_phases as permissive for al
   with check (true);
 CREATE TRIGGER campaign_phases_05_check_campaign BEFORE INSERT OR UPDATE OF campaign_id, workspace_id, organization_id ON app.campaign_phases FOR EACH ROW EXECUTE FUNCTION app.tg_campaign_phases_check_campaign();
 CREATE TRIGGER campaign_phases_10_set_updated_at BEFORE UPDATE ON app.campaign_phases FOR EACH ROW EXECUTE FUNCTION app.tg_set_updated_at();
+CREATE TRIGGER campaign_phases_95_detach_content_roots_phase_id AFTER DELETE ON app.campaign_phases FOR EACH ROW EXECUTE FUNCTION app.tg_detach_references('app.content_roots', 'phase_id');
 grant delete, select on table app.campaign_phases to pressroom_api;
 grant delete, insert, select, update on table app.campaign_phases to pressroom_definer;
 grant delete, insert, select, update on table app.campaign_phases to pressroom_worker;
@@ -493,7 +495,7 @@ create table app.campaigns (
   constraint campaigns_description_check CHECK (((description IS NULL) OR (length(description) <= 5000))),
   constraint campaigns_name_check CHECK (((length(btrim(name)) >= 1) AND (length(btrim(name)) <= 160))),
   constraint campaigns_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint campaigns_pkey PRIMARY KEY (id),
+  constraint campaigns_pkey PRIMARY KEY (id, workspace_id),
   constraint campaigns_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.campaigns is 'A campaign of a workspace (name, description, color, optional date range with start not after end) that content roots may belong to; deleting it unassigns its content (api.delete_campaign). Tenant policies of app.apply_tenant_policies (writes need editor).';
@@ -518,6 +520,7 @@ create policy campaigns_worker on app.campaigns as permissive for all to pressro
   using (true)
   with check (true);
 CREATE TRIGGER campaigns_10_set_updated_at BEFORE UPDATE ON app.campaigns FOR EACH ROW EXECUTE FUNCTION app.tg_set_updated_at();
+CREATE TRIGGER campaigns_95_detach_content_roots_campaign_id AFTER DELETE ON app.campaigns FOR EACH ROW EXECUTE FUNCTION app.tg_detach_references('app.content_roots', 'campaign_id');
 grant delete, select on table app.campaigns to pressroom_api;
 grant delete, insert, select, update on table app.campaigns to pressroom_definer;
 grant delete, insert, select, update on table app.campaigns to pressroom_worker;
@@ -593,7 +596,7 @@ create table app.content_item_counts (
   status text not null,
   n bigint not null,
   constraint content_item_counts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint content_item_counts_pkey PRIMARY KEY (id),
+  constraint content_item_counts_pkey PRIMARY KEY (id, workspace_id),
   constraint content_item_counts_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.content_item_counts is 'Live (not deleted) editions per workspace, integration and status, as deltas: the sum of n over the rows of a key is its count. Written only by the statement-level triggers content_items_90_count_insert, _update and _delete (app.tg_content_items_count; insert-only, so concurrent writers never wait on each other) and compacted by app.compact_content_item_counts; read by app.content_list_total.';
@@ -620,10 +623,10 @@ create table app.content_item_media (
   organization_id uuid not null,
   position integer not null,
   constraint content_item_media_50_check_publishable TRIGGER DEFERRABLE,
-  constraint content_item_media_content_item_id_fkey FOREIGN KEY (content_item_id) REFERENCES app.content_items(id) ON DELETE CASCADE,
-  constraint content_item_media_media_id_fkey FOREIGN KEY (media_id) REFERENCES app.media_items(id) ON DELETE CASCADE,
+  constraint content_item_media_content_item_id_fkey FOREIGN KEY (content_item_id, workspace_id) REFERENCES app.content_items(id, workspace_id) ON DELETE CASCADE,
+  constraint content_item_media_media_id_fkey FOREIGN KEY (media_id, workspace_id) REFERENCES app.media_items(id, workspace_id) ON DELETE CASCADE,
   constraint content_item_media_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint content_item_media_pkey PRIMARY KEY (content_item_id, "position"),
+  constraint content_item_media_pkey PRIMARY KEY (content_item_id, "position", workspace_id),
   constraint content_item_media_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.content_item_media is 'A media item of an edition, in position order (frozen from the root''s media by trigger content_items_40_freeze_media when the edition is made). Trigger content_item_media_20_same_workspace_while_editable allows changes only while the edition is draft or scheduled and keeps media in its workspace; content_item_media_60_media_not_binned refuses binned media (409 MEDIA_IN_BIN). Tenant policies of app.apply_tenant_policies (writes need editor).';
@@ -690,11 +693,11 @@ create table app.content_items (
   constraint content_items_caption_check CHECK (((caption IS NULL) OR (length(caption) <= 100000))),
   constraint content_items_check CHECK (((status <> 'scheduled'::text) OR (scheduled_at IS NOT NULL))),
   constraint content_items_created_by_fkey FOREIGN KEY (created_by) REFERENCES app.users(id) ON DELETE SET NULL,
-  constraint content_items_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id),
+  constraint content_items_integration_id_fkey FOREIGN KEY (integration_id, workspace_id) REFERENCES app.integrations(id, workspace_id),
   constraint content_items_kind_check CHECK ((kind = ANY (ARRAY['post'::text, 'article'::text]))),
   constraint content_items_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint content_items_pkey PRIMARY KEY (id),
-  constraint content_items_root_id_fkey FOREIGN KEY (root_id) REFERENCES app.content_roots(id) ON DELETE CASCADE,
+  constraint content_items_pkey PRIMARY KEY (id, workspace_id),
+  constraint content_items_root_id_fkey FOREIGN KEY (root_id, workspace_id) REFERENCES app.content_roots(id, workspace_id) ON DELETE CASCADE,
   constraint content_items_status_check CHECK ((status = ANY (ARRAY['draft'::text, 'pending_approval'::text, 'rejected'::text, 'scheduled'::text, 'sent'::text, 'failed'::text, 'cancelled'::text]))),
   constraint content_items_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
@@ -702,7 +705,7 @@ comment on table app.content_items is 'An edition: a root''s content on one chan
 CREATE INDEX content_items_integration_id_idx ON app.content_items USING btree (integration_id);
 CREATE INDEX content_items_organization_id_idx ON app.content_items USING btree (organization_id);
 CREATE INDEX content_items_root_id_idx ON app.content_items USING btree (root_id);
-CREATE UNIQUE INDEX content_items_root_integration_key ON app.content_items USING btree (root_id, integration_id) WHERE (deleted_at IS NULL);
+CREATE UNIQUE INDEX content_items_root_integration_key ON app.content_items USING btree (root_id, integration_id, workspace_id) WHERE (deleted_at IS NULL);
 CREATE INDEX content_items_workspace_channel_list_idx ON app.content_items USING btree (workspace_id, integration_id, status, scheduled_at DESC NULLS LAST, id DESC) INCLUDE (organization_id) WHERE (deleted_at IS NULL);
 CREATE INDEX content_items_workspace_channel_updated_idx ON app.content_items USING btree (workspace_id, integration_id, updated_at DESC, id DESC) INCLUDE (organization_id) WHERE (deleted_at IS NULL);
 CREATE INDEX content_items_workspace_created_idx ON app.content_items USING btree (workspace_id, created_at DESC, id DESC) INCLUDE (organization_id) WHERE (deleted_at IS NULL);
@@ -747,6 +750,7 @@ CREATE TRIGGER content_items_90_count_delete AFTER DELETE ON app.content_items R
 CREATE TRIGGER content_items_90_count_insert AFTER INSERT ON app.content_items REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app.tg_content_items_count();
 CREATE TRIGGER content_items_90_count_update AFTER UPDATE ON app.content_items REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app.tg_content_items_count();
 CREATE TRIGGER content_items_90_webhooks AFTER INSERT OR UPDATE ON app.content_items FOR EACH ROW EXECUTE FUNCTION app.tg_content_items_webhooks();
+CREATE TRIGGER content_items_95_detach_inbox_threads_content_item_id AFTER DELETE ON app.content_items FOR EACH ROW EXECUTE FUNCTION app.tg_detach_references('app.inbox_threads', 'content_item_id');
 grant delete, select on table app.content_items to pressroom_api;
 grant delete, insert, select, update on table app.content_items to pressroom_definer;
 grant delete, insert, select, update on table app.content_items to pressroom_worker;
@@ -776,7 +780,7 @@ create table app.content_root_counts (
   workspace_id uuid not null,
   n bigint not null,
   constraint content_root_counts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint content_root_counts_pkey PRIMARY KEY (id),
+  constraint content_root_counts_pkey PRIMARY KEY (id, workspace_id),
   constraint content_root_counts_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.content_root_counts is 'Live (not deleted) content roots per workspace, as deltas (sum of n = the count). Written only by triggers content_roots_90_count and content_roots_90_count_update (insert-only), folded by app.compact_content_root_counts; read by app.content_root_total.';
@@ -802,10 +806,10 @@ create table app.content_root_formats (
   workspace_id uuid not null,
   organization_id uuid not null,
   created_at timestamp with time zone default now() not null,
-  constraint content_root_formats_format_id_fkey FOREIGN KEY (format_id) REFERENCES app.formats(id) ON DELETE CASCADE,
+  constraint content_root_formats_format_id_fkey FOREIGN KEY (format_id, workspace_id) REFERENCES app.formats(id, workspace_id) ON DELETE CASCADE,
   constraint content_root_formats_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint content_root_formats_pkey PRIMARY KEY (root_id, format_id),
-  constraint content_root_formats_root_id_fkey FOREIGN KEY (root_id) REFERENCES app.content_roots(id) ON DELETE CASCADE,
+  constraint content_root_formats_pkey PRIMARY KEY (root_id, format_id, workspace_id),
+  constraint content_root_formats_root_id_fkey FOREIGN KEY (root_id, workspace_id) REFERENCES app.content_roots(id, workspace_id) ON DELETE CASCADE,
   constraint content_root_formats_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.content_root_formats is 'A format assigned to a content root. Trigger content_root_formats_20_same_workspace keeps format and root in one workspace (400 VALIDATION_FAILED). Tenant policies of app.apply_tenant_policies (select, insert, delete; writes need editor).';
@@ -843,10 +847,10 @@ create table app.content_root_media (
   organization_id uuid not null,
   position integer not null,
   constraint content_root_media_50_check_publishable TRIGGER DEFERRABLE,
-  constraint content_root_media_media_id_fkey FOREIGN KEY (media_id) REFERENCES app.media_items(id) ON DELETE CASCADE,
+  constraint content_root_media_media_id_fkey FOREIGN KEY (media_id, workspace_id) REFERENCES app.media_items(id, workspace_id) ON DELETE CASCADE,
   constraint content_root_media_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint content_root_media_pkey PRIMARY KEY (root_id, "position"),
-  constraint content_root_media_root_id_fkey FOREIGN KEY (root_id) REFERENCES app.content_roots(id) ON DELETE CASCADE,
+  constraint content_root_media_pkey PRIMARY KEY (root_id, "position", workspace_id),
+  constraint content_root_media_root_id_fkey FOREIGN KEY (root_id, workspace_id) REFERENCES app.content_roots(id, workspace_id) ON DELETE CASCADE,
   constraint content_root_media_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.content_root_media is 'A media item of a content root, in position order, used by the editions that do not have their own media. Trigger content_root_media_20_same_workspace keeps root and media in one workspace; content_root_media_60_media_not_binned refuses binned media (409 MEDIA_IN_BIN); content_root_media_50_check_publishable re-checks scheduled editions. Tenant policies of app.apply_tenant_policies (writes need editor).';
@@ -890,9 +894,9 @@ create table app.content_root_pillars (
   organization_id uuid not null,
   created_at timestamp with time zone default now() not null,
   constraint content_root_pillars_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint content_root_pillars_pillar_id_fkey FOREIGN KEY (pillar_id) REFERENCES app.pillars(id) ON DELETE CASCADE,
-  constraint content_root_pillars_pkey PRIMARY KEY (root_id, pillar_id),
-  constraint content_root_pillars_root_id_fkey FOREIGN KEY (root_id) REFERENCES app.content_roots(id) ON DELETE CASCADE,
+  constraint content_root_pillars_pillar_id_fkey FOREIGN KEY (pillar_id, workspace_id) REFERENCES app.pillars(id, workspace_id) ON DELETE CASCADE,
+  constraint content_root_pillars_pkey PRIMARY KEY (root_id, pillar_id, workspace_id),
+  constraint content_root_pillars_root_id_fkey FOREIGN KEY (root_id, workspace_id) REFERENCES app.content_roots(id, workspace_id) ON DELETE CASCADE,
   constraint content_root_pillars_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.content_root_pillars is 'A pillar assigned to a content root. Trigger content_root_pillars_20_same_workspace keeps pillar and root in one workspace (400 VALIDATION_FAILED). Tenant policies of app.apply_tenant_policies (select, insert, delete; writes need editor).';
@@ -931,9 +935,9 @@ create table app.content_root_tags (
   organization_id uuid not null,
   created_at timestamp with time zone default now() not null,
   constraint content_root_tags_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint content_root_tags_pkey PRIMARY KEY (root_id, tag_id),
-  constraint content_root_tags_root_id_fkey FOREIGN KEY (root_id) REFERENCES app.content_roots(id) ON DELETE CASCADE,
-  constraint content_root_tags_tag_id_fkey FOREIGN KEY (tag_id) REFERENCES app.tags(id) ON DELETE CASCADE,
+  constraint content_root_tags_pkey PRIMARY KEY (root_id, tag_id, workspace_id),
+  constraint content_root_tags_root_id_fkey FOREIGN KEY (root_id, workspace_id) REFERENCES app.content_roots(id, workspace_id) ON DELETE CASCADE,
+  constraint content_root_tags_tag_id_fkey FOREIGN KEY (tag_id, workspace_id) REFERENCES app.tags(id, workspace_id) ON DELETE CASCADE,
   constraint content_root_tags_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.content_root_tags is 'A tag assigned to a content root. Trigger content_root_tags_20_same_workspace keeps tag and root in one workspace (400 VALIDATION_FAILED). Tenant policies of app.apply_tenant_policies (select, insert, delete; writes need editor).';
@@ -980,13 +984,13 @@ create table app.content_roots (
   updated_at timestamp with time zone default now() not null,
   deleted_at timestamp with time zone,
   constraint content_roots_50_check_publishable TRIGGER DEFERRABLE,
-  constraint content_roots_campaign_id_fkey FOREIGN KEY (campaign_id) REFERENCES app.campaigns(id) ON DELETE SET NULL,
+  constraint content_roots_campaign_id_fkey FOREIGN KEY (campaign_id, workspace_id) REFERENCES app.campaigns(id, workspace_id) DEFERRABLE INITIALLY DEFERRED,
   constraint content_roots_caption_check CHECK (((caption IS NULL) OR (length(caption) <= 100000))),
   constraint content_roots_created_by_fkey FOREIGN KEY (created_by) REFERENCES app.users(id) ON DELETE SET NULL,
   constraint content_roots_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
   constraint content_roots_organizational_title_check CHECK (((organizational_title IS NULL) OR (length(organizational_title) <= 500))),
-  constraint content_roots_phase_id_fkey FOREIGN KEY (phase_id) REFERENCES app.campaign_phases(id) ON DELETE SET NULL,
-  constraint content_roots_pkey PRIMARY KEY (id),
+  constraint content_roots_phase_id_fkey FOREIGN KEY (phase_id, workspace_id) REFERENCES app.campaign_phases(id, workspace_id) DEFERRABLE INITIALLY DEFERRED,
+  constraint content_roots_pkey PRIMARY KEY (id, workspace_id),
   constraint content_roots_title_check CHECK (((title IS NULL) OR (length(title) <= 500))),
   constraint content_roots_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
@@ -1021,6 +1025,8 @@ CREATE TRIGGER content_roots_60_propagate AFTER UPDATE ON app.content_roots FOR 
 CREATE TRIGGER content_roots_70_analytics AFTER UPDATE OF campaign_id ON app.content_roots FOR EACH ROW WHEN ((old.campaign_id IS DISTINCT FROM new.campaign_id)) EXECUTE FUNCTION app.tg_content_roots_analytics();
 CREATE TRIGGER content_roots_90_count AFTER INSERT OR DELETE ON app.content_roots FOR EACH ROW EXECUTE FUNCTION app.tg_content_roots_count();
 CREATE TRIGGER content_roots_90_count_update AFTER UPDATE OF deleted_at ON app.content_roots FOR EACH ROW WHEN ((old.deleted_at IS DISTINCT FROM new.deleted_at)) EXECUTE FUNCTION app.tg_content_roots_count();
+CREATE TRIGGER content_roots_95_detach_recurring_occurrences_root_id AFTER DELETE ON app.content_roots FOR EACH ROW EXECUTE FUNCTION app.tg_detach_references('app.recurring_occurrences', 'root_id');
+CREATE TRIGGER content_roots_95_detach_workbench_rows_content_root_id AFTER DELETE ON app.content_roots FOR EACH ROW EXECUTE FUNCTION app.tg_detach_references('app.workbench_rows', 'content_root_id');
 grant delete, select on table app.content_roots to pressroom_api;
 grant delete, insert, select, update on table app.content_roots to pressroom_definer;
 grant delete, insert, select, update on table app.content_roots to pressroom_worker;
@@ -1050,11 +1056,11 @@ create table app.content_versions (
   xact xid8 default pg_current_xact_id() not null,
   created_by uuid,
   created_at timestamp with time zone default now() not null,
-  constraint content_versions_content_item_id_fkey FOREIGN KEY (content_item_id) REFERENCES app.content_items(id) ON DELETE CASCADE,
-  constraint content_versions_content_item_id_version_key UNIQUE (content_item_id, version),
+  constraint content_versions_content_item_id_fkey FOREIGN KEY (content_item_id, workspace_id) REFERENCES app.content_items(id, workspace_id) ON DELETE CASCADE,
+  constraint content_versions_content_item_id_version_key UNIQUE (content_item_id, version, workspace_id),
   constraint content_versions_created_by_fkey FOREIGN KEY (created_by) REFERENCES app.users(id) ON DELETE SET NULL,
   constraint content_versions_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint content_versions_pkey PRIMARY KEY (id),
+  constraint content_versions_pkey PRIMARY KEY (id, workspace_id),
   constraint content_versions_source_check CHECK ((source = ANY (ARRAY['create'::text, 'update'::text, 'root'::text, 'restore'::text]))),
   constraint content_versions_version_check CHECK ((version > 0)),
   constraint content_versions_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
@@ -1102,7 +1108,7 @@ create table app.formats (
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
   constraint formats_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint formats_pkey PRIMARY KEY (id),
+  constraint formats_pkey PRIMARY KEY (id, workspace_id),
   constraint formats_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE,
   constraint tags_color_check CHECK (((color IS NULL) OR (color ~ '^#[0-9a-fA-F]{6}$'::text))),
   constraint tags_name_check CHECK (((length(btrim(name)) >= 1) AND (length(btrim(name)) <= 100)))
@@ -1148,9 +1154,9 @@ create table app.grid_tile_media (
   organization_id uuid not null,
   constraint grid_tile_media_media_id_workspace_id_fkey FOREIGN KEY (media_id, workspace_id) REFERENCES app.media_items(id, workspace_id) ON DELETE CASCADE,
   constraint grid_tile_media_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint grid_tile_media_pkey PRIMARY KEY (tile_id, "position"),
+  constraint grid_tile_media_pkey PRIMARY KEY (tile_id, "position", workspace_id),
   constraint grid_tile_media_position_check CHECK (("position" >= 0)),
-  constraint grid_tile_media_tile_id_fkey FOREIGN KEY (tile_id) REFERENCES app.grid_tiles(id) ON DELETE CASCADE,
+  constraint grid_tile_media_tile_id_fkey FOREIGN KEY (tile_id, workspace_id) REFERENCES app.grid_tiles(id, workspace_id) ON DELETE CASCADE,
   constraint grid_tile_media_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.grid_tile_media is 'The media of a placeholder tile, in order; media of the tile''s workspace (foreign key on media id and workspace). Tenant policies of app.apply_tenant_policies (writes need editor).';
@@ -1196,18 +1202,18 @@ create table app.grid_tiles (
   created_by uuid,
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
-  constraint grid_tiles_content_item_id_fkey FOREIGN KEY (content_item_id) REFERENCES app.content_items(id) ON DELETE CASCADE,
-  constraint grid_tiles_content_item_id_key UNIQUE (content_item_id),
+  constraint grid_tiles_content_item_id_fkey FOREIGN KEY (content_item_id, workspace_id) REFERENCES app.content_items(id, workspace_id) ON DELETE CASCADE,
+  constraint grid_tiles_content_item_id_key UNIQUE (content_item_id, workspace_id),
   constraint grid_tiles_cover_frame_ms_check CHECK (((cover_frame_ms IS NULL) OR (cover_frame_ms >= 0))),
-  constraint grid_tiles_cover_media_id_fkey FOREIGN KEY (cover_media_id) REFERENCES app.media_items(id) ON DELETE SET NULL,
+  constraint grid_tiles_cover_media_id_fkey FOREIGN KEY (cover_media_id, workspace_id) REFERENCES app.media_items(id, workspace_id) DEFERRABLE INITIALLY DEFERRED,
   constraint grid_tiles_created_by_fkey FOREIGN KEY (created_by) REFERENCES app.users(id) ON DELETE SET NULL,
   constraint grid_tiles_frame_needs_cover CHECK (((cover_frame_ms IS NULL) OR (cover_media_id IS NOT NULL))),
-  constraint grid_tiles_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
+  constraint grid_tiles_integration_id_fkey FOREIGN KEY (integration_id, workspace_id) REFERENCES app.integrations(id, workspace_id) ON DELETE CASCADE,
   constraint grid_tiles_note_check CHECK (((note IS NULL) OR (length(note) <= 5000))),
   constraint grid_tiles_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint grid_tiles_pkey PRIMARY KEY (id),
+  constraint grid_tiles_pkey PRIMARY KEY (id, workspace_id),
   constraint grid_tiles_placeholder_has_key CHECK (((content_item_id IS NOT NULL) OR (position_key IS NOT NULL))),
-  constraint grid_tiles_position_key UNIQUE (integration_id, position_key) DEFERRABLE,
+  constraint grid_tiles_position_key UNIQUE (integration_id, position_key, workspace_id) DEFERRABLE,
   constraint grid_tiles_position_key_check CHECK (((position_key ~ '^[0-9A-Za-z]*[1-9A-Za-z]$'::text) AND (length(position_key) <= 1024))),
   constraint grid_tiles_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
@@ -1261,7 +1267,7 @@ create table app.hashtag_groups (
   constraint hashtag_groups_hashtags_check CHECK ((cardinality(hashtags) <= 100)),
   constraint hashtag_groups_name_check CHECK (((length(btrim(name)) >= 1) AND (length(btrim(name)) <= 100))),
   constraint hashtag_groups_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint hashtag_groups_pkey PRIMARY KEY (id),
+  constraint hashtag_groups_pkey PRIMARY KEY (id, workspace_id),
   constraint hashtag_groups_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.hashtag_groups is 'A named set of up to 100 hashtags of a workspace; names unique per workspace ignoring case (index hashtag_groups_workspace_name_key); trigger hashtag_groups_20_normalize trims the name and normalizes the hashtags (400 INVALID_HASHTAG). Tenant policies of app.apply_tenant_policies (writes need editor).';
@@ -1354,10 +1360,10 @@ create table app.inbox_deliveries (
   constraint inbox_deliveries_body_check CHECK ((length(body) <= 1048576)),
   constraint inbox_deliveries_event_count_check CHECK ((event_count >= 0)),
   constraint inbox_deliveries_headers_check CHECK ((jsonb_typeof(headers) = 'object'::text)),
-  constraint inbox_deliveries_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
+  constraint inbox_deliveries_integration_id_fkey FOREIGN KEY (integration_id, workspace_id) REFERENCES app.integrations(id, workspace_id) ON DELETE CASCADE,
   constraint inbox_deliveries_new_event_count_check CHECK ((new_event_count >= 0)),
   constraint inbox_deliveries_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint inbox_deliveries_pkey PRIMARY KEY (id),
+  constraint inbox_deliveries_pkey PRIMARY KEY (id, workspace_id),
   constraint inbox_deliveries_source_check CHECK ((source = ANY (ARRAY['facebook'::text, 'instagram'::text, 'x'::text, 'sandbox'::text]))),
   constraint inbox_deliveries_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
@@ -1375,6 +1381,7 @@ create policy inbox_deliveries_definer on app.inbox_deliveries as permissive for
 create policy inbox_deliveries_worker on app.inbox_deliveries as permissive for all to pressroom_worker
   using (true)
   with check (true);
+CREATE TRIGGER inbox_deliveries_95_detach_inbox_events_delivery_id AFTER DELETE ON app.inbox_deliveries FOR EACH ROW EXECUTE FUNCTION app.tg_detach_references('app.inbox_events', 'delivery_id');
 grant select on table app.inbox_deliveries to pressroom_api;
 grant delete, insert, select, update on table app.inbox_deliveries to pressroom_definer;
 grant delete, insert, select, update on table app.inbox_deliveries to pressroom_worker;
@@ -1402,13 +1409,13 @@ create table app.inbox_events (
   constraint inbox_events_attachments_check CHECK ((jsonb_typeof(attachments) = 'array'::text)),
   constraint inbox_events_author_check CHECK (((author IS NULL) OR (jsonb_typeof(author) = 'object'::text))),
   constraint inbox_events_body_check CHECK ((length(body) <= 65536)),
-  constraint inbox_events_delivery_id_fkey FOREIGN KEY (delivery_id) REFERENCES app.inbox_deliveries(id) ON DELETE SET NULL,
+  constraint inbox_events_delivery_id_fkey FOREIGN KEY (delivery_id, workspace_id) REFERENCES app.inbox_deliveries(id, workspace_id) DEFERRABLE INITIALLY DEFERRED,
   constraint inbox_events_event_id_check CHECK (((length(event_id) >= 1) AND (length(event_id) <= 300))),
-  constraint inbox_events_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
+  constraint inbox_events_integration_id_fkey FOREIGN KEY (integration_id, workspace_id) REFERENCES app.integrations(id, workspace_id) ON DELETE CASCADE,
   constraint inbox_events_message_key_check CHECK (((length(message_key) >= 1) AND (length(message_key) <= 300))),
   constraint inbox_events_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
   constraint inbox_events_parent_key_check CHECK ((length(parent_key) <= 300)),
-  constraint inbox_events_pkey PRIMARY KEY (id),
+  constraint inbox_events_pkey PRIMARY KEY (id, workspace_id),
   constraint inbox_events_reaction CHECK (((type ~~ 'reaction.%'::text) = ((reaction IS NOT NULL) AND (reactor_id IS NOT NULL)))),
   constraint inbox_events_reaction_check CHECK ((length(reaction) <= 64)),
   constraint inbox_events_reactor_id_check CHECK ((length(reactor_id) <= 300)),
@@ -1416,7 +1423,7 @@ create table app.inbox_events (
   constraint inbox_events_thread_key_check CHECK (((length(thread_key) >= 1) AND (length(thread_key) <= 300))),
   constraint inbox_events_thread_kind_check CHECK ((thread_kind = ANY (ARRAY['comment'::text, 'message'::text]))),
   constraint inbox_events_type_check CHECK ((type = ANY (ARRAY['message.created'::text, 'message.edited'::text, 'message.deleted'::text, 'message.hidden'::text, 'message.unhidden'::text, 'reaction.added'::text, 'reaction.removed'::text]))),
-  constraint inbox_events_unique_event UNIQUE (integration_id, event_id),
+  constraint inbox_events_unique_event UNIQUE (integration_id, event_id, workspace_id),
   constraint inbox_events_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.inbox_events is 'The events of the inbound deliveries, normalized (server/inbox/normalize.ts): a message created, edited, deleted, hidden or unhidden, or a reaction added or removed, with the platform''s keys of its thread and message. Unique on (integration, platform event id), so a redelivery inserts nothing. Folded into threads and messages by app.inbox_fold. Tenant policies (select only for pressroom_api).';
@@ -1449,9 +1456,9 @@ create table app.inbox_hook_secrets (
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
   constraint inbox_hook_secrets_created_by_fkey FOREIGN KEY (created_by) REFERENCES app.users(id) ON DELETE SET NULL,
-  constraint inbox_hook_secrets_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
+  constraint inbox_hook_secrets_integration_id_fkey FOREIGN KEY (integration_id, workspace_id) REFERENCES app.integrations(id, workspace_id) ON DELETE CASCADE,
   constraint inbox_hook_secrets_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint inbox_hook_secrets_pkey PRIMARY KEY (integration_id, source),
+  constraint inbox_hook_secrets_pkey PRIMARY KEY (integration_id, source, workspace_id),
   constraint inbox_hook_secrets_secret_ciphertext_check CHECK (((length(secret_ciphertext) >= 29) AND (length(secret_ciphertext) <= 2048))),
   constraint inbox_hook_secrets_source_check CHECK ((source = ANY (ARRAY['facebook'::text, 'instagram'::text, 'x'::text, 'sandbox'::text]))),
   constraint inbox_hook_secrets_verify_token_hash_check CHECK (((verify_token_hash IS NULL) OR (length(verify_token_hash) = 32))),
@@ -1522,18 +1529,18 @@ create table app.inbox_messages (
   constraint inbox_messages_delivery CHECK (((direction = 'outbound'::text) = (delivery_state IS NOT NULL))),
   constraint inbox_messages_delivery_state_check CHECK ((delivery_state = ANY (ARRAY['pending'::text, 'sent'::text, 'failed'::text]))),
   constraint inbox_messages_direction_check CHECK ((direction = ANY (ARRAY['inbound'::text, 'outbound'::text, 'note'::text]))),
-  constraint inbox_messages_in_reply_to_id_fkey FOREIGN KEY (in_reply_to_id) REFERENCES app.inbox_messages(id) ON DELETE SET NULL,
+  constraint inbox_messages_in_reply_to_id_fkey FOREIGN KEY (in_reply_to_id, workspace_id) REFERENCES app.inbox_messages(id, workspace_id) DEFERRABLE INITIALLY DEFERRED,
   constraint inbox_messages_inbound_key CHECK (((direction <> 'inbound'::text) OR (message_key IS NOT NULL))),
-  constraint inbox_messages_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
-  constraint inbox_messages_key UNIQUE (integration_id, message_key),
+  constraint inbox_messages_integration_id_fkey FOREIGN KEY (integration_id, workspace_id) REFERENCES app.integrations(id, workspace_id) ON DELETE CASCADE,
+  constraint inbox_messages_key UNIQUE (integration_id, message_key, workspace_id),
   constraint inbox_messages_message_key_check CHECK (((length(message_key) >= 1) AND (length(message_key) <= 300))),
   constraint inbox_messages_moderation_check CHECK ((moderation = ANY (ARRAY['visible'::text, 'hidden'::text, 'deleted'::text]))),
   constraint inbox_messages_moderation_pending_check CHECK ((moderation_pending = ANY (ARRAY['hide'::text, 'unhide'::text, 'delete'::text]))),
   constraint inbox_messages_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
   constraint inbox_messages_parent_key_check CHECK ((length(parent_key) <= 300)),
-  constraint inbox_messages_pkey PRIMARY KEY (id),
+  constraint inbox_messages_pkey PRIMARY KEY (id, workspace_id),
   constraint inbox_messages_reactions_check CHECK ((jsonb_typeof(reactions) = 'object'::text)),
-  constraint inbox_messages_thread_id_fkey FOREIGN KEY (thread_id) REFERENCES app.inbox_threads(id) ON DELETE CASCADE,
+  constraint inbox_messages_thread_id_fkey FOREIGN KEY (thread_id, workspace_id) REFERENCES app.inbox_threads(id, workspace_id) ON DELETE CASCADE,
   constraint inbox_messages_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.inbox_messages is 'A message of an inbox thread: inbound (folded from platform events by app.inbox_fold; has_original is false while only reactions or deletions of it have arrived), outbound (a reply, delivery_state pending, sent or failed with delivery_error, sent by job inbox.action) or an internal note (never sent). moderation is visible, hidden or deleted; moderation_pending the action the job is carrying out. Only the engine writes the engine columns. Tenant policies (select, insert, update; writes need editor).';
@@ -1556,6 +1563,7 @@ create policy inbox_messages_worker on app.inbox_messages as permissive for all 
   using (true)
   with check (true);
 CREATE TRIGGER inbox_messages_90_webhooks AFTER INSERT ON app.inbox_messages FOR EACH ROW EXECUTE FUNCTION app.tg_inbox_messages_webhooks();
+CREATE TRIGGER inbox_messages_95_detach_inbox_messages_in_reply_to_id AFTER DELETE ON app.inbox_messages FOR EACH ROW EXECUTE FUNCTION app.tg_detach_references('app.inbox_messages', 'in_reply_to_id');
 grant select on table app.inbox_messages to pressroom_api;
 grant delete, insert, select, update on table app.inbox_messages to pressroom_definer;
 grant delete, insert, select, update on table app.inbox_messages to pressroom_worker;
@@ -1605,9 +1613,9 @@ create table app.inbox_platform_tokens (
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
   constraint inbox_platform_tokens_created_by_fkey FOREIGN KEY (created_by) REFERENCES app.users(id) ON DELETE SET NULL,
-  constraint inbox_platform_tokens_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
+  constraint inbox_platform_tokens_integration_id_fkey FOREIGN KEY (integration_id, workspace_id) REFERENCES app.integrations(id, workspace_id) ON DELETE CASCADE,
   constraint inbox_platform_tokens_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint inbox_platform_tokens_pkey PRIMARY KEY (integration_id),
+  constraint inbox_platform_tokens_pkey PRIMARY KEY (integration_id, workspace_id),
   constraint inbox_platform_tokens_token_ciphertext_check CHECK (((length(token_ciphertext) >= 29) AND (length(token_ciphertext) <= 8192))),
   constraint inbox_platform_tokens_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
@@ -1649,7 +1657,7 @@ create table app.inbox_reads (
   updated_at timestamp with time zone default now() not null,
   workspace_id uuid not null,
   constraint inbox_reads_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint inbox_reads_pkey PRIMARY KEY (thread_id, principal_id),
+  constraint inbox_reads_pkey PRIMARY KEY (thread_id, principal_id, workspace_id),
   constraint inbox_reads_workspace_thread_fkey FOREIGN KEY (workspace_id, thread_id) REFERENCES app.inbox_threads(workspace_id, id) ON DELETE CASCADE
 );
 comment on table app.inbox_reads is 'Read state per member: the principal (user or API key) has read the inbound messages of the thread that arrived up to read_at. Messages that arrived later count as unread for that principal only. A principal sees and writes only its own rows, of threads it can see (policy inbox_reads_api_own).';
@@ -1689,13 +1697,13 @@ create table app.inbox_threads (
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
   constraint inbox_threads_assignee_id_fkey FOREIGN KEY (assignee_id) REFERENCES app.users(id) ON DELETE SET NULL,
-  constraint inbox_threads_content_item_id_fkey FOREIGN KEY (content_item_id) REFERENCES app.content_items(id) ON DELETE SET NULL,
-  constraint inbox_threads_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
-  constraint inbox_threads_key UNIQUE (integration_id, kind, thread_key),
+  constraint inbox_threads_content_item_id_fkey FOREIGN KEY (content_item_id, workspace_id) REFERENCES app.content_items(id, workspace_id) DEFERRABLE INITIALLY DEFERRED,
+  constraint inbox_threads_integration_id_fkey FOREIGN KEY (integration_id, workspace_id) REFERENCES app.integrations(id, workspace_id) ON DELETE CASCADE,
+  constraint inbox_threads_key UNIQUE (integration_id, kind, thread_key, workspace_id),
   constraint inbox_threads_kind_check CHECK ((kind = ANY (ARRAY['comment'::text, 'message'::text]))),
   constraint inbox_threads_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
   constraint inbox_threads_participants_check CHECK ((jsonb_typeof(participants) = 'array'::text)),
-  constraint inbox_threads_pkey PRIMARY KEY (id),
+  constraint inbox_threads_pkey PRIMARY KEY (id, workspace_id),
   constraint inbox_threads_platform_fkey FOREIGN KEY (platform) REFERENCES app.platforms(code),
   constraint inbox_threads_status_check CHECK ((status = ANY (ARRAY['open'::text, 'archived'::text]))),
   constraint inbox_threads_thread_key_check CHECK (((length(thread_key) >= 1) AND (length(thread_key) <= 300))),
@@ -1705,7 +1713,6 @@ comment on table app.inbox_threads is 'An inbox thread: the comments on one post
 CREATE INDEX inbox_threads_assignee_idx ON app.inbox_threads USING btree (assignee_id) WHERE (assignee_id IS NOT NULL);
 CREATE INDEX inbox_threads_content_idx ON app.inbox_threads USING btree (content_item_id) WHERE (content_item_id IS NOT NULL);
 CREATE INDEX inbox_threads_list_idx ON app.inbox_threads USING btree (workspace_id, last_message_at DESC, id DESC) WHERE (last_message_at IS NOT NULL);
-CREATE UNIQUE INDEX inbox_threads_workspace_id_id_key ON app.inbox_threads USING btree (workspace_id, id);
 alter table app.inbox_threads enable row level security;
 alter table app.inbox_threads force row level security;
 create policy inbox_threads_api_select on app.inbox_threads as permissive for select to pressroom_api
@@ -1746,8 +1753,7 @@ create table app.integration_credentials (
   constraint integration_credentials_ciphertext_check CHECK (((length(ciphertext) >= 34) AND (length(ciphertext) <= 65536))),
   constraint integration_credentials_error_check CHECK (((last_refresh_error IS NULL) OR (length(last_refresh_error) <= 1000))),
   constraint integration_credentials_failures_check CHECK ((refresh_failures >= 0)),
-  constraint integration_credentials_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
-  constraint integration_credentials_integration_key UNIQUE (integration_id),
+  constraint integration_credentials_integration_id_fkey FOREIGN KEY (integration_id, workspace_id) REFERENCES app.integrations(id, workspace_id) ON DELETE CASCADE,
   constraint integration_credentials_key_version_check CHECK (((key_version >= 1) AND (key_version <= 65535))),
   constraint integration_credentials_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
   constraint integration_credentials_pkey PRIMARY KEY (workspace_id, integration_id),
@@ -1774,8 +1780,7 @@ create table app.integration_limits (
   organization_id uuid not null,
   limits jsonb not null,
   read_at timestamp with time zone default now() not null,
-  constraint integration_limits_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
-  constraint integration_limits_integration_key UNIQUE (integration_id),
+  constraint integration_limits_integration_id_fkey FOREIGN KEY (integration_id, workspace_id) REFERENCES app.integrations(id, workspace_id) ON DELETE CASCADE,
   constraint integration_limits_limits_check CHECK (((jsonb_typeof(limits) = 'object'::text) AND (limits <> '{}'::jsonb))),
   constraint integration_limits_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
   constraint integration_limits_pkey PRIMARY KEY (workspace_id, integration_id),
@@ -1806,9 +1811,9 @@ create table app.integration_metrics_daily (
   demographics jsonb,
   constraint integration_metrics_daily_demographics_check CHECK (((demographics IS NULL) OR (jsonb_typeof(demographics) = 'object'::text))),
   constraint integration_metrics_daily_followers_check CHECK ((followers >= 0)),
-  constraint integration_metrics_daily_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
+  constraint integration_metrics_daily_integration_id_fkey FOREIGN KEY (integration_id, workspace_id) REFERENCES app.integrations(id, workspace_id) ON DELETE CASCADE,
   constraint integration_metrics_daily_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint integration_metrics_daily_pkey PRIMARY KEY (integration_id, day),
+  constraint integration_metrics_daily_pkey PRIMARY KEY (integration_id, day, workspace_id),
   constraint integration_metrics_daily_profile_views_check CHECK ((profile_views >= 0)),
   constraint integration_metrics_daily_source_check CHECK ((source = ANY (ARRAY['sync'::text, 'ingest'::text]))),
   constraint integration_metrics_daily_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
@@ -1853,11 +1858,11 @@ create table app.integration_publish_limits (
   window_seconds integer,
   updated_at timestamp with time zone default now() not null,
   constraint integration_publish_limits_check CHECK (((max_per_window IS NULL) = (window_seconds IS NULL))),
-  constraint integration_publish_limits_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
+  constraint integration_publish_limits_integration_id_fkey FOREIGN KEY (integration_id, workspace_id) REFERENCES app.integrations(id, workspace_id) ON DELETE CASCADE,
   constraint integration_publish_limits_max_in_flight_check CHECK ((max_in_flight > 0)),
   constraint integration_publish_limits_max_per_window_check CHECK ((max_per_window > 0)),
   constraint integration_publish_limits_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint integration_publish_limits_pkey PRIMARY KEY (integration_id),
+  constraint integration_publish_limits_pkey PRIMARY KEY (integration_id, workspace_id),
   constraint integration_publish_limits_window_seconds_check CHECK ((window_seconds > 0)),
   constraint integration_publish_limits_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
@@ -1886,9 +1891,9 @@ create table app.integration_sync_daily (
   successes integer default 0 not null,
   failures integer default 0 not null,
   rate_limit_hits integer default 0 not null,
-  constraint integration_sync_daily_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
+  constraint integration_sync_daily_integration_id_fkey FOREIGN KEY (integration_id, workspace_id) REFERENCES app.integrations(id, workspace_id) ON DELETE CASCADE,
   constraint integration_sync_daily_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint integration_sync_daily_pkey PRIMARY KEY (integration_id, day),
+  constraint integration_sync_daily_pkey PRIMARY KEY (integration_id, day, workspace_id),
   constraint integration_sync_daily_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.integration_sync_daily is 'Metric sync outcomes of an integration per UTC day: successful fetches, failures and the platform''s rate-limit refusals (integration health counts 30 days). Written through app.analytics_note_sync only; tenant policies of app.apply_tenant_policies let requests read.';
@@ -1917,9 +1922,9 @@ create table app.integration_sync_state (
   last_error text,
   last_error_at timestamp with time zone,
   account_attempt_at timestamp with time zone,
-  constraint integration_sync_state_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
+  constraint integration_sync_state_integration_id_fkey FOREIGN KEY (integration_id, workspace_id) REFERENCES app.integrations(id, workspace_id) ON DELETE CASCADE,
   constraint integration_sync_state_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint integration_sync_state_pkey PRIMARY KEY (integration_id),
+  constraint integration_sync_state_pkey PRIMARY KEY (integration_id, workspace_id),
   constraint integration_sync_state_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.integration_sync_state is 'An integration''s last metric sync attempt, last success and last error (integration health). Written by the sync job (pressroom_worker) and api.ingest_metrics (through app.analytics_note_sync, security definer); tenant policies of app.apply_tenant_policies let requests read.';
@@ -1969,7 +1974,7 @@ create table app.integrations (
   constraint integrations_instance_url_check CHECK (((instance_url IS NULL) OR ((length(instance_url) <= 2048) AND (instance_url ~* '^https?://[^/?#@[:space:]]+$'::text)))),
   constraint integrations_name_check CHECK (((length(btrim(name)) >= 1) AND (length(btrim(name)) <= 200))),
   constraint integrations_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint integrations_pkey PRIMARY KEY (id),
+  constraint integrations_pkey PRIMARY KEY (id, workspace_id),
   constraint integrations_platform_fkey FOREIGN KEY (platform) REFERENCES app.platforms(code),
   constraint integrations_settings_object CHECK ((jsonb_typeof(settings) = 'object'::text)),
   constraint integrations_status_check CHECK ((status = ANY (ARRAY['active'::text, 'disconnected'::text]))),
@@ -2033,12 +2038,10 @@ create table app.media_folders (
   name text not null,
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
-  constraint media_folders_id_workspace_key UNIQUE (id, workspace_id),
   constraint media_folders_name_check CHECK (((length(btrim(name)) >= 1) AND (length(btrim(name)) <= 200))),
   constraint media_folders_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint media_folders_parent_id_fkey FOREIGN KEY (parent_id) REFERENCES app.media_folders(id) ON DELETE CASCADE,
   constraint media_folders_parent_same_workspace_fkey FOREIGN KEY (parent_id, workspace_id) REFERENCES app.media_folders(id, workspace_id) ON DELETE CASCADE,
-  constraint media_folders_pkey PRIMARY KEY (id),
+  constraint media_folders_pkey PRIMARY KEY (id, workspace_id),
   constraint media_folders_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.media_folders is 'A media folder of a workspace, at the root or inside a root folder (two levels at most, trigger media_folders_20_check_depth, 409 FOLDER_DEPTH_EXCEEDED); sibling names unique ignoring case (index media_folders_sibling_name_key). Tenant policies of app.apply_tenant_policies (writes need editor).';
@@ -2065,6 +2068,8 @@ create policy media_folders_worker on app.media_folders as permissive for all to
   with check (true);
 CREATE TRIGGER media_folders_10_set_updated_at BEFORE UPDATE ON app.media_folders FOR EACH ROW EXECUTE FUNCTION app.tg_set_updated_at();
 CREATE TRIGGER media_folders_20_check_depth BEFORE INSERT OR UPDATE OF parent_id ON app.media_folders FOR EACH ROW EXECUTE FUNCTION app.tg_media_folders_check_depth();
+CREATE TRIGGER media_folders_95_detach_media_items_folder_id AFTER DELETE ON app.media_folders FOR EACH ROW EXECUTE FUNCTION app.tg_detach_references('app.media_items', 'folder_id');
+CREATE TRIGGER media_folders_95_detach_media_upload_sessions_folder_id AFTER DELETE ON app.media_folders FOR EACH ROW EXECUTE FUNCTION app.tg_detach_references('app.media_upload_sessions', 'folder_id');
 grant delete, select on table app.media_folders to pressroom_api;
 grant delete, insert, select, update on table app.media_folders to pressroom_definer;
 grant delete, insert, select, update on table app.media_folders to pressroom_worker;
@@ -2087,7 +2092,7 @@ create table app.media_item_labels (
   constraint media_item_labels_label_id_workspace_id_fkey FOREIGN KEY (label_id, workspace_id) REFERENCES app.media_labels(id, workspace_id) ON DELETE CASCADE,
   constraint media_item_labels_media_id_workspace_id_fkey FOREIGN KEY (media_id, workspace_id) REFERENCES app.media_items(id, workspace_id) ON DELETE CASCADE,
   constraint media_item_labels_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint media_item_labels_pkey PRIMARY KEY (media_id, label_id),
+  constraint media_item_labels_pkey PRIMARY KEY (media_id, label_id, workspace_id),
   constraint media_item_labels_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.media_item_labels is 'A label assigned to a media item of the same workspace. Trigger media_item_labels_20_check_label refuses a merged label (409 LABEL_MERGED). Tenant policies of app.apply_tenant_policies (writes need editor).';
@@ -2152,12 +2157,10 @@ create table app.media_items (
   constraint media_items_file_size_check CHECK ((file_size > 0)),
   constraint media_items_file_size_limit CHECK ((file_size <= app.media_max_bytes(type))),
   constraint media_items_filename_check CHECK (((length(filename) >= 1) AND (length(filename) <= 255))),
-  constraint media_items_folder_id_fkey FOREIGN KEY (folder_id) REFERENCES app.media_folders(id) ON DELETE SET NULL,
-  constraint media_items_folder_same_workspace_fkey FOREIGN KEY (folder_id, workspace_id) REFERENCES app.media_folders(id, workspace_id) ON DELETE SET NULL (folder_id),
-  constraint media_items_id_workspace_key UNIQUE (id, workspace_id),
+  constraint media_items_folder_same_workspace_fkey FOREIGN KEY (folder_id, workspace_id) REFERENCES app.media_folders(id, workspace_id) DEFERRABLE INITIALLY DEFERRED,
   constraint media_items_measures_check CHECK ((((width IS NULL) OR (width > 0)) AND ((height IS NULL) OR (height > 0)) AND ((duration_ms IS NULL) OR (duration_ms >= 0)))),
   constraint media_items_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint media_items_pkey PRIMARY KEY (id),
+  constraint media_items_pkey PRIMARY KEY (id, workspace_id),
   constraint media_items_state_check CHECK ((state = ANY (ARRAY['active'::text, 'deleted'::text]))),
   constraint media_items_type_check CHECK ((type = ANY (ARRAY['image'::text, 'video'::text, 'gif'::text]))),
   constraint media_items_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
@@ -2193,6 +2196,8 @@ create policy media_items_worker on app.media_items as permissive for all to pre
 CREATE TRIGGER media_items_10_set_updated_at BEFORE UPDATE ON app.media_items FOR EACH ROW EXECUTE FUNCTION app.tg_set_updated_at();
 CREATE TRIGGER media_items_20_bin_rule_and_measured_fields BEFORE UPDATE ON app.media_items FOR EACH ROW EXECUTE FUNCTION app.tg_media_items_bin_rule_and_measured_fields();
 CREATE TRIGGER media_items_30_delete_only_binned BEFORE DELETE ON app.media_items FOR EACH ROW EXECUTE FUNCTION app.tg_media_items_delete_only_binned();
+CREATE TRIGGER media_items_95_detach_grid_tiles_cover_media_id AFTER DELETE ON app.media_items FOR EACH ROW EXECUTE FUNCTION app.tg_detach_references('app.grid_tiles', 'cover_media_id');
+CREATE TRIGGER media_items_95_detach_media_upload_sessions_media_id AFTER DELETE ON app.media_items FOR EACH ROW EXECUTE FUNCTION app.tg_detach_references('app.media_upload_sessions', 'media_id');
 grant delete, select on table app.media_items to pressroom_api;
 grant delete, insert, select, update on table app.media_items to pressroom_definer;
 grant delete, insert, select, update on table app.media_items to pressroom_worker;
@@ -2227,10 +2232,9 @@ create table app.media_label_groups (
   position integer default 0 not null,
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
-  constraint media_label_groups_id_workspace_id_key UNIQUE (id, workspace_id),
   constraint media_label_groups_name_check CHECK (((length(btrim(name)) >= 1) AND (length(btrim(name)) <= 100))),
   constraint media_label_groups_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint media_label_groups_pkey PRIMARY KEY (id),
+  constraint media_label_groups_pkey PRIMARY KEY (id, workspace_id),
   constraint media_label_groups_position_check CHECK (("position" >= 0)),
   constraint media_label_groups_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
@@ -2256,6 +2260,7 @@ create policy media_label_groups_worker on app.media_label_groups as permissive 
   using (true)
   with check (true);
 CREATE TRIGGER media_label_groups_10_set_updated_at BEFORE UPDATE ON app.media_label_groups FOR EACH ROW EXECUTE FUNCTION app.tg_set_updated_at();
+CREATE TRIGGER media_label_groups_95_detach_media_labels_group_id AFTER DELETE ON app.media_label_groups FOR EACH ROW EXECUTE FUNCTION app.tg_detach_references('app.media_labels', 'group_id');
 grant delete, select on table app.media_label_groups to pressroom_api;
 grant delete, insert, select, update on table app.media_label_groups to pressroom_definer;
 grant delete, insert, select, update on table app.media_label_groups to pressroom_worker;
@@ -2284,12 +2289,11 @@ create table app.media_labels (
   constraint media_labels_check2 CHECK (((merged_into_id IS NULL) OR (group_id IS NULL))),
   constraint media_labels_color_check CHECK (((color IS NULL) OR (color ~ '^#[0-9a-fA-F]{6}$'::text))),
   constraint media_labels_created_by_fkey FOREIGN KEY (created_by) REFERENCES app.users(id) ON DELETE SET NULL,
-  constraint media_labels_group_id_workspace_id_fkey FOREIGN KEY (group_id, workspace_id) REFERENCES app.media_label_groups(id, workspace_id) ON DELETE SET NULL (group_id),
-  constraint media_labels_id_workspace_id_key UNIQUE (id, workspace_id),
+  constraint media_labels_group_id_workspace_id_fkey FOREIGN KEY (group_id, workspace_id) REFERENCES app.media_label_groups(id, workspace_id) DEFERRABLE INITIALLY DEFERRED,
   constraint media_labels_merged_into_id_workspace_id_fkey FOREIGN KEY (merged_into_id, workspace_id) REFERENCES app.media_labels(id, workspace_id) ON DELETE CASCADE,
   constraint media_labels_name_check CHECK (((length(btrim(name)) >= 1) AND (length(btrim(name)) <= 100))),
   constraint media_labels_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint media_labels_pkey PRIMARY KEY (id),
+  constraint media_labels_pkey PRIMARY KEY (id, workspace_id),
   constraint media_labels_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.media_labels is 'A media label of a workspace, optionally in a group; a merged label stays as a pointer to the label it was merged into (merged_into_id), with no group and no assignments, and its name is free again (index media_labels_workspace_name_key covers live labels only). Tenant policies of app.apply_tenant_policies (writes need editor).';
@@ -2337,7 +2341,7 @@ create table app.media_storage_garbage (
   organization_id uuid not null,
   reason text not null,
   created_at timestamp with time zone default now() not null,
-  constraint media_storage_garbage_pkey PRIMARY KEY (storage_key),
+  constraint media_storage_garbage_pkey PRIMARY KEY (storage_key, workspace_id),
   constraint media_storage_garbage_reason_check CHECK ((reason = ANY (ARRAY['permanent_delete'::text, 'bin_purge'::text, 'upload_aborted'::text, 'upload_expired'::text, 'upload_swept'::text])))
 );
 comment on table app.media_storage_garbage is 'A storage key whose bytes must go, written in the transaction that removes the media row or abandons an upload; the purge job deletes the bytes, then the row. No foreign keys: the bytes outlive the rows. Tenant policies of app.apply_tenant_policies (select, insert for requests).';
@@ -2389,10 +2393,10 @@ create table app.media_upload_sessions (
   constraint media_upload_sessions_declared_size_check CHECK ((declared_size > 0)),
   constraint media_upload_sessions_declared_size_check1 CHECK ((declared_size <= app.media_max_bytes('video'::text))),
   constraint media_upload_sessions_filename_check CHECK ((((length(btrim(filename)) >= 1) AND (length(btrim(filename)) <= 255)) AND (filename !~ '[[:cntrl:]/\\]'::text))),
-  constraint media_upload_sessions_folder_id_workspace_id_fkey FOREIGN KEY (folder_id, workspace_id) REFERENCES app.media_folders(id, workspace_id) ON DELETE SET NULL (folder_id),
-  constraint media_upload_sessions_media_id_fkey FOREIGN KEY (media_id) REFERENCES app.media_items(id) ON DELETE SET NULL,
+  constraint media_upload_sessions_folder_id_workspace_id_fkey FOREIGN KEY (folder_id, workspace_id) REFERENCES app.media_folders(id, workspace_id) DEFERRABLE INITIALLY DEFERRED,
+  constraint media_upload_sessions_media_id_fkey FOREIGN KEY (media_id, workspace_id) REFERENCES app.media_items(id, workspace_id) DEFERRABLE INITIALLY DEFERRED,
   constraint media_upload_sessions_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint media_upload_sessions_pkey PRIMARY KEY (id),
+  constraint media_upload_sessions_pkey PRIMARY KEY (id, workspace_id),
   constraint media_upload_sessions_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'completed'::text, 'aborted'::text, 'expired'::text]))),
   constraint media_upload_sessions_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
@@ -2452,9 +2456,9 @@ create table app.media_usage_events (
   occurred_at timestamp with time zone default clock_timestamp() not null,
   xact_id xid8 default pg_current_xact_id() not null,
   constraint media_usage_events_event_check CHECK ((event = ANY (ARRAY['attached'::text, 'detached'::text, 'scheduled'::text, 'unscheduled'::text, 'published'::text, 'failed'::text]))),
-  constraint media_usage_events_media_id_fkey FOREIGN KEY (media_id) REFERENCES app.media_items(id) ON DELETE CASCADE,
+  constraint media_usage_events_media_id_fkey FOREIGN KEY (media_id, workspace_id) REFERENCES app.media_items(id, workspace_id) ON DELETE CASCADE,
   constraint media_usage_events_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint media_usage_events_pkey PRIMARY KEY (id),
+  constraint media_usage_events_pkey PRIMARY KEY (id, workspace_id),
   constraint media_usage_events_via_check CHECK ((via = ANY (ARRAY['edition'::text, 'root'::text]))),
   constraint media_usage_events_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
@@ -2489,12 +2493,12 @@ create table app.notifications (
   created_at timestamp with time zone default clock_timestamp() not null,
   read_at timestamp with time zone,
   constraint notifications_check CHECK (((user_id IS NULL) <> (review_link_id IS NULL))),
-  constraint notifications_item_id_fkey FOREIGN KEY (item_id) REFERENCES app.review_items(id) ON DELETE CASCADE,
+  constraint notifications_item_id_fkey FOREIGN KEY (item_id, workspace_id) REFERENCES app.review_items(id, workspace_id) ON DELETE CASCADE,
   constraint notifications_kind_check CHECK ((kind = ANY (ARRAY['review_reminder'::text, 'review_requested'::text, 'mention'::text]))),
   constraint notifications_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint notifications_pkey PRIMARY KEY (id),
-  constraint notifications_review_id_fkey FOREIGN KEY (review_id) REFERENCES app.reviews(id) ON DELETE CASCADE,
-  constraint notifications_review_link_id_fkey FOREIGN KEY (review_link_id) REFERENCES app.review_links(id) ON DELETE CASCADE,
+  constraint notifications_pkey PRIMARY KEY (id, workspace_id),
+  constraint notifications_review_id_fkey FOREIGN KEY (review_id, workspace_id) REFERENCES app.reviews(id, workspace_id) ON DELETE CASCADE,
+  constraint notifications_review_link_id_fkey FOREIGN KEY (review_link_id, workspace_id) REFERENCES app.review_links(id, workspace_id) ON DELETE CASCADE,
   constraint notifications_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id) ON DELETE CASCADE,
   constraint notifications_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
@@ -2551,7 +2555,7 @@ create table app.oauth_states (
   constraint oauth_states_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES app.api_keys(id) ON DELETE CASCADE,
   constraint oauth_states_connector_fkey FOREIGN KEY (connector) REFERENCES app.connectors(name) ON DELETE CASCADE,
   constraint oauth_states_hash_check CHECK ((length(state_hash) = 32)),
-  constraint oauth_states_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
+  constraint oauth_states_integration_id_fkey FOREIGN KEY (integration_id, workspace_id) REFERENCES app.integrations(id, workspace_id) ON DELETE CASCADE,
   constraint oauth_states_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
   constraint oauth_states_pkey PRIMARY KEY (workspace_id, state_hash),
   constraint oauth_states_platform_app_id_fkey FOREIGN KEY (platform_app_id) REFERENCES app.platform_apps(id) ON DELETE CASCADE,
@@ -2652,7 +2656,7 @@ create table app.pillars (
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
   constraint pillars_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint pillars_pkey PRIMARY KEY (id),
+  constraint pillars_pkey PRIMARY KEY (id, workspace_id),
   constraint pillars_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE,
   constraint tags_color_check CHECK (((color IS NULL) OR (color ~ '^#[0-9a-fA-F]{6}$'::text))),
   constraint tags_name_check CHECK (((length(btrim(name)) >= 1) AND (length(btrim(name)) <= 100)))
@@ -2762,13 +2766,13 @@ create table app.post_metric_snapshots (
   created_at timestamp with time zone default now() not null,
   constraint post_metric_snapshots_clicks_check CHECK ((clicks >= 0)),
   constraint post_metric_snapshots_comments_check CHECK ((comments >= 0)),
-  constraint post_metric_snapshots_content_item_id_captured_at_key UNIQUE (content_item_id, captured_at),
-  constraint post_metric_snapshots_content_item_id_fkey FOREIGN KEY (content_item_id) REFERENCES app.content_items(id) ON DELETE CASCADE,
+  constraint post_metric_snapshots_content_item_id_captured_at_key UNIQUE (content_item_id, captured_at, workspace_id),
+  constraint post_metric_snapshots_content_item_id_fkey FOREIGN KEY (content_item_id, workspace_id) REFERENCES app.content_items(id, workspace_id) ON DELETE CASCADE,
   constraint post_metric_snapshots_impressions_check CHECK ((impressions >= 0)),
-  constraint post_metric_snapshots_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
+  constraint post_metric_snapshots_integration_id_fkey FOREIGN KEY (integration_id, workspace_id) REFERENCES app.integrations(id, workspace_id) ON DELETE CASCADE,
   constraint post_metric_snapshots_likes_check CHECK ((likes >= 0)),
   constraint post_metric_snapshots_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint post_metric_snapshots_pkey PRIMARY KEY (id),
+  constraint post_metric_snapshots_pkey PRIMARY KEY (id, workspace_id),
   constraint post_metric_snapshots_reach_check CHECK ((reach >= 0)),
   constraint post_metric_snapshots_saves_check CHECK ((saves >= 0)),
   constraint post_metric_snapshots_shares_check CHECK ((shares >= 0)),
@@ -2828,10 +2832,10 @@ create table app.post_metrics_daily (
   saves bigint default 0 not null,
   clicks bigint default 0 not null,
   video_views bigint default 0 not null,
-  constraint post_metrics_daily_content_item_id_fkey FOREIGN KEY (content_item_id) REFERENCES app.content_items(id) ON DELETE CASCADE,
-  constraint post_metrics_daily_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
+  constraint post_metrics_daily_content_item_id_fkey FOREIGN KEY (content_item_id, workspace_id) REFERENCES app.content_items(id, workspace_id) ON DELETE CASCADE,
+  constraint post_metrics_daily_integration_id_fkey FOREIGN KEY (integration_id, workspace_id) REFERENCES app.integrations(id, workspace_id) ON DELETE CASCADE,
   constraint post_metrics_daily_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint post_metrics_daily_pkey PRIMARY KEY (content_item_id, day),
+  constraint post_metrics_daily_pkey PRIMARY KEY (content_item_id, day, workspace_id),
   constraint post_metrics_daily_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.post_metrics_daily is 'Rollup: what an edition gained on one workspace-local day (the day''s last snapshot minus the last one before it; negative when a counter fell). Written only by the rollup triggers (security definer); tenant policies of app.apply_tenant_policies let requests read.';
@@ -2866,10 +2870,10 @@ create table app.post_metrics_latest (
   saves bigint not null,
   clicks bigint not null,
   video_views bigint not null,
-  constraint post_metrics_latest_content_item_id_fkey FOREIGN KEY (content_item_id) REFERENCES app.content_items(id) ON DELETE CASCADE,
-  constraint post_metrics_latest_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
+  constraint post_metrics_latest_content_item_id_fkey FOREIGN KEY (content_item_id, workspace_id) REFERENCES app.content_items(id, workspace_id) ON DELETE CASCADE,
+  constraint post_metrics_latest_integration_id_fkey FOREIGN KEY (integration_id, workspace_id) REFERENCES app.integrations(id, workspace_id) ON DELETE CASCADE,
   constraint post_metrics_latest_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint post_metrics_latest_pkey PRIMARY KEY (content_item_id),
+  constraint post_metrics_latest_pkey PRIMARY KEY (content_item_id, workspace_id),
   constraint post_metrics_latest_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.post_metrics_latest is 'Rollup: an edition''s latest snapshot (its lifetime counters), for the per-post table. Written only by the rollup trigger (security definer); tenant policies of app.apply_tenant_policies let requests read.';
@@ -2910,11 +2914,11 @@ create table app.publish_attempts (
   integration_id uuid,
   claim_batch uuid,
   constraint publish_attempts_attempt_check CHECK ((attempt > 0)),
-  constraint publish_attempts_content_item_id_attempt_key UNIQUE (content_item_id, attempt),
-  constraint publish_attempts_content_item_id_fkey FOREIGN KEY (content_item_id) REFERENCES app.content_items(id) ON DELETE CASCADE,
-  constraint publish_attempts_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
+  constraint publish_attempts_content_item_id_attempt_key UNIQUE (content_item_id, attempt, workspace_id),
+  constraint publish_attempts_content_item_id_fkey FOREIGN KEY (content_item_id, workspace_id) REFERENCES app.content_items(id, workspace_id) ON DELETE CASCADE,
+  constraint publish_attempts_integration_id_fkey FOREIGN KEY (integration_id, workspace_id) REFERENCES app.integrations(id, workspace_id) ON DELETE CASCADE,
   constraint publish_attempts_outcome_check CHECK ((outcome = ANY (ARRAY['published'::text, 'failed'::text, 'transient'::text, 'unknown'::text, 'resolved_published'::text, 'resolved_failed'::text, 'skipped'::text]))),
-  constraint publish_attempts_pkey PRIMARY KEY (id),
+  constraint publish_attempts_pkey PRIMARY KEY (id, workspace_id),
   constraint publish_attempts_run_attempt_check CHECK ((run_attempt > 0))
 );
 comment on table app.publish_attempts is 'One attempt to publish an edition, recorded before the platform is called (so a worker killed mid-publish never publishes twice), with its job, idempotency token and outcome (published, failed, transient, unknown, or resolved). Written by the publishing engine only; tenant policies of app.apply_tenant_policies let requests read.';
@@ -2942,17 +2946,28 @@ grant delete, insert, select, update on table app.publish_attempts to pressroom_
 create table app.publish_pacing (
   integration_id uuid not null,
   next_at timestamp with time zone not null,
-  constraint publish_pacing_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
-  constraint publish_pacing_pkey PRIMARY KEY (integration_id)
+  organization_id uuid not null,
+  workspace_id uuid not null,
+  constraint publish_pacing_integration_id_fkey FOREIGN KEY (integration_id, workspace_id) REFERENCES app.integrations(id, workspace_id) ON DELETE CASCADE,
+  constraint publish_pacing_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint publish_pacing_pkey PRIMARY KEY (integration_id, workspace_id),
+  constraint publish_pacing_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.publish_pacing is 'Per integration, when the next edition put back over its publish limits is due (app.publish_claim_batch paces them). Engine-only.';
 comment on column app.publish_pacing.next_at is 'The start the next edition put back gets, if later than the limit''s own next opening.';
+comment on column app.publish_pacing.organization_id is 'The integration''s organization.';
+comment on column app.publish_pacing.workspace_id is 'The integration''s workspace: a table that points at a workspace table carries workspace_id, so its rows live on the workspace''s shard (db/migrations/committed/000043-keys-carry-the-workspace.sql).';
+CREATE INDEX publish_pacing_workspace_id_idx ON app.publish_pacing USING btree (workspace_id);
 alter table app.publish_pacing enable row level security;
 alter table app.publish_pacing force row level security;
+create policy publish_pacing_definer on app.publish_pacing as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
 create policy publish_pacing_worker on app.publish_pacing as permissive for all to pressroom_worker
   using (true)
   with check (true);
-grant insert, select, update on table app.publish_pacing to pressroom_worker;
+grant delete, insert, select, update on table app.publish_pacing to pressroom_definer;
+grant delete, insert, select, update on table app.publish_pacing to pressroom_worker;
 
 create table app.publish_windows (
   scope text not null,
@@ -2982,9 +2997,9 @@ create table app.published_captions (
   edits integer default 1 not null,
   updated_at timestamp with time zone default clock_timestamp() not null,
   constraint published_captions_caption_check CHECK ((length(caption) <= 100000)),
-  constraint published_captions_content_item_id_fkey FOREIGN KEY (content_item_id) REFERENCES app.content_items(id) ON DELETE CASCADE,
+  constraint published_captions_content_item_id_fkey FOREIGN KEY (content_item_id, workspace_id) REFERENCES app.content_items(id, workspace_id) ON DELETE CASCADE,
   constraint published_captions_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint published_captions_pkey PRIMARY KEY (content_item_id),
+  constraint published_captions_pkey PRIMARY KEY (content_item_id, workspace_id),
   constraint published_captions_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.published_captions is 'The caption of a sent edition as last edited on its platform, with the number of edits (api.record_published_caption, through app.publishing_set_caption). Written by definer functions and the engine only; tenant policies of app.apply_tenant_policies let requests read.';
@@ -3014,8 +3029,8 @@ create table app.publishing_states (
   last_error text,
   next_attempt_at timestamp with time zone,
   updated_at timestamp with time zone default now() not null,
-  constraint publishing_states_content_item_id_fkey FOREIGN KEY (content_item_id) REFERENCES app.content_items(id) ON DELETE CASCADE,
-  constraint publishing_states_pkey PRIMARY KEY (content_item_id),
+  constraint publishing_states_content_item_id_fkey FOREIGN KEY (content_item_id, workspace_id) REFERENCES app.content_items(id, workspace_id) ON DELETE CASCADE,
+  constraint publishing_states_pkey PRIMARY KEY (content_item_id, workspace_id),
   constraint publishing_states_state_check CHECK ((state = ANY (ARRAY['publishing'::text, 'retrying'::text, 'awaiting_confirmation'::text, 'failed'::text, 'published'::text])))
 );
 comment on table app.publishing_states is 'The publishing state of a scheduled edition''s current run (publishing, retrying, awaiting_confirmation, failed, published) and the job it belongs to; a new job (reschedule, publish, retry) starts a new run. Written by the publishing engine (pressroom_worker and its definer functions) only; tenant policies of app.apply_tenant_policies let requests read.';
@@ -3067,16 +3082,16 @@ create table app.recurring_occurrences (
   constraint recurring_occurrences_check CHECK (((status = 'cancelled'::text) = (cancelled_at IS NOT NULL))),
   constraint recurring_occurrences_occurrence_index_check CHECK ((occurrence_index >= 0)),
   constraint recurring_occurrences_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint recurring_occurrences_pkey PRIMARY KEY (id),
-  constraint recurring_occurrences_root_id_fkey FOREIGN KEY (root_id) REFERENCES app.content_roots(id) ON DELETE SET NULL,
-  constraint recurring_occurrences_series_id_fkey FOREIGN KEY (series_id) REFERENCES app.recurring_series(id) ON DELETE CASCADE,
-  constraint recurring_occurrences_series_id_occurrence_index_key UNIQUE (series_id, occurrence_index),
+  constraint recurring_occurrences_pkey PRIMARY KEY (id, workspace_id),
+  constraint recurring_occurrences_root_id_fkey FOREIGN KEY (root_id, workspace_id) REFERENCES app.content_roots(id, workspace_id) DEFERRABLE INITIALLY DEFERRED,
+  constraint recurring_occurrences_series_id_fkey FOREIGN KEY (series_id, workspace_id) REFERENCES app.recurring_series(id, workspace_id) ON DELETE CASCADE,
+  constraint recurring_occurrences_series_id_occurrence_index_key UNIQUE (series_id, occurrence_index, workspace_id),
   constraint recurring_occurrences_status_check CHECK ((status = ANY (ARRAY['materialized'::text, 'missed'::text, 'cancelled'::text]))),
   constraint recurring_occurrences_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.recurring_occurrences is 'One occurrence of a recurring series, by index and time, with the content root made for it (at most one). Trigger recurring_occurrences_20_cancel_is_final keeps series, index and time fixed and cancellation final (409 OCCURRENCE_ALREADY_CANCELLED). Tenant policies of app.apply_tenant_policies (select, insert, update; never deleted by a request).';
 CREATE INDEX recurring_occurrences_organization_id_idx ON app.recurring_occurrences USING btree (organization_id);
-CREATE UNIQUE INDEX recurring_occurrences_root_id_key ON app.recurring_occurrences USING btree (root_id);
+CREATE UNIQUE INDEX recurring_occurrences_root_id_key ON app.recurring_occurrences USING btree (root_id, workspace_id);
 CREATE INDEX recurring_occurrences_workspace_id_idx ON app.recurring_occurrences USING btree (workspace_id);
 alter table app.recurring_occurrences enable row level security;
 alter table app.recurring_occurrences force row level security;
@@ -3131,7 +3146,7 @@ create table app.recurring_series (
   constraint recurring_series_intent_check CHECK ((intent = ANY (ARRAY['draft'::text, 'schedule'::text]))),
   constraint recurring_series_next_index_check CHECK ((next_index >= 0)),
   constraint recurring_series_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint recurring_series_pkey PRIMARY KEY (id),
+  constraint recurring_series_pkey PRIMARY KEY (id, workspace_id),
   constraint recurring_series_rule_check CHECK (((rule ->> 'frequency'::text) = ANY (ARRAY['daily'::text, 'weekly'::text, 'monthly'::text]))),
   constraint recurring_series_status_check CHECK ((status = ANY (ARRAY['active'::text, 'completed'::text, 'cancelled'::text]))),
   constraint recurring_series_version_check CHECK ((version > 0)),
@@ -3193,11 +3208,11 @@ create table app.review_activity (
   data jsonb default '{}'::jsonb not null,
   created_at timestamp with time zone default clock_timestamp() not null,
   constraint review_activity_body_check CHECK (((body IS NULL) OR (length(body) <= 10000))),
-  constraint review_activity_item_id_fkey FOREIGN KEY (item_id) REFERENCES app.review_items(id) ON DELETE CASCADE,
+  constraint review_activity_item_id_fkey FOREIGN KEY (item_id, workspace_id) REFERENCES app.review_items(id, workspace_id) ON DELETE CASCADE,
   constraint review_activity_kind_check CHECK ((kind = ANY (ARRAY['decision'::text, 'comment'::text, 'system'::text]))),
   constraint review_activity_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint review_activity_pkey PRIMARY KEY (id),
-  constraint review_activity_review_id_fkey FOREIGN KEY (review_id) REFERENCES app.reviews(id) ON DELETE CASCADE,
+  constraint review_activity_pkey PRIMARY KEY (id, workspace_id),
+  constraint review_activity_review_id_fkey FOREIGN KEY (review_id, workspace_id) REFERENCES app.reviews(id, workspace_id) ON DELETE CASCADE,
   constraint review_activity_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.review_activity is 'What happened to a review item, in order: decisions, comments (with @mentions of members) and system events (sent, stage opened, approved, cancelled, ...). Append-only for requests. Tenant policies of app.apply_tenant_policies (select and insert; writes need editor).';
@@ -3216,6 +3231,7 @@ create policy review_activity_definer on app.review_activity as permissive for a
 create policy review_activity_worker on app.review_activity as permissive for all to pressroom_worker
   using (true)
   with check (true);
+CREATE TRIGGER review_activity_95_detach_review_attachments_activity_id AFTER DELETE ON app.review_activity FOR EACH ROW EXECUTE FUNCTION app.tg_detach_references('app.review_attachments', 'activity_id');
 grant select on table app.review_activity to pressroom_api;
 grant delete, insert, select, update on table app.review_activity to pressroom_definer;
 grant delete, insert, select, update on table app.review_activity to pressroom_worker;
@@ -3252,14 +3268,14 @@ create table app.review_attachments (
   expires_at timestamp with time zone not null,
   created_at timestamp with time zone default now() not null,
   completed_at timestamp with time zone,
-  constraint review_attachments_activity_id_fkey FOREIGN KEY (activity_id) REFERENCES app.review_activity(id) ON DELETE SET NULL,
+  constraint review_attachments_activity_id_fkey FOREIGN KEY (activity_id, workspace_id) REFERENCES app.review_activity(id, workspace_id) DEFERRABLE INITIALLY DEFERRED,
   constraint review_attachments_content_type_check CHECK ((content_type = ANY (ARRAY['image/png'::text, 'image/jpeg'::text, 'image/webp'::text, 'image/gif'::text, 'application/pdf'::text]))),
   constraint review_attachments_declared_size_check CHECK ((declared_size > 0)),
   constraint review_attachments_filename_check CHECK (((length(btrim(filename)) >= 1) AND (length(btrim(filename)) <= 255))),
-  constraint review_attachments_item_id_fkey FOREIGN KEY (item_id) REFERENCES app.review_items(id) ON DELETE CASCADE,
+  constraint review_attachments_item_id_fkey FOREIGN KEY (item_id, workspace_id) REFERENCES app.review_items(id, workspace_id) ON DELETE CASCADE,
   constraint review_attachments_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint review_attachments_pkey PRIMARY KEY (id),
-  constraint review_attachments_review_id_fkey FOREIGN KEY (review_id) REFERENCES app.reviews(id) ON DELETE CASCADE,
+  constraint review_attachments_pkey PRIMARY KEY (id, workspace_id),
+  constraint review_attachments_review_id_fkey FOREIGN KEY (review_id, workspace_id) REFERENCES app.reviews(id, workspace_id) ON DELETE CASCADE,
   constraint review_attachments_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'completed'::text, 'aborted'::text, 'expired'::text]))),
   constraint review_attachments_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
@@ -3327,17 +3343,17 @@ create table app.review_decisions (
   constraint review_decisions_check CHECK (((NOT override) OR (reason IS NOT NULL))),
   constraint review_decisions_comment_check CHECK (((comment IS NULL) OR (length(comment) <= 5000))),
   constraint review_decisions_decision_check CHECK ((decision = ANY (ARRAY['approved'::text, 'changes_requested'::text]))),
-  constraint review_decisions_item_id_fkey FOREIGN KEY (item_id) REFERENCES app.review_items(id) ON DELETE CASCADE,
+  constraint review_decisions_item_id_fkey FOREIGN KEY (item_id, workspace_id) REFERENCES app.review_items(id, workspace_id) ON DELETE CASCADE,
   constraint review_decisions_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint review_decisions_pkey PRIMARY KEY (id),
+  constraint review_decisions_pkey PRIMARY KEY (id, workspace_id),
   constraint review_decisions_reason_check CHECK (((reason IS NULL) OR (length(reason) <= 2000))),
-  constraint review_decisions_review_id_fkey FOREIGN KEY (review_id) REFERENCES app.reviews(id) ON DELETE CASCADE,
+  constraint review_decisions_review_id_fkey FOREIGN KEY (review_id, workspace_id) REFERENCES app.reviews(id, workspace_id) ON DELETE CASCADE,
   constraint review_decisions_user_id_fkey FOREIGN KEY (user_id) REFERENCES app.users(id) ON DELETE SET NULL,
   constraint review_decisions_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.review_decisions is 'A decision on a review item at one stage by one approver (member "user:<id>" or client "client:<email>"), or a manager''s override (reason required). One live decision per approver, item and stage; a revoke or a replacement of the stages keeps the row (revoked_at, superseded_at) for history. Tenant policies of app.apply_tenant_policies (writes need editor).';
 CREATE INDEX review_decisions_item_idx ON app.review_decisions USING btree (item_id, stage);
-CREATE UNIQUE INDEX review_decisions_live_key ON app.review_decisions USING btree (item_id, stage, approver_key) WHERE ((revoked_at IS NULL) AND (superseded_at IS NULL));
+CREATE UNIQUE INDEX review_decisions_live_key ON app.review_decisions USING btree (item_id, stage, approver_key, workspace_id) WHERE ((revoked_at IS NULL) AND (superseded_at IS NULL));
 CREATE INDEX review_decisions_organization_id_idx ON app.review_decisions USING btree (organization_id);
 CREATE INDEX review_decisions_review_idx ON app.review_decisions USING btree (review_id);
 alter table app.review_decisions enable row level security;
@@ -3394,16 +3410,16 @@ create table app.review_items (
   decided_at timestamp with time zone,
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
-  constraint review_items_content_id_fkey FOREIGN KEY (content_id) REFERENCES app.content_items(id) ON DELETE CASCADE,
+  constraint review_items_content_id_fkey FOREIGN KEY (content_id, workspace_id) REFERENCES app.content_items(id, workspace_id) ON DELETE CASCADE,
   constraint review_items_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint review_items_pkey PRIMARY KEY (id),
-  constraint review_items_review_id_fkey FOREIGN KEY (review_id) REFERENCES app.reviews(id) ON DELETE CASCADE,
+  constraint review_items_pkey PRIMARY KEY (id, workspace_id),
+  constraint review_items_review_id_fkey FOREIGN KEY (review_id, workspace_id) REFERENCES app.reviews(id, workspace_id) ON DELETE CASCADE,
   constraint review_items_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'approved'::text, 'changes_requested'::text, 'removed'::text]))),
   constraint review_items_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.review_items is 'One content edition in a review: state pending, approved, changes_requested or removed, the stage it waits on, and what the content was before the review held it (prior_status, prior_scheduled_at). An edition is in at most one open review (index review_items_open_content_key, 409 CONTENT_IN_REVIEW). approved_version is the content version that was approved (app.content_review_approved); waiting_on lists the approvers (user:<id>, client:<email>) the item waits on, kept by app.review_item_refresh_waiting for the inbox. Tenant policies of app.apply_tenant_policies (writes need editor).';
 CREATE INDEX review_items_content_idx ON app.review_items USING btree (content_id, created_at DESC);
-CREATE UNIQUE INDEX review_items_open_content_key ON app.review_items USING btree (content_id) WHERE open;
+CREATE UNIQUE INDEX review_items_open_content_key ON app.review_items USING btree (content_id, workspace_id) WHERE open;
 CREATE INDEX review_items_organization_id_idx ON app.review_items USING btree (organization_id);
 CREATE INDEX review_items_review_idx ON app.review_items USING btree (review_id);
 CREATE INDEX review_items_waiting_on_idx ON app.review_items USING gin (waiting_on) WHERE (cardinality(waiting_on) > 0);
@@ -3460,11 +3476,11 @@ create table app.review_links (
   constraint review_links_email_check CHECK (((email ~ '^[^@\s]+@[^@\s]+$'::text) AND (length(email) <= 320))),
   constraint review_links_name_check CHECK (((length(btrim(name)) >= 1) AND (length(btrim(name)) <= 200))),
   constraint review_links_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint review_links_pkey PRIMARY KEY (id),
-  constraint review_links_review_id_email_key UNIQUE (review_id, email),
-  constraint review_links_review_id_fkey FOREIGN KEY (review_id) REFERENCES app.reviews(id) ON DELETE CASCADE,
+  constraint review_links_pkey PRIMARY KEY (id, workspace_id),
+  constraint review_links_review_id_email_key UNIQUE (review_id, email, workspace_id),
+  constraint review_links_review_id_fkey FOREIGN KEY (review_id, workspace_id) REFERENCES app.reviews(id, workspace_id) ON DELETE CASCADE,
   constraint review_links_token_hash_check CHECK ((length(token_hash) = 32)),
-  constraint review_links_token_hash_key UNIQUE (token_hash),
+  constraint review_links_token_hash_key UNIQUE (token_hash, workspace_id),
   constraint review_links_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.review_links is 'A client reviewer''s link to one review: a random token shown once at send, stored only as its SHA-256 hash; it expires with the review (expires_at, revoked_at when the review ends). Authenticated by api.gate_review_link. Tenant policies of app.apply_tenant_policies; requests never read token_hash.';
@@ -3505,11 +3521,11 @@ create table app.review_reactions (
   workspace_id uuid not null,
   emoji text not null,
   created_at timestamp with time zone default now() not null,
-  constraint review_reactions_activity_id_fkey FOREIGN KEY (activity_id) REFERENCES app.review_activity(id) ON DELETE CASCADE,
+  constraint review_reactions_activity_id_fkey FOREIGN KEY (activity_id, workspace_id) REFERENCES app.review_activity(id, workspace_id) ON DELETE CASCADE,
   constraint review_reactions_emoji_check CHECK ((((length(emoji) >= 1) AND (length(emoji) <= 32)) AND (emoji !~ '[[:space:][:cntrl:]]'::text))),
   constraint review_reactions_emoji_is_emoji CHECK (app.is_reaction_emoji(emoji)),
   constraint review_reactions_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint review_reactions_pkey PRIMARY KEY (activity_id, actor_key),
+  constraint review_reactions_pkey PRIMARY KEY (activity_id, actor_key, workspace_id),
   constraint review_reactions_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.review_reactions is 'One emoji per person (member "user:<id>" or client "client:<email>") per activity entry; adding another replaces it. The emoji is one emoji grapheme (check review_reactions_emoji_is_emoji, app.is_reaction_emoji). Tenant policies of app.apply_tenant_policies (writes need editor).';
@@ -3549,8 +3565,8 @@ create table app.review_reminders (
   workspace_id uuid not null,
   reminded_at timestamp with time zone default now() not null,
   constraint review_reminders_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint review_reminders_pkey PRIMARY KEY (review_id, approver_key),
-  constraint review_reminders_review_id_fkey FOREIGN KEY (review_id) REFERENCES app.reviews(id) ON DELETE CASCADE,
+  constraint review_reminders_pkey PRIMARY KEY (review_id, approver_key, workspace_id),
+  constraint review_reminders_review_id_fkey FOREIGN KEY (review_id, workspace_id) REFERENCES app.reviews(id, workspace_id) ON DELETE CASCADE,
   constraint review_reminders_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.review_reminders is 'When each approver of a review was last reminded: at most one reminder per approver within review_remind_interval_seconds (409 REMIND_TOO_SOON). Tenant policies of app.apply_tenant_policies (writes need editor).';
@@ -3679,11 +3695,11 @@ create table app.reviews (
   constraint reviews_created_by_fkey FOREIGN KEY (created_by) REFERENCES app.users(id) ON DELETE SET NULL,
   constraint reviews_message_check CHECK (((message IS NULL) OR (length(message) <= 5000))),
   constraint reviews_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint reviews_pkey PRIMARY KEY (id),
+  constraint reviews_pkey PRIMARY KEY (id, workspace_id),
   constraint reviews_sent_by_fkey FOREIGN KEY (sent_by) REFERENCES app.users(id) ON DELETE SET NULL,
   constraint reviews_status_check CHECK ((status = ANY (ARRAY['draft'::text, 'active'::text, 'completed'::text, 'cancelled'::text, 'expired'::text]))),
   constraint reviews_title_check CHECK (((length(btrim(title)) >= 1) AND (length(btrim(title)) <= 200))),
-  constraint reviews_workflow_id_fkey FOREIGN KEY (workflow_id) REFERENCES app.approval_workflows(id) ON DELETE SET NULL,
+  constraint reviews_workflow_id_fkey FOREIGN KEY (workflow_id, workspace_id) REFERENCES app.approval_workflows(id, workspace_id) DEFERRABLE INITIALLY DEFERRED,
   constraint reviews_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.reviews is 'A review: draft, active, completed, cancelled or expired (moves checked by trigger reviews_20_status_machine, 409 INVALID_REVIEW_TRANSITION), its stages (copied from the workflow at send, or custom), title, message, due time and config revision. Items are in app.review_items. Tenant policies of app.apply_tenant_policies (writes need editor).';
@@ -3748,9 +3764,9 @@ create table app.sandbox_posts (
   caption_edits integer default 0 not null,
   received_at timestamp with time zone default clock_timestamp() not null,
   updated_at timestamp with time zone default clock_timestamp() not null,
-  constraint sandbox_posts_integration_id_fkey FOREIGN KEY (integration_id) REFERENCES app.integrations(id) ON DELETE CASCADE,
-  constraint sandbox_posts_integration_id_idempotency_token_key UNIQUE (integration_id, idempotency_token),
-  constraint sandbox_posts_pkey PRIMARY KEY (id)
+  constraint sandbox_posts_integration_id_fkey FOREIGN KEY (integration_id, workspace_id) REFERENCES app.integrations(id, workspace_id) ON DELETE CASCADE,
+  constraint sandbox_posts_integration_id_idempotency_token_key UNIQUE (integration_id, idempotency_token, workspace_id),
+  constraint sandbox_posts_pkey PRIMARY KEY (id, workspace_id)
 );
 comment on table app.sandbox_posts is 'What the sandbox platform received: one post per integration and idempotency token, counting repeated deliveries and caption edits. Written by the publishing engine''s sandbox connector only; tenant policies of app.apply_tenant_policies let requests read (api.list_sandbox_posts).';
 CREATE INDEX sandbox_posts_integration_idx ON app.sandbox_posts USING btree (integration_id, received_at, id);
@@ -3858,7 +3874,7 @@ create table app.tags (
   constraint tags_color_check CHECK (((color IS NULL) OR (color ~ '^#[0-9a-fA-F]{6}$'::text))),
   constraint tags_name_check CHECK (((length(btrim(name)) >= 1) AND (length(btrim(name)) <= 100))),
   constraint tags_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint tags_pkey PRIMARY KEY (id),
+  constraint tags_pkey PRIMARY KEY (id, workspace_id),
   constraint tags_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.tags is 'A tag of a workspace, assigned to content roots (app.content_root_tags); names unique per workspace ignoring case (index tags_workspace_name_key), trimmed and colors lowered by trigger tags_20_normalize. Tenant policies of app.apply_tenant_policies (writes need editor).';
@@ -3949,13 +3965,13 @@ create table app.webhook_deliveries (
   delivered_at timestamp with time zone,
   redelivery_of uuid,
   created_at timestamp with time zone default clock_timestamp() not null,
-  constraint webhook_deliveries_event_id_fkey FOREIGN KEY (event_id) REFERENCES app.webhook_events(id) ON DELETE CASCADE,
+  constraint webhook_deliveries_event_id_fkey FOREIGN KEY (event_id, workspace_id) REFERENCES app.webhook_events(id, workspace_id) ON DELETE CASCADE,
   constraint webhook_deliveries_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint webhook_deliveries_pkey PRIMARY KEY (id),
-  constraint webhook_deliveries_redelivery_of_fkey FOREIGN KEY (redelivery_of) REFERENCES app.webhook_deliveries(id) ON DELETE SET NULL,
-  constraint webhook_deliveries_seq_key UNIQUE (seq),
+  constraint webhook_deliveries_pkey PRIMARY KEY (id, workspace_id),
+  constraint webhook_deliveries_redelivery_of_fkey FOREIGN KEY (redelivery_of, workspace_id) REFERENCES app.webhook_deliveries(id, workspace_id) DEFERRABLE INITIALLY DEFERRED,
+  constraint webhook_deliveries_seq_key UNIQUE (seq, workspace_id),
   constraint webhook_deliveries_state_check CHECK ((state = ANY (ARRAY['pending'::text, 'delivered'::text]))),
-  constraint webhook_deliveries_subscription_id_fkey FOREIGN KEY (subscription_id) REFERENCES app.webhook_subscriptions(id) ON DELETE CASCADE,
+  constraint webhook_deliveries_subscription_id_fkey FOREIGN KEY (subscription_id, workspace_id) REFERENCES app.webhook_subscriptions(id, workspace_id) ON DELETE CASCADE,
   constraint webhook_deliveries_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.webhook_deliveries is 'One event to one subscription: pending until the receiver answers 2xx, then delivered. The worker sends a subscription''s pending deliveries in seq order and never passes a failed one (app.webhook_claim). A manual redelivery is a new row (redelivery_of). Written by triggers, api functions and the worker; tenant policies (select; writes need manager).';
@@ -3977,6 +3993,7 @@ create policy webhook_deliveries_definer on app.webhook_deliveries as permissive
 create policy webhook_deliveries_worker on app.webhook_deliveries as permissive for all to pressroom_worker
   using (true)
   with check (true);
+CREATE TRIGGER webhook_deliveries_95_detach_webhook_deliveries_redelivery_of AFTER DELETE ON app.webhook_deliveries FOR EACH ROW EXECUTE FUNCTION app.tg_detach_references('app.webhook_deliveries', 'redelivery_of');
 CREATE TRIGGER webhook_deliveries_95_wake AFTER INSERT ON app.webhook_deliveries FOR EACH STATEMENT EXECUTE FUNCTION app.tg_webhook_deliveries_wake();
 grant select on table app.webhook_deliveries to pressroom_api;
 grant delete, insert, select, update on table app.webhook_deliveries to pressroom_definer;
@@ -4003,14 +4020,14 @@ create table app.webhook_delivery_log (
   error text,
   duration_ms integer,
   created_at timestamp with time zone default clock_timestamp() not null,
-  constraint webhook_delivery_log_delivery_id_fkey FOREIGN KEY (delivery_id) REFERENCES app.webhook_deliveries(id) ON DELETE CASCADE,
+  constraint webhook_delivery_log_delivery_id_fkey FOREIGN KEY (delivery_id, workspace_id) REFERENCES app.webhook_deliveries(id, workspace_id) ON DELETE CASCADE,
   constraint webhook_delivery_log_error_check CHECK (((error IS NULL) OR (length(error) <= 2048))),
   constraint webhook_delivery_log_kind_check CHECK ((kind = ANY (ARRAY['attempt'::text, 'webhook.paused'::text, 'webhook.resumed'::text]))),
   constraint webhook_delivery_log_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint webhook_delivery_log_pkey PRIMARY KEY (id),
+  constraint webhook_delivery_log_pkey PRIMARY KEY (id, workspace_id),
   constraint webhook_delivery_log_response_excerpt_check CHECK (((response_excerpt IS NULL) OR (length(response_excerpt) <= 2048))),
-  constraint webhook_delivery_log_seq_key UNIQUE (seq),
-  constraint webhook_delivery_log_subscription_id_fkey FOREIGN KEY (subscription_id) REFERENCES app.webhook_subscriptions(id) ON DELETE CASCADE,
+  constraint webhook_delivery_log_seq_key UNIQUE (seq, workspace_id),
+  constraint webhook_delivery_log_subscription_id_fkey FOREIGN KEY (subscription_id, workspace_id) REFERENCES app.webhook_subscriptions(id, workspace_id) ON DELETE CASCADE,
   constraint webhook_delivery_log_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.webhook_delivery_log is 'What happened to a subscription''s deliveries: every attempt (request URL, headers and body; response status and the first 2048 characters of its body; error; duration) and the webhook.paused / webhook.resumed entries. Written by the worker (app.webhook_record_attempt) and api functions. Tenant policies (select only).';
@@ -4048,8 +4065,8 @@ create table app.webhook_events (
   data jsonb not null,
   occurred_at timestamp with time zone default clock_timestamp() not null,
   constraint webhook_events_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint webhook_events_pkey PRIMARY KEY (id),
-  constraint webhook_events_seq_key UNIQUE (seq),
+  constraint webhook_events_pkey PRIMARY KEY (id, workspace_id),
+  constraint webhook_events_seq_key UNIQUE (seq, workspace_id),
   constraint webhook_events_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.webhook_events is 'The outbox of lifecycle events: written by triggers (app.webhook_emit) in the transaction of the change, so an event exists exactly when its change committed. subject_id names the content item, review or message. Read by the worker; requests read it through the delivery log. Tenant policies (select only).';
@@ -4096,7 +4113,7 @@ create table app.webhook_subscriptions (
   constraint webhook_subscriptions_events_check CHECK (((cardinality(events) >= 1) AND (cardinality(events) <= 50))),
   constraint webhook_subscriptions_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
   constraint webhook_subscriptions_paused_reason_check CHECK ((paused_reason = ANY (ARRAY['manual'::text, 'failures'::text, 'gone'::text]))),
-  constraint webhook_subscriptions_pkey PRIMARY KEY (id),
+  constraint webhook_subscriptions_pkey PRIMARY KEY (id, workspace_id),
   constraint webhook_subscriptions_secret_ciphertext_check CHECK (((length(secret_ciphertext) >= 29) AND (length(secret_ciphertext) <= 2048))),
   constraint webhook_subscriptions_url_check CHECK (((url ~ '^https?://'::text) AND (length(url) <= 2048))),
   constraint webhook_subscriptions_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
@@ -4148,7 +4165,7 @@ create table app.work_claims (
   claimed_at timestamp with time zone default clock_timestamp() not null,
   constraint work_claims_kind_check CHECK ((kind = ANY (ARRAY['media_upload_completion'::text, 'published_caption_edit'::text, 'article_platform_draft'::text]))),
   constraint work_claims_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint work_claims_pkey PRIMARY KEY (kind, subject_id),
+  constraint work_claims_pkey PRIMARY KEY (kind, subject_id, workspace_id),
   constraint work_claims_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.work_claims is 'Slow work a request has claimed (the phased routes of server/http/pipeline.ts): one live claim per (kind, subject); it lapses at claimed_until.';
@@ -4183,7 +4200,7 @@ create table app.workbench_pages (
   constraint workbench_pages_description_check CHECK (((description IS NULL) OR (length(description) <= 5000))),
   constraint workbench_pages_name_check CHECK (((length(btrim(name)) >= 1) AND (length(btrim(name)) <= 160))),
   constraint workbench_pages_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint workbench_pages_pkey PRIMARY KEY (id),
+  constraint workbench_pages_pkey PRIMARY KEY (id, workspace_id),
   constraint workbench_pages_position_check CHECK (("position" ~ '^[0-9A-Za-z]*[1-9A-Za-z]$'::text)),
   constraint workbench_pages_position_key UNIQUE (workspace_id, "position") DEFERRABLE,
   constraint workbench_pages_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
@@ -4237,16 +4254,16 @@ create table app.workbench_rows (
   created_by uuid,
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
-  constraint workbench_rows_content_root_id_fkey FOREIGN KEY (content_root_id) REFERENCES app.content_roots(id) ON DELETE SET NULL,
-  constraint workbench_rows_content_root_key UNIQUE (content_root_id),
+  constraint workbench_rows_content_root_id_fkey FOREIGN KEY (content_root_id, workspace_id) REFERENCES app.content_roots(id, workspace_id) DEFERRABLE INITIALLY DEFERRED,
+  constraint workbench_rows_content_root_key UNIQUE (content_root_id, workspace_id),
   constraint workbench_rows_created_by_fkey FOREIGN KEY (created_by) REFERENCES app.users(id) ON DELETE SET NULL,
   constraint workbench_rows_notes_check CHECK (((notes IS NULL) OR (length(notes) <= 10000))),
   constraint workbench_rows_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint workbench_rows_pkey PRIMARY KEY (id),
+  constraint workbench_rows_pkey PRIMARY KEY (id, workspace_id),
   constraint workbench_rows_planned_check CHECK (((planned_at IS NULL) OR (planned_on IS NULL))),
   constraint workbench_rows_position_check CHECK (("position" ~ '^[0-9A-Za-z]*[1-9A-Za-z]$'::text)),
-  constraint workbench_rows_position_key UNIQUE (section_id, "position") DEFERRABLE,
-  constraint workbench_rows_section_page_fkey FOREIGN KEY (section_id, page_id) REFERENCES app.workbench_sections(id, page_id) ON UPDATE CASCADE ON DELETE CASCADE,
+  constraint workbench_rows_position_key UNIQUE (section_id, "position", workspace_id) DEFERRABLE,
+  constraint workbench_rows_section_page_fkey FOREIGN KEY (section_id, page_id, workspace_id) REFERENCES app.workbench_sections(id, page_id, workspace_id) ON DELETE CASCADE,
   constraint workbench_rows_title_check CHECK (((title IS NULL) OR (length(title) <= 500))),
   constraint workbench_rows_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
@@ -4303,16 +4320,16 @@ create table app.workbench_sections (
   created_at timestamp with time zone default now() not null,
   updated_at timestamp with time zone default now() not null,
   constraint workbench_sections_color_check CHECK (((color IS NULL) OR (color ~ '^#[0-9a-fA-F]{6}$'::text))),
-  constraint workbench_sections_id_page_key UNIQUE (id, page_id),
+  constraint workbench_sections_id_page_key UNIQUE (id, page_id, workspace_id),
   constraint workbench_sections_name_check CHECK (((length(btrim(name)) >= 1) AND (length(btrim(name)) <= 160))),
   constraint workbench_sections_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
-  constraint workbench_sections_page_id_fkey FOREIGN KEY (page_id) REFERENCES app.workbench_pages(id) ON DELETE CASCADE,
-  constraint workbench_sections_pkey PRIMARY KEY (id),
+  constraint workbench_sections_page_id_fkey FOREIGN KEY (page_id, workspace_id) REFERENCES app.workbench_pages(id, workspace_id) ON DELETE CASCADE,
+  constraint workbench_sections_pkey PRIMARY KEY (id, workspace_id),
   constraint workbench_sections_position_check CHECK (("position" ~ '^[0-9A-Za-z]*[1-9A-Za-z]$'::text)),
-  constraint workbench_sections_position_key UNIQUE (page_id, "position") DEFERRABLE,
+  constraint workbench_sections_position_key UNIQUE (page_id, "position", workspace_id) DEFERRABLE,
   constraint workbench_sections_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
-comment on table app.workbench_sections is 'A section of a workbench page (a group of rows): name, color, collapsed, and its place in the page (a fractional key, unique per page). Moving it to another page carries its rows (foreign key workbench_rows_section_page_fkey, on update cascade). Trigger workbench_sections_20_same_workspace keeps it in its page''s workspace. Tenant policies of app.apply_tenant_policies (writes need editor).';
+comment on table app.workbench_sections is 'A section of a workbench page (a group of rows): name, color, collapsed, and its place in the page (a fractional key, unique per page). Moving it to another page carries its rows (api.move_workbench_section updates both in one statement; foreign key workbench_rows_section_page_fkey refuses a section moved without them). Trigger workbench_sections_20_same_workspace keeps it in its page''s workspace. Tenant policies of app.apply_tenant_policies (writes need editor).';
 CREATE INDEX workbench_sections_organization_id_idx ON app.workbench_sections USING btree (organization_id);
 CREATE INDEX workbench_sections_workspace_id_idx ON app.workbench_sections USING btree (workspace_id);
 alter table app.workbench_sections enable row level security;
@@ -4755,7 +4772,7 @@ begin
   values (p_integration_id, v_integration.organization_id, v_integration.workspace_id, now(),
     case when p_outcome = 'ok' then now() end,
     case when p_outcome <> 'ok' then left(p_error, 1000) end, case when p_outcome <> 'ok' then now() end)
-  on conflict (integration_id) do update set
+  on conflict (integration_id, workspace_id) do update set
     last_attempt_at = now(),
     last_success_at = case when p_outcome = 'ok' then now() else s.last_success_at end,
     last_error = case when p_outcome <> 'ok' then left(p_error, 1000) else s.last_error end,
@@ -4765,7 +4782,7 @@ begin
   values (p_integration_id, v_integration.organization_id, v_integration.workspace_id, (now() at time zone 'UTC')::date,
     case when p_outcome = 'ok' then p_count else 0 end, case when p_outcome = 'failed' then p_count else 0 end,
     case when p_outcome = 'rate_limited' then p_count else 0 end)
-  on conflict (integration_id, day) do update set
+  on conflict (integration_id, day, workspace_id) do update set
     successes = d.successes + excluded.successes, failures = d.failures + excluded.failures,
     rate_limit_hits = d.rate_limit_hits + excluded.rate_limit_hits;
 end
@@ -4982,7 +4999,7 @@ begin
     app.analytics_local_day(v_integration.workspace_id, p_captured_at), p_captured_at, p_source,
     app.analytics_count(p_account -> 'followers'), app.analytics_count(p_account -> 'profileViews'),
     nullif(p_account -> 'demographics', 'null'::jsonb))
-  on conflict (integration_id, day) do update set
+  on conflict (integration_id, day, workspace_id) do update set
     captured_at = excluded.captured_at, source = excluded.source,
     followers = coalesce(excluded.followers, m.followers), profile_views = coalesce(excluded.profile_views, m.profile_views),
     demographics = coalesce(excluded.demographics, m.demographics)
@@ -5012,7 +5029,7 @@ begin
     insert into app.analytics_post_sync as s (content_item_id, organization_id, workspace_id, last_attempt_at, last_success_at, last_error)
     values (v_item.id, v_item.organization_id, v_item.workspace_id, now(),
       case when v ->> 'outcome' = 'ok' then now() end, case when v ->> 'outcome' <> 'ok' then left(v ->> 'error', 1000) end)
-    on conflict (content_item_id) do update set last_attempt_at = now(),
+    on conflict (content_item_id, workspace_id) do update set last_attempt_at = now(),
       last_success_at = case when v ->> 'outcome' = 'ok' then now() else s.last_success_at end,
       last_error = case when v ->> 'outcome' = 'ok' then null else left(v ->> 'error', 1000) end;
     if v ->> 'outcome' = 'ok' and v ? 'metrics' then
@@ -5025,7 +5042,7 @@ begin
         coalesce(app.analytics_count(v_m -> 'likes'), 0), coalesce(app.analytics_count(v_m -> 'comments'), 0),
         coalesce(app.analytics_count(v_m -> 'shares'), 0), coalesce(app.analytics_count(v_m -> 'saves'), 0),
         coalesce(app.analytics_count(v_m -> 'clicks'), 0), coalesce(app.analytics_count(v_m -> 'videoViews'), 0))
-      on conflict (content_item_id, captured_at) do nothing;
+      on conflict (content_item_id, captured_at, workspace_id) do nothing;
       v_snapshots := v_snapshots + 1;
     end if;
     if v ->> 'outcome' in ('ok', 'failed', 'rate_limited') then
@@ -5089,7 +5106,7 @@ begin
       impressions, reach, likes, comments, shares, saves, clicks, video_views)
     values (v_last.organization_id, v_last.workspace_id, p_item, v_last.integration_id, p_day,
       v_new[1], v_new[2], v_new[3], v_new[4], v_new[5], v_new[6], v_new[7], v_new[8])
-    on conflict (content_item_id, day) do update set
+    on conflict (content_item_id, day, workspace_id) do update set
       impressions = excluded.impressions, reach = excluded.reach, likes = excluded.likes, comments = excluded.comments,
       shares = excluded.shares, saves = excluded.saves, clicks = excluded.clicks, video_views = excluded.video_views;
   end if;
@@ -6001,6 +6018,33 @@ grant execute on function app.check_date_range(date,date,text) to pressroom_api;
 grant execute on function app.check_date_range(date,date,text) to pressroom_definer;
 grant execute on function app.check_date_range(date,date,text) to pressroom_worker;
 revoke all on function app.check_date_range(date,date,text) from public;
+
+CREATE OR REPLACE FUNCTION app.colocated_relation(p_table regclass, p_workspace_id uuid, p_trigger_relid oid)
+ RETURNS regclass
+ LANGUAGE plpgsql
+ STABLE
+ SET search_path TO 'pg_catalog'
+AS $function$
+begin
+  -- Without Citus (a statement of its own: one naming pg_dist_partition fails to plan there),
+  -- or in a trigger that fires on a table Citus does not shard: the table itself.
+  if to_regclass('pg_catalog.pg_dist_partition') is null then
+    return p_table;
+  end if;
+  if exists (select 1 from pg_dist_partition where logicalrelid = p_trigger_relid)
+     or not exists (select 1 from pg_dist_partition where logicalrelid = p_table and partmethod = 'h') then
+    return p_table;
+  end if;
+  -- A trigger on a shard: the shard of p_table that holds p_workspace_id, on this node (the
+  -- tables are colocated), because a query on a shard cannot run a distributed query.
+  return shard_name(p_table, get_shard_id_for_distribution_column(p_table, p_workspace_id))::regclass;
+end
+$function$;
+comment on function app.colocated_relation(regclass,uuid,oid) is 'The relation a trigger reads or writes for a workspace table: the table itself on one node, and, when the trigger (p_trigger_relid: TG_RELID) fires on a Citus shard, the colocated shard of p_table that holds p_workspace_id, on the same node. A query on a shard cannot run a distributed query ("cannot execute a distributed query from a query on a shard"), so a trigger that touches another workspace table goes through this (docs/citus.md, "Triggers").';
+grant execute on function app.colocated_relation(regclass,uuid,oid) to pressroom_api;
+grant execute on function app.colocated_relation(regclass,uuid,oid) to pressroom_definer;
+grant execute on function app.colocated_relation(regclass,uuid,oid) to pressroom_worker;
+revoke all on function app.colocated_relation(regclass,uuid,oid) from public;
 
 CREATE OR REPLACE FUNCTION app.compact_content_item_counts(p_workspace_id uuid)
  RETURNS integer
@@ -9020,7 +9064,7 @@ begin
   insert into app.inbox_threads (organization_id, workspace_id, integration_id, platform, kind, thread_key)
   select distinct v_integ.organization_id, v_integ.workspace_id, p_integration, v_integ.platform, e.thread_kind, e.thread_key
   from app.inbox_events e where e.id = any (v_ids) and e.thread_key is not null
-  on conflict (integration_id, kind, thread_key) do nothing;
+  on conflict (integration_id, kind, thread_key, workspace_id) do nothing;
 
   select array_agg(distinct e.message_key) into v_keys from app.inbox_events e where e.id = any (v_ids);
 
@@ -9071,7 +9115,7 @@ begin
   left join latest l using (message_key)
   left join hiding h using (message_key)
   left join reacting r using (message_key)
-  on conflict (integration_id, message_key) do update set
+  on conflict (integration_id, message_key, workspace_id) do update set
     parent_key = excluded.parent_key,
     author = case when m.direction = 'inbound' then excluded.author else m.author end,
     body = case when m.direction = 'inbound' then excluded.body else m.body end,
@@ -9423,7 +9467,7 @@ begin
   end if;
   insert into app.integration_limits (workspace_id, integration_id, organization_id, limits, read_at)
   select g.workspace_id, g.id, g.organization_id, v, now() from app.integrations g where g.id = p_integration
-  on conflict (integration_id) do update set limits = excluded.limits, read_at = excluded.read_at;
+  on conflict (integration_id, workspace_id) do update set limits = excluded.limits, read_at = excluded.read_at;
 end
 $function$;
 alter function app.integration_limits_put(uuid,jsonb) owner to pressroom_definer;
@@ -9547,6 +9591,25 @@ grant execute on function app.is_uuid(text) to pressroom_api;
 grant execute on function app.is_uuid(text) to pressroom_definer;
 grant execute on function app.is_uuid(text) to pressroom_worker;
 revoke all on function app.is_uuid(text) from public;
+
+CREATE OR REPLACE FUNCTION app.is_workspace_table(p_table regclass)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog'
+AS $function$
+  -- Whether p_table is a workspace table: an ordinary table of app with a
+  -- workspace_id column (the tables distributed by workspace_id on Citus).
+  select exists (
+    select 1
+      from pg_class c
+      join pg_namespace n on n.oid = c.relnamespace
+      join pg_attribute a on a.attrelid = c.oid
+     where c.oid = p_table and n.nspname = 'app' and c.relkind in ('r', 'p')
+       and a.attname = 'workspace_id' and not a.attisdropped)
+$function$;
+comment on function app.is_workspace_table(regclass) is 'Whether a table is a workspace table (app, with a workspace_id column): the tables whose keys hold workspace_id and whose rows Citus distributes by it (db/migrations/committed/000043-keys-carry-the-workspace.sql, tests/db/10-distributable.test.sql).';
+revoke all on function app.is_workspace_table(regclass) from public;
 
 CREATE OR REPLACE FUNCTION app.jsonb_uuids(p jsonb)
  RETURNS uuid[]
@@ -9770,7 +9833,7 @@ begin
   delete from app.media_items where id = m.id;
   insert into app.media_storage_garbage (storage_key, workspace_id, organization_id, reason)
   values (m.storage_key, m.workspace_id, m.organization_id, p_reason)
-  on conflict (storage_key) do nothing;
+  on conflict (storage_key, workspace_id) do nothing;
 end
 $function$;
 grant execute on function app.media_destroy(app.media_items,text) to pressroom_api;
@@ -9853,7 +9916,7 @@ begin
       -- Never completed: the final key a refused completion may have left.
       select format('media/%s/%s', workspace_id, id), workspace_id, organization_id, 'upload_expired' from swept
       where state <> 'completed'
-      on conflict (storage_key) do nothing
+      on conflict (storage_key, workspace_id) do nothing
       returning 1)
     select (select count(*) from swept), (select count(*) from queued) into v_rows, v_keys;
     -- v_done counts the sessions swept (what the limit bounds), v_swept the keys queued (the answer).
@@ -10963,7 +11026,7 @@ begin
       where id = a.id;
       insert into app.publishing_states as ps (content_item_id, organization_id, workspace_id, job_id, state, run_attempts)
       values (v.id, v.organization_id, v.workspace_id, p_job_id, 'publishing', a.run_attempt)
-      on conflict (content_item_id) do update set job_id = p_job_id, state = 'publishing', next_attempt_at = null, updated_at = now();
+      on conflict (content_item_id, workspace_id) do update set job_id = p_job_id, state = 'publishing', next_attempt_at = null, updated_at = now();
       return jsonb_build_object('action', 'send', 'attemptId', a.id, 'attempt', a.attempt, 'runAttempt', a.run_attempt,
         'token', a.idempotency_token, 'resend', true, 'edition', app.publish_edition_json(v.id));
     end if;
@@ -10973,7 +11036,7 @@ begin
     insert into app.publishing_states as ps (content_item_id, organization_id, workspace_id, job_id, state, run_attempts, last_error)
     values (v.id, v.organization_id, v.workspace_id, p_job_id, 'awaiting_confirmation', a.run_attempt,
             'The worker stopped while the post was being sent; check the platform and resolve the outcome.')
-    on conflict (content_item_id) do update set job_id = p_job_id, state = 'awaiting_confirmation', next_attempt_at = null,
+    on conflict (content_item_id, workspace_id) do update set job_id = p_job_id, state = 'awaiting_confirmation', next_attempt_at = null,
       last_error = excluded.last_error, updated_at = now();
     return jsonb_build_object('action', 'skip', 'reason', 'unknown outcome of an interrupted attempt');
   end if;
@@ -10987,7 +11050,7 @@ begin
   returning * into a;
   insert into app.publishing_states as ps (content_item_id, organization_id, workspace_id, job_id, state, run_attempts)
   values (v.id, v.organization_id, v.workspace_id, p_job_id, 'publishing', v_run)
-  on conflict (content_item_id) do update set job_id = p_job_id, state = 'publishing', run_attempts = v_run,
+  on conflict (content_item_id, workspace_id) do update set job_id = p_job_id, state = 'publishing', run_attempts = v_run,
     next_attempt_at = null, updated_at = now();
   return jsonb_build_object('action', 'send', 'attemptId', a.id, 'attempt', a.attempt, 'runAttempt', a.run_attempt,
     'token', a.idempotency_token, 'resend', false, 'edition', app.publish_edition_json(v.id));
@@ -11089,8 +11152,9 @@ begin
         -- The editions put back are paced at the rate the limit lets through, after those this
         -- integration already put back (app.publish_pacing): each comes back about when it can go,
         -- instead of every one coming back together at each retry and going back again.
-        insert into app.publish_pacing as p (integration_id, next_at) values (g.integration_id, v_until)
-        on conflict (integration_id) do nothing;
+        insert into app.publish_pacing as p (integration_id, organization_id, workspace_id, next_at)
+        select i.id, i.organization_id, i.workspace_id, v_until from app.integrations i where i.id = g.integration_id
+        on conflict (integration_id, workspace_id) do nothing;
         -- At most 10 s of pace ahead of the limit's own next opening: a pace that ran ahead (a
         -- long burst, or a hold measured while slots were stuck) costs a look every 10 s at most.
         select greatest(v_until, least(p.next_at, v_until + interval '10 seconds')) into v_start from app.publish_pacing p
@@ -11188,7 +11252,7 @@ begin
       insert into app.publishing_states as ps (content_item_id, organization_id, workspace_id, job_id, state, run_attempts)
       select a.content_item_id, a.organization_id, a.workspace_id, a.job_id, 'publishing', a.run_attempt from a
       order by a.content_item_id
-      on conflict (content_item_id) do update set job_id = excluded.job_id, state = 'publishing',
+      on conflict (content_item_id, workspace_id) do update set job_id = excluded.job_id, state = 'publishing',
         run_attempts = excluded.run_attempts, next_attempt_at = null, updated_at = now()
     )
     -- (s, a data-modifying part, runs to completion whether read or not.)
@@ -11697,7 +11761,7 @@ CREATE OR REPLACE FUNCTION app.publishing_set_caption(p_id uuid, p_caption text)
 AS $function$
   insert into app.published_captions (content_item_id, organization_id, workspace_id, caption)
   select id, organization_id, workspace_id, p_caption from app.content_items where id = p_id
-  on conflict (content_item_id) do update set caption = excluded.caption, edits = app.published_captions.edits + 1,
+  on conflict (content_item_id, workspace_id) do update set caption = excluded.caption, edits = app.published_captions.edits + 1,
     updated_at = clock_timestamp()
 $function$;
 alter function app.publishing_set_caption(uuid,text) owner to pressroom_definer;
@@ -12317,7 +12381,7 @@ CREATE OR REPLACE FUNCTION app.review_attachment_discard(a app.review_attachment
 AS $function$
   insert into app.media_storage_garbage (storage_key, workspace_id, organization_id, reason)
   values (a.upload_key, a.workspace_id, a.organization_id, p_reason), (a.storage_key, a.workspace_id, a.organization_id, p_reason)
-  on conflict (storage_key) do nothing
+  on conflict (storage_key, workspace_id) do nothing
 $function$;
 comment on function app.review_attachment_discard(app.review_attachments,text) is 'Queues both storage keys of an aborted or expired attachment in app.media_storage_garbage (the media purge job deletes the bytes).';
 grant execute on function app.review_attachment_discard(app.review_attachments,text) to pressroom_api;
@@ -12979,7 +13043,7 @@ begin
   if p_add then
     insert into app.review_reactions (activity_id, actor_key, organization_id, workspace_id, emoji)
     values (p_activity, v_key, r.organization_id, r.workspace_id, p_emoji)
-    on conflict (activity_id, actor_key) do update set emoji = excluded.emoji;
+    on conflict (activity_id, actor_key, workspace_id) do update set emoji = excluded.emoji;
   else
     delete from app.review_reactions where activity_id = p_activity and actor_key = v_key and emoji = p_emoji;
     if not found then
@@ -13316,7 +13380,7 @@ begin
     platform_post_id, permalink, caption, payload)
   select g.organization_id, g.workspace_id, g.id, p_content_id, p_token, p_platform_post_id, p_permalink, p_caption, p_payload
   from app.integrations g where g.id = p_integration_id
-  on conflict (integration_id, idempotency_token) do update set deliveries = app.sandbox_posts.deliveries + 1,
+  on conflict (integration_id, idempotency_token, workspace_id) do update set deliveries = app.sandbox_posts.deliveries + 1,
     updated_at = clock_timestamp()
   returning * into p;
   return jsonb_build_object('platformPostId', p.platform_post_id, 'permalink', p.permalink, 'deliveries', p.deliveries);
@@ -13356,7 +13420,7 @@ begin
         x.p ->> 'permalink', x.p ->> 'caption', x.p -> 'payload'
       from x join app.integrations g on g.id = x.integration_id
       order by x.n
-      on conflict (integration_id, idempotency_token) do update set deliveries = sp.deliveries + 1, updated_at = clock_timestamp()
+      on conflict (integration_id, idempotency_token, workspace_id) do update set deliveries = sp.deliveries + 1, updated_at = clock_timestamp()
       returning sp.integration_id, sp.idempotency_token, sp.platform_post_id, sp.permalink, sp.deliveries
     )
     select coalesce(jsonb_agg(jsonb_build_object('platformPostId', ins.platform_post_id, 'permalink', ins.permalink,
@@ -14740,6 +14804,24 @@ grant execute on function app.tg_content_versions_append_only() to pressroom_def
 grant execute on function app.tg_content_versions_append_only() to pressroom_worker;
 revoke all on function app.tg_content_versions_append_only() from public;
 
+CREATE OR REPLACE FUNCTION app.tg_detach_references()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog'
+AS $function$
+begin
+  -- TG_ARGV[0]: the referencing table; TG_ARGV[1]: its column that names this row.
+  execute format('update %s set %I = null where workspace_id = $1 and %I = $2',
+                 app.colocated_relation(tg_argv[0]::regclass, old.workspace_id, tg_relid), tg_argv[1], tg_argv[1])
+    using old.workspace_id, old.id;
+  return old;
+end
+$function$;
+alter function app.tg_detach_references() owner to pressroom_definer;
+comment on function app.tg_detach_references() is 'Trigger (AFTER DELETE, <parent>_95_detach_<table>_<column>): empties the column TG_ARGV[1] of TG_ARGV[0] where it names the row being deleted, in the row''s workspace (on Citus, in the colocated shard: app.colocated_relation). It stands for ON DELETE SET NULL, which Citus refuses on a foreign key that holds the distribution column; the key itself is checked at commit, after the trigger has run (db/migrations/committed/000043-keys-carry-the-workspace.sql). Security definer: the referencing rows are emptied whoever deletes, as the foreign key action did.';
+revoke all on function app.tg_detach_references() from public;
+
 CREATE OR REPLACE FUNCTION app.tg_hashtag_groups_normalize()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -14970,7 +15052,7 @@ begin
          s.impressions, s.reach, s.likes, s.comments, s.shares, s.saves, s.clicks, s.video_views
   from app.post_metric_snapshots s where s.content_item_id = new.content_item_id
   order by s.captured_at desc, s.id desc limit 1
-  on conflict (content_item_id) do update set
+  on conflict (content_item_id, workspace_id) do update set
     captured_at = excluded.captured_at, impressions = excluded.impressions, reach = excluded.reach,
     likes = excluded.likes, comments = excluded.comments, shares = excluded.shares, saves = excluded.saves,
     clicks = excluded.clicks, video_views = excluded.video_views;
@@ -15886,7 +15968,7 @@ begin
   values (p_kind, p_subject, app.current_organization_id(), app.current_workspace_id(), v_token,
           nullif(current_setting('pressroom.request_id', true), ''),
           clock_timestamp() + make_interval(secs => greatest(p_seconds, 1)))
-  on conflict (kind, subject_id) do update
+  on conflict (kind, subject_id, workspace_id) do update
     set organization_id = excluded.organization_id, workspace_id = excluded.workspace_id, token = excluded.token,
         request_id = excluded.request_id, claimed_until = excluded.claimed_until, claimed_at = clock_timestamp()
     where c.claimed_until <= clock_timestamp()
@@ -17091,7 +17173,7 @@ begin
     insert into app.media_storage_garbage (storage_key, workspace_id, organization_id, reason)
     values (v.storage_key, v.workspace_id, v.organization_id, 'upload_aborted'),
            (format('media/%s/%s', v.workspace_id, v.id), v.workspace_id, v.organization_id, 'upload_aborted')
-    on conflict (storage_key) do nothing;
+    on conflict (storage_key, workspace_id) do nothing;
   end if;
   return app.media_upload_json(v);
 end
@@ -21062,7 +21144,7 @@ begin
            e ->> 'threadKey', e ->> 'messageKey', e ->> 'parentKey', nullif(e -> 'author', 'null'::jsonb), e ->> 'text',
            coalesce(nullif(e -> 'attachments', 'null'::jsonb), '[]'), e ->> 'reaction', e ->> 'reactorId', (e ->> 'occurredAt')::timestamptz
     from jsonb_array_elements(p_events) e
-    on conflict (integration_id, event_id) do nothing
+    on conflict (integration_id, event_id, workspace_id) do nothing
     returning 1)
   select count(*) into v_new from ins;
   if v_new = 0 and v_count > 0 then
@@ -21204,7 +21286,7 @@ begin
       coalesce(app.analytics_count(v_post -> 'likes'), 0), coalesce(app.analytics_count(v_post -> 'comments'), 0),
       coalesce(app.analytics_count(v_post -> 'shares'), 0), coalesce(app.analytics_count(v_post -> 'saves'), 0),
       coalesce(app.analytics_count(v_post -> 'clicks'), 0), coalesce(app.analytics_count(v_post -> 'videoViews'), 0))
-    on conflict (content_item_id, captured_at) do nothing;
+    on conflict (content_item_id, captured_at, workspace_id) do nothing;
     get diagnostics v_rows = row_count;
     v_recorded := v_recorded + v_rows;
   end loop;
@@ -22457,7 +22539,7 @@ begin
   end if;
   insert into app.inbox_reads (thread_id, principal_id, organization_id, workspace_id, read_at)
   values (p_id, app.current_principal_id(), app.current_organization_id(), v.workspace_id, v_at)
-  on conflict (thread_id, principal_id) do update set read_at = excluded.read_at, updated_at = now();
+  on conflict (thread_id, principal_id, workspace_id) do update set read_at = excluded.read_at, updated_at = now();
   return app.inbox_thread_json(v);
 end
 $function$;
@@ -22880,9 +22962,10 @@ declare
   v app.workbench_sections;
   v_page uuid;
   v_target uuid := (p_body ->> 'pageId')::uuid;
+  v_ws uuid := app.current_workspace_id();
 begin
   perform app.require_role('editor');
-  select page_id into v_page from app.workbench_sections where id = p_id and workspace_id = app.current_workspace_id();
+  select page_id into v_page from app.workbench_sections where id = p_id and workspace_id = v_ws;
   perform app.workbench_lock(v_page, v_target);
   v := app.workbench_section_for_update(p_id);
   if v_target is null or v_target = v.page_id then
@@ -22890,10 +22973,18 @@ begin
   else
     perform app.workbench_page_for_update(v_target);
   end if;
-  update app.workbench_sections
-  set page_id = v_target,
-      position = app.workbench_slot('sections', v_target, (p_body ->> 'afterId')::uuid, (p_body ->> 'beforeId')::uuid, v.id)
-  where id = v.id returning * into v;
+  -- The section and its rows in one statement: the key is checked at its end.
+  with moved as (
+    update app.workbench_sections
+    set page_id = v_target,
+        position = app.workbench_slot('sections', v_target, (p_body ->> 'afterId')::uuid, (p_body ->> 'beforeId')::uuid, v.id)
+    where id = v.id and workspace_id = v_ws
+    returning *
+  ), rows_moved as (
+    update app.workbench_rows r set page_id = v_target
+    where r.section_id = v.id and r.workspace_id = v_ws and r.page_id <> v_target
+  )
+  select * into v from moved;
   return app.workbench_section_json(v);
 end
 $function$;
@@ -23436,7 +23527,7 @@ begin
   end if;
   insert into app.review_reminders (review_id, approver_key, organization_id, workspace_id)
   select r.id, k, r.organization_id, r.workspace_id from unnest(v_waiting) k
-  on conflict (review_id, approver_key) do update set reminded_at = now();
+  on conflict (review_id, approver_key, workspace_id) do update set reminded_at = now();
   v_count := app.review_notify_waiting(r, 'review_reminder', jsonb_build_object('message', p_body ->> 'message'));
   perform app.review_activity_add(r, null, 'system', 'reminded', p_body ->> 'message', jsonb_build_object('approvers', to_jsonb(v_waiting)));
   return jsonb_build_object('reviewId', r.id, 'reminded', cardinality(v_waiting), 'notifications', v_count);

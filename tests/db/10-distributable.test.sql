@@ -3,7 +3,7 @@
 -- policy holds one (db/migrations/committed/000036-policies-without-subqueries.sql rewrote them);
 -- a new table whose policy would not distribute fails here, on one node.
 begin;
-select plan(8);
+select plan(20);
 -- @include personas.sql
 
 create temporary view policy_subqueries as
@@ -19,6 +19,92 @@ select is(array(select policy from policy_subqueries order by 1), '{}'::text[], 
 -- restrictive (db/migrations/committed/000039-tenant-policies-without-restrictive.sql).
 select is(array(select polrelid::regclass || ' ' || polname from pg_policy where not polpermissive order by 1), '{}'::text[],
   'no policy is restrictive');
+
+-- Keys hold workspace_id (db/migrations/committed/000043-keys-carry-the-workspace.sql): Citus
+-- distributes a table by workspace_id only when every primary and unique key of it holds
+-- workspace_id, and keeps a foreign key between two such tables only when it pairs workspace_id
+-- with workspace_id; a table that points at a workspace table carries workspace_id itself, and
+-- ON DELETE SET NULL names its own columns so that it never nulls workspace_id.
+create temporary view key_faults as
+  select x.indrelid::regclass || ' ' || i.relname || ': unique without workspace_id' as fault
+    from pg_index x join pg_class i on i.oid = x.indexrelid
+   where x.indisunique and app.is_workspace_table(x.indrelid)
+     and not exists (select 1 from unnest(x.indkey::int2[]) k(n) join pg_attribute a on a.attrelid = x.indrelid and a.attnum = k.n
+                      where a.attname = 'workspace_id')
+  union all
+  select con.conrelid::regclass || ' ' || con.conname || ': ' || case
+           when not app.is_workspace_table(con.conrelid) then 'points at a workspace table without workspace_id'
+           when con.confdeltype in ('n', 'd') then 'ON DELETE SET NULL or SET DEFAULT, which Citus refuses'
+           when con.confupdtype not in ('a', 'r') then 'an ON UPDATE action, which Citus refuses'
+           else 'does not pair workspace_id' end
+    from pg_constraint con
+   where con.contype = 'f' and app.is_workspace_table(con.confrelid)
+     and (not app.is_workspace_table(con.conrelid)
+          or not exists (select 1 from generate_subscripts(con.conkey, 1) s
+                           join pg_attribute a on a.attrelid = con.conrelid and a.attnum = con.conkey[s]
+                           join pg_attribute b on b.attrelid = con.confrelid and b.attnum = con.confkey[s]
+                          where a.attname = 'workspace_id' and b.attname = 'workspace_id')
+          or con.confdeltype in ('n', 'd') or con.confupdtype not in ('a', 'r'));
+
+select cmp_ok((select count(*)::int from pg_class where relnamespace = 'app'::regnamespace and app.is_workspace_table(oid)), '>', 75,
+  'the checks see the workspace tables (more than 75)');
+select cmp_ok((select count(*)::int from pg_constraint where contype = 'f' and app.is_workspace_table(confrelid)), '>', 80,
+  '... and the foreign keys to them (more than 80)');
+select is(array(select fault from key_faults order by 1), '{}'::text[],
+  'every unique key of a workspace table holds workspace_id, and every foreign key to one pairs it');
+select is((select pg_get_constraintdef(oid) from pg_constraint where conname = 'content_items_pkey'), 'PRIMARY KEY (id, workspace_id)',
+  'a primary key by id holds workspace_id after it, so a lookup by id alone still uses its index');
+select is((select pg_get_constraintdef(oid) from pg_constraint where conname = 'content_roots_campaign_id_fkey'),
+  'FOREIGN KEY (campaign_id, workspace_id) REFERENCES app.campaigns(id, workspace_id) DEFERRABLE INITIALLY DEFERRED',
+  'a key that emptied its column when the parent went has no action and is checked at commit');
+select is(array(select tgname::text from pg_trigger where tgrelid = 'app.campaigns'::regclass and tgname ~ '_95_detach_' order by 1),
+  array['campaigns_95_detach_content_roots_campaign_id'], '... and the parent empties it when it goes');
+
+-- The detach triggers do what ON DELETE SET NULL did: a label of a group that goes stays, without
+-- its group; a delivery and its redelivery deleted by one statement (their subscription goes) go
+-- together (an AFTER trigger: a BEFORE one would update the redelivery the statement then deletes).
+insert into app.media_label_groups (id, organization_id, workspace_id, name)
+values (pg_temp.id('group:A1'), pg_temp.id('A'), pg_temp.id('A1'), 'Season');
+insert into app.media_labels (id, organization_id, workspace_id, group_id, name)
+values (pg_temp.id('label:A1'), pg_temp.id('A'), pg_temp.id('A1'), pg_temp.id('group:A1'), 'Spring');
+delete from app.media_label_groups where id = pg_temp.id('group:A1');
+select is((select group_id from app.media_labels where id = pg_temp.id('label:A1')), null,
+  'a label whose group is deleted stays, without its group');
+insert into app.webhook_subscriptions (id, organization_id, workspace_id, url, events, secret_ciphertext)
+values (pg_temp.id('sub:A1'), pg_temp.id('A'), pg_temp.id('A1'), 'https://hooks.example.test/', '{content.created}', decode(repeat('ab', 40), 'hex'));
+insert into app.webhook_events (id, organization_id, workspace_id, type, subject_id, data)
+values (pg_temp.id('event:A1'), pg_temp.id('A'), pg_temp.id('A1'), 'content.created', gen_random_uuid(), '{}');
+insert into app.webhook_deliveries (id, organization_id, workspace_id, subscription_id, event_id, redelivery_of)
+values (pg_temp.id('delivery:A1'), pg_temp.id('A'), pg_temp.id('A1'), pg_temp.id('sub:A1'), pg_temp.id('event:A1'), null),
+       (pg_temp.id('redelivery:A1'), pg_temp.id('A'), pg_temp.id('A1'), pg_temp.id('sub:A1'), pg_temp.id('event:A1'), pg_temp.id('delivery:A1'));
+delete from app.webhook_deliveries where id = pg_temp.id('delivery:A1');
+select is((select redelivery_of from app.webhook_deliveries where id = pg_temp.id('redelivery:A1')), null,
+  'a redelivery whose first delivery is deleted stays, without it');
+update app.webhook_deliveries set redelivery_of = null where id = pg_temp.id('redelivery:A1');
+insert into app.webhook_deliveries (id, organization_id, workspace_id, subscription_id, event_id, redelivery_of)
+values (pg_temp.id('delivery2:A1'), pg_temp.id('A'), pg_temp.id('A1'), pg_temp.id('sub:A1'), pg_temp.id('event:A1'), pg_temp.id('redelivery:A1'));
+select lives_ok($$delete from app.webhook_subscriptions where id = pg_temp.id('sub:A1')$$,
+  'a subscription with a delivery and its redelivery is deleted in one statement');
+select is((select count(*)::int from app.webhook_deliveries where subscription_id = pg_temp.id('sub:A1')), 0, '... with both');
+select lives_ok($$set constraints all immediate$$, 'and the keys checked at commit hold');
+
+-- The checks fail on keys written the old way, inside this transaction only.
+create table app.distributable_keys_probe (id uuid primary key, workspace_id uuid not null, code text unique,
+  parent_id uuid references app.distributable_keys_probe (id) on delete cascade, unique (id, workspace_id));
+create table app.distributable_keys_probe_child (probe_id uuid, workspace_id uuid, page uuid,
+  foreign key (probe_id, workspace_id) references app.distributable_keys_probe (id, workspace_id) on delete set null (probe_id),
+  foreign key (page, workspace_id) references app.distributable_keys_probe (id, workspace_id) on update cascade);
+create table app.distributable_keys_probe_org (probe_id uuid, workspace_id_not uuid,
+  foreign key (probe_id) references app.distributable_keys_probe (id));
+select is(array(select fault from key_faults order by 1), array[
+  'app.distributable_keys_probe distributable_keys_probe_code_key: unique without workspace_id',
+  'app.distributable_keys_probe distributable_keys_probe_parent_id_fkey: does not pair workspace_id',
+  'app.distributable_keys_probe distributable_keys_probe_pkey: unique without workspace_id',
+  'app.distributable_keys_probe_child distributable_keys_probe_child_page_workspace_id_fkey: an ON UPDATE action, which Citus refuses',
+  'app.distributable_keys_probe_child distributable_keys_probe_child_probe_id_workspace_id_fkey: ON DELETE SET NULL or SET DEFAULT, which Citus refuses',
+  'app.distributable_keys_probe_org distributable_keys_probe_org_probe_id_fkey: points at a workspace table without workspace_id'],
+  '... and finds a key without workspace_id, a foreign key that does not pair it, SET NULL, ON UPDATE CASCADE and an organization table pointing at a workspace table');
+drop table app.distributable_keys_probe_org, app.distributable_keys_probe_child, app.distributable_keys_probe;
 
 -- The checks fail on a policy written the old way (and on a lookup), inside this transaction only.
 create table app.distributable_probe (workspace_id uuid, id uuid);
