@@ -7587,6 +7587,9 @@ declare
   v_rows int;
   v_kept text[];
   v_oauth boolean;
+  v_platforms text[];
+  v_used text[];
+  v_now timestamptz := now();
 begin
   -- p_connectors: [{"name", "platforms": [...], "connect": "oauth" | "password" | "none", "oauth"?: boolean}, ...]
   if jsonb_typeof(p_connectors) is distinct from 'array' then
@@ -7602,17 +7605,22 @@ begin
     if v_oauth and (v ->> 'connect') = 'none' then
       raise exception 'declare_connectors: connector % connects no account, so it has no OAuth flow', v ->> 'name';
     end if;
+    -- The values computed first: Citus takes no subquery in an INSERT ... VALUES into a reference
+    -- table, nor now() in ON CONFLICT DO UPDATE.
+    v_platforms := array(select jsonb_array_elements_text(v -> 'platforms') order by 1);
     insert into app.connectors as c (name, platforms, connect, oauth)
-    values (v ->> 'name', array(select jsonb_array_elements_text(v -> 'platforms') order by 1), v ->> 'connect', v_oauth)
-    on conflict (name) do update set platforms = excluded.platforms, connect = excluded.connect, oauth = excluded.oauth, declared_at = now()
+    values (v ->> 'name', v_platforms, v ->> 'connect', v_oauth)
+    on conflict (name) do update set platforms = excluded.platforms, connect = excluded.connect, oauth = excluded.oauth, declared_at = v_now
     where (c.platforms, c.connect, c.oauth) is distinct from (excluded.platforms, excluded.connect, excluded.oauth);
     get diagnostics v_rows = row_count;
     v_changed := v_changed + v_rows;
     v_names := v_names || (v ->> 'name');
   end loop;
   -- A connector no longer in the registry goes, unless integrations still name it.
-  delete from app.connectors c where c.name <> all (v_names)
-    and not exists (select 1 from app.integrations i where i.connector = c.name);
+  -- (The connectors in use read first: on Citus app.connectors is a reference table and
+  -- app.integrations is distributed, and a DELETE of the one cannot read the other.)
+  select coalesce(array_agg(distinct i.connector), '{}') into v_used from app.integrations i;
+  delete from app.connectors c where c.name <> all (v_names) and c.name <> all (v_used);
   select array_agg(name order by name) into v_kept from app.connectors where name <> all (v_names);
   return jsonb_build_object('declared', to_jsonb(v_names), 'changed', v_changed, 'retiredButUsed', coalesce(to_jsonb(v_kept), '[]'));
 end

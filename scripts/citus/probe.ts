@@ -2,7 +2,7 @@
 // rewrite that makes the schema distributable (docs/citus.md).
 //
 //   node scripts/citus/probe.ts [--url URL] [--db NAME] [--json FILE] [--schemas app,pgboss]
-//                               [--workspaces distributed|reference] [--safe-triggers] [--drop]
+//                               [--workspaces distributed|reference] [--safe-triggers] [--table-by-table] [--drop]
 //
 // Against the coordinator of a running cluster (scripts/citus/cluster.sh start;
 // --url defaults to its `postgres` database), it (1) creates the database NAME
@@ -11,7 +11,10 @@
 // the nodes registered; (2) migrates it as the test harness does
 // (tests/support/db.ts: server/db/migrate.ts `migrate`, the uncommitted
 // db/migrations/current/*.sql, then pg-boss's schema and queues through
-// server/jobs/queues.ts `installQueues`); (3) tries to distribute every table
+// server/jobs/queues.ts `installQueues`); (3) distributes the schema with the
+// real step (server/db/distribute.ts, `npx pressroom distribute`), and when
+// that fails (or with --table-by-table, --safe-triggers or --workspaces
+// distributed), tries to distribute every table
 // of the schemas, one transaction each, referenced tables first: reference
 // tables (no workspace_id column; app.workspaces is one of them, unless
 // --workspaces distributed makes it the colocation group's first table,
@@ -42,6 +45,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { applyCurrentMigrations, migrate } from '../../server/db/migrate.ts';
 import { installQueues } from '../../server/jobs/queues.ts';
+import { distributeSchema } from '../../server/db/distribute.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -52,6 +56,7 @@ const { values: opts } = parseArgs({
     workspaces: { type: 'string', default: 'reference' },
     'safe-triggers': { type: 'boolean', default: false },
     drop: { type: 'boolean', default: false },
+    'table-by-table': { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
@@ -212,7 +217,31 @@ async function finalStates(c: pg.Client): Promise<Map<string, string>> {
   return new Map(r.rows.map((x) => [x.name, x.state]));
 }
 
-async function distribute(url: string): Promise<{ rows: TableRow[]; tables: TableInfo[]; leader: string | null }> {
+/**
+ * The real step first (server/db/distribute.ts, `npx pressroom distribute`): on success every
+ * table's row says so. When it fails, its error is printed and the tables are tried one by one,
+ * referenced tables first, to show each one's reason.
+ */
+async function distribute(url: string): Promise<{ rows: TableRow[]; tables: TableInfo[]; leader: string | null; step: string }> {
+  if (!opts['table-by-table'] && !opts['safe-triggers'] && opts.workspaces === 'reference') {
+    try {
+      const r = await withClient(url, (c) => distributeSchema(c));
+      const tables = await withClient(url, (c) => listTables(c));
+      const states = await withClient(url, (c) => finalStates(c));
+      // pg-boss's tables stay local to the coordinator (docs/citus.md): only app's are listed.
+      const rows: TableRow[] = tables.filter((t) => t.name.startsWith('app.')).map((t) => ({
+        table: t.name, wanted: t.hasWorkspaceId ? 'distributed' : 'reference', column: t.hasWorkspaceId ? 'workspace_id' : null,
+        result: 'ok', final: states.get(t.name) ?? 'local', error: null, detail: null,
+      }));
+      return { rows, tables, leader: r.distributed.now[0] ?? null, step: `distribute: ${r.distributed.now.length} distributed, ${r.reference.now.length} reference, ${r.foreignKeysRemade} foreign keys made again` };
+    } catch (e) {
+      console.log(`probe: distribute (server/db/distribute.ts) failed: ${(e as Error).message}; trying table by table`);
+    }
+  }
+  return { ...(await distributeTableByTable(url)), step: 'table by table' };
+}
+
+async function distributeTableByTable(url: string): Promise<{ rows: TableRow[]; tables: TableInfo[]; leader: string | null }> {
   return withClient(url, async (c) => {
     await c.query(`set client_min_messages = warning`);
     await c.query(`set citus.enable_unsafe_triggers = ${opts['safe-triggers'] ? 'off' : 'on'}`);
@@ -390,7 +419,8 @@ async function main() {
      where not p.polpermissive and n.nspname in (${schemas.map(lit).join(', ')}) and not c.relname ~ '_[0-9]+$'`;
   const restrictiveBefore = await withClient(url, async (c) => Number((await c.query(restrictiveSql)).rows[0].count));
   console.log('probe: distributing');
-  const { rows, tables, leader } = await distribute(url);
+  const { rows, tables, leader, step } = await distribute(url);
+  console.log(`probe: ${step}`);
   const restrictiveAfter = await withClient(url, async (c) => {
     const r = await c.query(`select nodename || ':' || nodeport as node, result from run_command_on_all_nodes($1) join pg_dist_node using (nodeid) order by nodeid`, [restrictiveSql]);
     return r.rows.map((x) => `${x.node}=${x.result}`).join(' ');

@@ -20,6 +20,7 @@ import pg from 'pg';
 import { z } from 'zod';
 import { loadConfig, type Config } from '../config.ts';
 import { EmbeddedClusterUnavailable, runningEmbeddedUrl } from '../db/discover.ts';
+import { distributeSchema, DistributeError } from '../db/distribute.ts';
 import { toApiError } from '../http/errors.ts';
 import { createLogger, type Logger } from '../log.ts';
 import { hashPassword } from '../security.ts';
@@ -81,6 +82,13 @@ Administrator's commands (the database, no server needed; \`pressroom admin <com
                   CREDENTIALS_KEYS). Add the new version, restart the servers, run
                   this, then drop the old version. Prints {currentVersion,
                   credentials, apps} (how many were rewritten).
+  distribute      On the coordinator of a Citus cluster (DATABASE_URL): distributes every
+                  workspace table by workspace_id, colocated, and makes the other tables
+                  of app reference tables (docs/citus.md, "Distributing"). Run it after
+                  migrating, and again after a migration that adds a table; tables
+                  already distributed are left alone. Prints {citusVersion, workers,
+                  distributed: {now, before}, reference: {now, before},
+                  foreignKeysRemade, shardCount}. CITUS_NOT_INSTALLED without Citus.
   migrate         Applies pending migrations (every command does this first).
   mcp             Runs the MCP server for AI agents on stdin/stdout (docs/mcp.md);
                   PRESSROOM_URL and PRESSROOM_API_KEY from the environment.
@@ -450,6 +458,22 @@ export const COMMANDS: Record<string, Command> = {
     run: async ({ client, config }) => {
       const vault = CredentialVault.fromConfig(config);
       return { currentVersion: vault.currentVersion, ...(await rekeyVault(client, () => vault, vault.currentVersion)) };
+    },
+  }),
+
+  distribute: command({
+    summary: 'Distributes the schema on a Citus cluster',
+    flags: [],
+    required: [],
+    takesPassword: false,
+    schema: z.object({}),
+    run: async ({ client }) => {
+      try {
+        return await distributeSchema(client);
+      } catch (e) {
+        if (e instanceof DistributeError) throw new CliError(e.code, e.message, e.details ?? null);
+        throw e;
+      }
     },
   }),
 

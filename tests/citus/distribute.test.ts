@@ -1,0 +1,148 @@
+// The distribute step on the cluster (docs/citus.md, "Distributing"): a fresh
+// database migrated on the coordinator, then the real CLI, `pressroom
+// distribute`, as an operator runs it. Runs against the test cluster of
+// scripts/citus/cluster.sh (started here when it is not running), never with
+// `npm run test:api`: `npx vitest run --config tests/citus/vitest.config.ts`.
+//
+// Environment: CITUS_URL (the coordinator; default `scripts/citus/cluster.sh
+// url`); CITUS_KEEP_DB=1 keeps the database afterwards.
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { applyCurrentMigrations, migrate } from '../../server/db/migrate.ts';
+import { installQueues } from '../../server/jobs/queues.ts';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const CLUSTER = path.join(ROOT, 'scripts/citus/cluster.sh');
+const run = promisify(execFile);
+
+function cluster(...args: string[]): string {
+  return execFileSync(CLUSTER, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+}
+
+const db = `pressroom_dist_${randomBytes(4).toString('hex')}`;
+let ownerUrl = '';
+let owner: pg.Client;
+let foreignKeysBefore: string[] = [];
+
+interface Distributed {
+  citusVersion: string;
+  workers: number;
+  distributed: { now: string[]; before: string[] };
+  reference: { now: string[]; before: string[] };
+  foreignKeysRemade: number;
+  shardCount: number | null;
+}
+
+/** `pressroom distribute` as an operator runs it: the CLI, DATABASE_URL the coordinator. */
+async function distribute(): Promise<{ code: number; out: Distributed }> {
+  try {
+    const r = await run(process.execPath, [path.join(ROOT, 'server/cli/pressroom.ts'), 'distribute'], {
+      cwd: ROOT, env: { ...process.env, DATABASE_URL: ownerUrl, LOG_LEVEL: 'error' }, maxBuffer: 16 << 20,
+    });
+    return { code: 0, out: JSON.parse(r.stdout) as Distributed };
+  } catch (e) {
+    const err = e as { code?: number; stdout?: string; stderr?: string };
+    throw new Error(`pressroom distribute exited ${err.code}: ${err.stdout} ${err.stderr?.slice(-2000)}`);
+  }
+}
+
+const foreignKeys = async () =>
+  (await owner.query<{ fk: string }>(
+    // (Joined to pg_class, which Citus shows without the shards of reference tables that the
+    // coordinator also holds.)
+    `select con.conrelid::regclass || ' ' || con.conname || ' ' || pg_get_constraintdef(con.oid) as fk
+       from pg_constraint con join pg_class c on c.oid = con.conrelid
+      where con.contype = 'f' and con.connamespace = 'app'::regnamespace order by 1`)).rows.map((r) => r.fk);
+
+beforeAll(async () => {
+  if (spawnSync(CLUSTER, ['status'], { stdio: 'ignore' }).status !== 0) cluster('start');
+  const base = process.env.CITUS_URL ?? cluster('url');
+  cluster('createdb', db);
+  const u = new URL(base);
+  u.pathname = `/${db}`;
+  ownerUrl = u.toString();
+  await migrate(ownerUrl, { quiet: true, waitMs: 0 });
+  await applyCurrentMigrations(ownerUrl);
+  await installQueues(ownerUrl);
+  cluster('roles', db);
+  owner = new pg.Client({ connectionString: ownerUrl });
+  await owner.connect();
+  foreignKeysBefore = await foreignKeys();
+}, 600_000);
+
+afterAll(async () => {
+  await owner?.end();
+  if (process.env.CITUS_KEEP_DB !== '1' && ownerUrl) cluster('dropdb', db);
+});
+
+describe('pressroom distribute', () => {
+  let first: Distributed;
+
+  it('distributes every workspace table by workspace_id and makes the other tables of app reference tables', async () => {
+    const { out } = await distribute();
+    first = out;
+    const tables = await owner.query<{ name: string; workspace: boolean }>(
+      `select oid::regclass::text as name, app.is_workspace_table(oid) as workspace from pg_class
+        where relnamespace = 'app'::regnamespace and relkind in ('r', 'p') and not relispartition order by 1`);
+    const workspaceTables = tables.rows.filter((t) => t.workspace).map((t) => t.name);
+    const others = tables.rows.filter((t) => !t.workspace).map((t) => t.name);
+    expect(workspaceTables.length).toBeGreaterThan(75);
+    expect(out.distributed).toEqual({ now: workspaceTables, before: [] });
+    expect(out.reference).toEqual({ now: others, before: [] });
+    expect(others).toEqual(expect.arrayContaining(['app.organizations', 'app.users', 'app.api_keys', 'app.workspaces', 'app.platforms', 'app.settings']));
+    expect(out.workers).toBe(2);
+    expect(out.shardCount).toBeGreaterThan(1);
+    expect(out.foreignKeysRemade).toBe(foreignKeysBefore.filter((fk) => !/REFERENCES (audit|pgboss)\./.test(fk)).length);
+  }, 600_000);
+
+  it('Citus holds them so: one colocation group by workspace_id, reference tables on every node, pg-boss local', async () => {
+    const r = await owner.query<{ kind: string; column: string | null; groups: number; n: number }>(
+      `select citus_table_type as kind, distribution_column as column, count(distinct colocation_id)::int as groups, count(*)::int as n
+         from citus_tables where table_name::text like 'app.%' group by 1, 2 order by 1`);
+    expect(r.rows).toEqual([
+      { kind: 'distributed', column: 'workspace_id', groups: 1, n: first.distributed.now.length },
+      { kind: 'reference', column: '<none>', groups: 1, n: first.reference.now.length },
+    ]);
+    const boss = await owner.query(`select logicalrelid from pg_dist_partition where logicalrelid::regclass::text like 'pgboss.%'`);
+    expect(boss.rowCount).toBe(0);
+  });
+
+  it('keeps every foreign key, as it was written', async () => {
+    expect(await foreignKeys()).toEqual(foreignKeysBefore);
+  });
+
+  it('a query of one workspace goes to one shard; the composite keys and the detach trigger hold on the shards', async () => {
+    const q = (text: string, params: unknown[] = []) => owner.query(text, params);
+    const [org, ws1, ws2, group, label] = [randomUUID(), randomUUID(), randomUUID(), randomUUID(), randomUUID()];
+    await q(`insert into app.organizations (id, name, plan) values ($1, 'Org', 'basic')`, [org]);
+    await q(`insert into app.workspaces (id, organization_id, name) values ($1, $3, 'W1'), ($2, $3, 'W2')`, [ws1, ws2, org]);
+    await q(`insert into app.media_label_groups (id, organization_id, workspace_id, name) values ($1, $2, $3, 'Season')`, [group, org, ws1]);
+    const plan = (await q(`explain select * from app.media_labels where workspace_id = $1`, [ws1])).rows.map((x) => x['QUERY PLAN']).join('\n');
+    expect(plan).toMatch(/Task Count: 1\b/);
+    await q(`insert into app.media_labels (id, organization_id, workspace_id, group_id, name) values ($1, $2, $3, $4, 'Spring')`, [label, org, ws1, group]);
+    // The group named from another workspace: the key (group_id, workspace_id) finds no group.
+    await expect(q(`insert into app.media_labels (organization_id, workspace_id, group_id, name) values ($1, $2, $3, 'Elsewhere')`, [org, ws2, group]))
+      .rejects.toMatchObject({ code: '23503' });
+    // The group goes: its trigger (media_label_groups_95_detach_media_labels_group_id, on the shard)
+    // empties the label's group_id in the colocated shard, as ON DELETE SET NULL did.
+    await q(`delete from app.media_label_groups where workspace_id = $1 and id = $2`, [ws1, group]);
+    expect((await q(`select group_id from app.media_labels where workspace_id = $1 and id = $2`, [ws1, label])).rows).toEqual([{ group_id: null }]);
+    // The label goes, and with it nothing else (its workspace's other rows stay).
+    await q(`delete from app.media_labels where workspace_id = $1 and id = $2`, [ws1, label]);
+    expect((await q(`select count(*)::int as n from app.media_labels where workspace_id = $1`, [ws1])).rows[0].n).toBe(0);
+  });
+
+  it('run again, distributes nothing and changes nothing', async () => {
+    const { out } = await distribute();
+    expect(out.distributed.now).toEqual([]);
+    expect(out.reference.now).toEqual([]);
+    expect(out.distributed.before).toEqual(first.distributed.now);
+    expect(out.foreignKeysRemade).toBe(0);
+    expect(await foreignKeys()).toEqual(foreignKeysBefore);
+  }, 120_000);
+});
