@@ -3,7 +3,7 @@
 -- policy holds one (db/migrations/committed/000036-policies-without-subqueries.sql rewrote them);
 -- a new table whose policy would not distribute fails here, on one node.
 begin;
-select plan(20);
+select plan(22);
 -- @include personas.sql
 
 create temporary view policy_subqueries as
@@ -87,6 +87,23 @@ select lives_ok($$delete from app.webhook_subscriptions where id = pg_temp.id('s
   'a subscription with a delivery and its redelivery is deleted in one statement');
 select is((select count(*)::int from app.webhook_deliveries where subscription_id = pg_temp.id('sub:A1')), 0, '... with both');
 select lives_ok($$set constraints all immediate$$, 'and the keys checked at commit hold');
+
+-- Citus cannot plan a parameterised LANGUAGE sql function that reads a table unless PostgreSQL
+-- inlines it (db/migrations/committed/000045-sql-functions-as-plpgsql.sql): such functions are
+-- PL/pgSQL, but for the set-returning ones PostgreSQL inlines into the caller's FROM.
+create temporary view sql_functions_reading_tables as
+  select p.oid::regprocedure::text as fn
+    from pg_proc p join pg_language l on l.oid = p.prolang
+   where l.lanname = 'sql' and p.pronamespace in ('app'::regnamespace, 'api'::regnamespace) and p.pronargs > 0
+     and p.prosrc ~* '\m(from|join|update|insert|delete|into)\s+(app|audit|pgboss)\.'
+     and not (p.proretset and not p.prosecdef and p.proconfig is null and p.provolatile <> 'v' and not p.proisstrict);
+select is(array(select fn from sql_functions_reading_tables order by 1), '{}'::text[],
+  'no parameterised LANGUAGE sql function reads a table, but those PostgreSQL inlines');
+create function app.distributable_sql_probe(p_id uuid) returns text language sql stable
+  as $$ select name from app.workspaces where id = p_id $$;
+select is(array(select fn from sql_functions_reading_tables order by 1), array['app.distributable_sql_probe(uuid)'],
+  '... and finds one written the old way');
+drop function app.distributable_sql_probe(uuid);
 
 -- The checks fail on keys written the old way, inside this transaction only.
 create table app.distributable_keys_probe (id uuid primary key, workspace_id uuid not null, code text unique,
