@@ -4787,6 +4787,7 @@ CREATE OR REPLACE FUNCTION app.analytics_note_sync(p_integration_id uuid, p_outc
 AS $function$
 declare
   v_integration record;
+  v_now timestamptz := now();
 begin
   select g.id, g.organization_id, g.workspace_id into v_integration from app.integrations g where g.id = p_integration_id;
   if v_integration.id is null or p_count <= 0 then
@@ -4798,10 +4799,10 @@ begin
     case when p_outcome = 'ok' then now() end,
     case when p_outcome <> 'ok' then left(p_error, 1000) end, case when p_outcome <> 'ok' then now() end)
   on conflict (integration_id, workspace_id) do update set
-    last_attempt_at = now(),
-    last_success_at = case when p_outcome = 'ok' then now() else s.last_success_at end,
+    last_attempt_at = v_now,
+    last_success_at = case when p_outcome = 'ok' then v_now else s.last_success_at end,
     last_error = case when p_outcome <> 'ok' then left(p_error, 1000) else s.last_error end,
-    last_error_at = case when p_outcome <> 'ok' then now() else s.last_error_at end;
+    last_error_at = case when p_outcome <> 'ok' then v_now else s.last_error_at end;
   insert into app.integration_sync_daily as d (integration_id, organization_id, workspace_id, day,
     successes, failures, rate_limit_hits)
   values (p_integration_id, v_integration.organization_id, v_integration.workspace_id, (now() at time zone 'UTC')::date,
@@ -5057,6 +5058,7 @@ declare
   v_at timestamptz;
   v_snapshots int := 0;
   v_accounts int := 0;
+  v_now timestamptz := now();
 begin
   for v in select * from jsonb_array_elements(coalesce(p_results -> 'posts', '[]'::jsonb)) loop
     select * into v_item from app.content_items where id = (v ->> 'contentId')::uuid;
@@ -5064,8 +5066,8 @@ begin
     insert into app.analytics_post_sync as s (content_item_id, organization_id, workspace_id, last_attempt_at, last_success_at, last_error)
     values (v_item.id, v_item.organization_id, v_item.workspace_id, now(),
       case when v ->> 'outcome' = 'ok' then now() end, case when v ->> 'outcome' <> 'ok' then left(v ->> 'error', 1000) end)
-    on conflict (content_item_id, workspace_id) do update set last_attempt_at = now(),
-      last_success_at = case when v ->> 'outcome' = 'ok' then now() else s.last_success_at end,
+    on conflict (content_item_id, workspace_id) do update set last_attempt_at = v_now,
+      last_success_at = case when v ->> 'outcome' = 'ok' then v_now else s.last_success_at end,
       last_error = case when v ->> 'outcome' = 'ok' then null else left(v ->> 'error', 1000) end;
     if v ->> 'outcome' = 'ok' and v ? 'metrics' then
       v_m := v -> 'metrics';
@@ -7311,7 +7313,7 @@ begin
     select coalesce(jsonb_agg(c.integration_id order by c.next_refresh_at), '[]')
     from (select c.integration_id, c.next_refresh_at
           from app.integration_credentials c
-          join app.integrations i on i.id = c.integration_id
+          join app.integrations i on i.id = c.integration_id and i.workspace_id = c.workspace_id
           where c.refreshable and c.next_refresh_at <= now() and i.deleted_at is null and i.connection_state = 'ok'
           order by c.next_refresh_at
           limit least(greatest(coalesce(p_limit, 100), 1), 1000)) c
@@ -7380,6 +7382,7 @@ declare
   v_expires timestamptz := (p_credential ->> 'expiresAt')::timestamptz;
   v_refreshable boolean := coalesce((p_credential ->> 'refreshable')::boolean, false);
   v_has_refresh boolean := coalesce((p_credential ->> 'hasRefreshToken')::boolean, false);
+  v_now timestamptz := now();
 begin
   if jsonb_typeof(p_credential) is distinct from 'object' or jsonb_typeof(p_credential -> 'ciphertext') is distinct from 'string'
      or jsonb_typeof(p_credential -> 'keyVersion') is distinct from 'number' then
@@ -7403,7 +7406,7 @@ begin
     case when v_refreshable and v_expires is not null then v_expires - interval '10 minutes' end)
   on conflict (workspace_id, integration_id) do update set ciphertext = excluded.ciphertext, key_version = excluded.key_version,
     expires_at = excluded.expires_at, refresh_expires_at = excluded.refresh_expires_at, refreshable = excluded.refreshable,
-    has_refresh_token = excluded.has_refresh_token, refreshed_at = now(), refresh_failures = 0, last_refresh_error = null,
+    has_refresh_token = excluded.has_refresh_token, refreshed_at = v_now, refresh_failures = 0, last_refresh_error = null,
     next_refresh_at = excluded.next_refresh_at;
 end
 $function$;
@@ -7689,6 +7692,7 @@ AS $function$
 declare
   v_connector text;
   v jsonb;
+  v_now timestamptz := now();
 begin
   -- p_limits: {"<connector>": {"perIntegration": {"maxInFlight", "maxPerWindow", "windowSeconds"},
   --                           "perApp": {"maxPerWindow", "windowSeconds"}}, ...}
@@ -7701,7 +7705,7 @@ begin
       integration_max_per_window = excluded.integration_max_per_window,
       integration_window_seconds = excluded.integration_window_seconds,
       app_max_per_window = excluded.app_max_per_window, app_window_seconds = excluded.app_window_seconds,
-      declared_at = now()
+      declared_at = v_now
     where (l.integration_max_in_flight, l.integration_max_per_window, l.integration_window_seconds, l.app_max_per_window, l.app_window_seconds)
       is distinct from (excluded.integration_max_in_flight, excluded.integration_max_per_window, excluded.integration_window_seconds,
                         excluded.app_max_per_window, excluded.app_window_seconds);
@@ -11269,6 +11273,8 @@ declare
   v_n int;
   v_run int;
   v_token text;
+  v_now timestamptz := now();
+  v_clock timestamptz;
 begin
   select * into v from app.content_items where id = p_content_id for update;
   if v.id is null or v.deleted_at is not null then
@@ -11295,18 +11301,19 @@ begin
       where id = a.id;
       insert into app.publishing_states as ps (content_item_id, organization_id, workspace_id, job_id, state, run_attempts)
       values (v.id, v.organization_id, v.workspace_id, p_job_id, 'publishing', a.run_attempt)
-      on conflict (content_item_id, workspace_id) do update set job_id = p_job_id, state = 'publishing', next_attempt_at = null, updated_at = now();
+      on conflict (content_item_id, workspace_id) do update set job_id = p_job_id, state = 'publishing', next_attempt_at = null, updated_at = v_now;
       return jsonb_build_object('action', 'send', 'attemptId', a.id, 'attempt', a.attempt, 'runAttempt', a.run_attempt,
         'token', a.idempotency_token, 'resend', true, 'edition', app.publish_edition_json(v.id));
     end if;
-    update app.publish_attempts set finished_at = clock_timestamp(), outcome = 'unknown',
+    v_clock := clock_timestamp();
+    update app.publish_attempts set finished_at = v_clock, outcome = 'unknown',
       error = 'The worker stopped while this attempt was in flight; the platform may or may not have the post.'
     where id = a.id;
     insert into app.publishing_states as ps (content_item_id, organization_id, workspace_id, job_id, state, run_attempts, last_error)
     values (v.id, v.organization_id, v.workspace_id, p_job_id, 'awaiting_confirmation', a.run_attempt,
             'The worker stopped while the post was being sent; check the platform and resolve the outcome.')
     on conflict (content_item_id, workspace_id) do update set job_id = p_job_id, state = 'awaiting_confirmation', next_attempt_at = null,
-      last_error = excluded.last_error, updated_at = now();
+      last_error = excluded.last_error, updated_at = v_now;
     return jsonb_build_object('action', 'skip', 'reason', 'unknown outcome of an interrupted attempt');
   end if;
   select coalesce(max(attempt), 0) + 1 into v_n from app.publish_attempts where content_item_id = v.id;
@@ -11320,7 +11327,7 @@ begin
   insert into app.publishing_states as ps (content_item_id, organization_id, workspace_id, job_id, state, run_attempts)
   values (v.id, v.organization_id, v.workspace_id, p_job_id, 'publishing', v_run)
   on conflict (content_item_id, workspace_id) do update set job_id = p_job_id, state = 'publishing', run_attempts = v_run,
-    next_attempt_at = null, updated_at = now();
+    next_attempt_at = null, updated_at = v_now;
   return jsonb_build_object('action', 'send', 'attemptId', a.id, 'attempt', a.attempt, 'runAttempt', a.run_attempt,
     'token', a.idempotency_token, 'resend', false, 'edition', app.publish_edition_json(v.id));
 end
@@ -11473,6 +11480,7 @@ declare
   v_fast uuid[];         -- the jobs of the common case
   v_sent jsonb := '{}';  -- their claims, by job id
   v_out jsonb[];
+  v_now timestamptz := now();
 begin
   -- The editions, locked in the order given (the claim's order: in flight first, then by id).
   perform 1 from unnest(p_content_ids) with ordinality u (id, n)
@@ -11522,7 +11530,7 @@ begin
       select a.content_item_id, a.organization_id, a.workspace_id, a.job_id, 'publishing', a.run_attempt from a
       order by a.content_item_id
       on conflict (content_item_id, workspace_id) do update set job_id = excluded.job_id, state = 'publishing',
-        run_attempts = excluded.run_attempts, next_attempt_at = null, updated_at = now()
+        run_attempts = excluded.run_attempts, next_attempt_at = null, updated_at = v_now
     )
     -- (s, a data-modifying part, runs to completion whether read or not.)
     select jsonb_object_agg(a.job_id::text, jsonb_build_object('action', 'send', 'attemptId', a.id, 'attempt', a.attempt,
@@ -11705,6 +11713,7 @@ declare
   v_sent uuid[];
   v_items uuid[];
   v_out jsonb[];
+  v_clock timestamptz;
 begin
   -- p_outcomes: [{"attemptId", "outcome", "error", "platformPostId", "permalink"}].
   -- Published outcomes: their editions locked by id (as the claim locks them), then their attempts.
@@ -11727,19 +11736,20 @@ begin
   if cardinality(v_sent) > 0 then
     -- Read by the WHEN of the deferred grid trigger, for this UPDATE only.
     perform set_config('pressroom.grid_sent_batch', 'on', true);
+    v_clock := clock_timestamp();
     with o as (
       select (e ->> 'attemptId')::uuid as id, e ->> 'error' as error, e ->> 'platformPostId' as post_id, e ->> 'permalink' as permalink
       from jsonb_array_elements(p_outcomes) e
       where (e ->> 'attemptId')::uuid = any (v_sent)
     ),
     a as (
-      update app.publish_attempts a set finished_at = clock_timestamp(), outcome = 'published', error = o.error,
+      update app.publish_attempts a set finished_at = v_clock, outcome = 'published', error = o.error,
         platform_post_id = o.post_id, permalink = o.permalink
       from o where a.id = o.id
       returning a.content_item_id, o.post_id, o.permalink
     ),
     i as (
-      update app.content_items i set status = 'sent', sent_at = clock_timestamp(), permalink = a.permalink,
+      update app.content_items i set status = 'sent', sent_at = v_clock, permalink = a.permalink,
         platform_post_id = a.post_id, error = null
       from a where i.id = a.content_item_id
       returning i.id
@@ -11788,6 +11798,8 @@ declare
   v app.content_items;
   v_until timestamptz;
   l record;
+  v_clock timestamptz;
+  v_start timestamptz;
 begin
   -- Locked as app.publish_record locks them: the attempt, then its edition.
   select * into a from app.publish_attempts where id = p_attempt_id for update;
@@ -11798,7 +11810,8 @@ begin
   if a.finished_at is not null then
     return jsonb_build_object('action', 'ignored', 'reason', 'attempt already finished');
   end if;
-  update app.publish_attempts set finished_at = clock_timestamp(), outcome = 'transient', error = p_error,
+  v_clock := clock_timestamp();
+  update app.publish_attempts set finished_at = v_clock, outcome = 'transient', error = p_error,
     platform_post_id = null, permalink = null
   where id = a.id;
   if v.id is null or v.deleted_at is not null or v.status <> 'scheduled' then
@@ -11814,10 +11827,13 @@ begin
   -- window_start + window_seconds = v_until (never moved earlier than a fuller window already is).
   select * into l from app.publish_limits_of(v.integration_id);
   if l.max_per_window is not null then
+    -- (w.window_start + window_seconds >= v_until written as w.window_start >= v_until - window_seconds:
+    -- the same test, whole seconds on both sides, with no timestamptz arithmetic on the row.)
+    v_start := v_until - l.window_seconds * interval '1 second';
     insert into app.publish_windows as w (scope, key, window_start, used)
-    values ('integration', v.integration_id::text, v_until - l.window_seconds * interval '1 second', l.max_per_window)
+    values ('integration', v.integration_id::text, v_start, l.max_per_window)
     on conflict (scope, key) do update set window_start = excluded.window_start, used = excluded.used
-    where not (w.used >= excluded.used and w.window_start + l.window_seconds * interval '1 second' >= v_until);
+    where not (w.used >= excluded.used and w.window_start >= v_start);
   end if;
   return jsonb_build_object('action', 'retry', 'reason', 'rate_limited', 'nextAttemptAt', v_until);
 end
@@ -11838,6 +11854,7 @@ declare
   v app.content_items;
   v_delay_ms bigint;
   v_next timestamptz;
+  v_clock timestamptz;
 begin
   if p_outcome not in ('published', 'failed', 'transient', 'unknown') then
     raise exception 'publish_record: unknown outcome %', p_outcome;
@@ -11851,14 +11868,16 @@ begin
   if a.finished_at is not null and not (a.outcome = 'unknown' and p_outcome in ('published', 'failed')) then
     return jsonb_build_object('action', 'ignored', 'reason', 'attempt already finished');
   end if;
-  update app.publish_attempts set finished_at = clock_timestamp(), outcome = p_outcome, error = p_error,
+  v_clock := clock_timestamp();
+  update app.publish_attempts set finished_at = v_clock, outcome = p_outcome, error = p_error,
     platform_post_id = p_platform_post_id, permalink = p_permalink
   where id = a.id;
   if v.id is null or v.deleted_at is not null or v.status <> 'scheduled' then
     return jsonb_build_object('action', 'ignored', 'reason', 'edition no longer scheduled');
   end if;
   if p_outcome = 'published' then
-    update app.content_items set status = 'sent', sent_at = clock_timestamp(), permalink = p_permalink,
+    v_clock := clock_timestamp();
+    update app.content_items set status = 'sent', sent_at = v_clock, permalink = p_permalink,
       platform_post_id = p_platform_post_id, error = null
     where id = v.id;
     update app.publishing_states set state = 'published', last_error = null, next_attempt_at = null, updated_at = now()
@@ -12030,14 +12049,18 @@ CREATE OR REPLACE FUNCTION app.publishing_resolve(p_id uuid, p_outcome text, p_p
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
+declare
+  v_clock timestamptz;
 begin
-  update app.publish_attempts set finished_at = coalesce(finished_at, clock_timestamp()),
+  v_clock := clock_timestamp();
+  update app.publish_attempts set finished_at = coalesce(finished_at, v_clock),
     outcome = case when p_outcome = 'published' then 'resolved_published' else 'resolved_failed' end,
     platform_post_id = coalesce(p_post_id, platform_post_id), permalink = coalesce(p_permalink, permalink),
     error = coalesce(p_error, error)
   where content_item_id = p_id and (finished_at is null or outcome = 'unknown');
   if p_outcome = 'published' then
-    update app.content_items set status = 'sent', sent_at = clock_timestamp(), permalink = p_permalink,
+    v_clock := clock_timestamp();
+    update app.content_items set status = 'sent', sent_at = v_clock, permalink = p_permalink,
       platform_post_id = p_post_id, error = null where id = p_id;
   else
     update app.content_items set status = 'failed',
@@ -12060,11 +12083,14 @@ CREATE OR REPLACE FUNCTION app.publishing_set_caption(p_id uuid, p_caption text)
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
 #variable_conflict use_column
+declare
+  v_clock timestamptz;
 begin
+  v_clock := clock_timestamp();
   insert into app.published_captions (content_item_id, organization_id, workspace_id, caption)
   select id, organization_id, workspace_id, p_caption from app.content_items where id = p_id
   on conflict (content_item_id, workspace_id) do update set caption = excluded.caption, edits = app.published_captions.edits + 1,
-    updated_at = clock_timestamp();
+    updated_at = v_clock;
 end
 $function$;
 alter function app.publishing_set_caption(uuid,text) owner to pressroom_definer;
@@ -13705,8 +13731,10 @@ AS $function$
 #variable_conflict use_column
 declare
   v_result boolean;
+  v_clock timestamptz;
 begin
-  with u as (update app.sandbox_posts set caption = p_caption, caption_edits = caption_edits + 1, updated_at = clock_timestamp()
+  v_clock := clock_timestamp();
+  with u as (update app.sandbox_posts set caption = p_caption, caption_edits = caption_edits + 1, updated_at = v_clock
              where integration_id = p_integration_id and platform_post_id = p_platform_post_id returning 1)
   select exists (select 1 from u)
   into v_result;
@@ -13725,9 +13753,11 @@ CREATE OR REPLACE FUNCTION app.sandbox_edit_caption_for_request(p_integration_id
 AS $function$
 declare
   v_ok boolean;
+  v_clock timestamptz;
 begin
   perform app.require_role('editor');
-  with u as (update app.sandbox_posts set caption = p_caption, caption_edits = caption_edits + 1, updated_at = clock_timestamp()
+  v_clock := clock_timestamp();
+  with u as (update app.sandbox_posts set caption = p_caption, caption_edits = caption_edits + 1, updated_at = v_clock
              where integration_id = p_integration_id and platform_post_id = p_platform_post_id
                and workspace_id = app.current_workspace_id() returning 1)
   select exists (select 1 from u) into v_ok;
@@ -13745,13 +13775,15 @@ CREATE OR REPLACE FUNCTION app.sandbox_receive_post(p_integration_id uuid, p_tok
 AS $function$
 declare
   p app.sandbox_posts;
+  v_clock timestamptz;
 begin
+  v_clock := clock_timestamp();
   insert into app.sandbox_posts (organization_id, workspace_id, integration_id, content_item_id, idempotency_token,
     platform_post_id, permalink, caption, payload)
   select g.organization_id, g.workspace_id, g.id, p_content_id, p_token, p_platform_post_id, p_permalink, p_caption, p_payload
   from app.integrations g where g.id = p_integration_id
   on conflict (integration_id, idempotency_token, workspace_id) do update set deliveries = app.sandbox_posts.deliveries + 1,
-    updated_at = clock_timestamp()
+    updated_at = v_clock
   returning * into p;
   return jsonb_build_object('platformPostId', p.platform_post_id, 'permalink', p.permalink, 'deliveries', p.deliveries);
 end
@@ -13771,6 +13803,7 @@ CREATE OR REPLACE FUNCTION app.sandbox_receive_posts(p_posts jsonb)
 AS $function$
 declare
   v_out jsonb;
+  v_clock timestamptz;
 begin
   -- One token twice in the group (a post re-sent while the first delivery is in the same group):
   -- one by one, in order, so the second counts as a repeated delivery.
@@ -13779,6 +13812,7 @@ begin
               p ->> 'platformPostId', p ->> 'permalink', p ->> 'caption', p -> 'payload') order by n), '[]')
             from jsonb_array_elements(p_posts) with ordinality x (p, n));
   end if;
+  v_clock := clock_timestamp();
   with x as (
       select (p ->> 'integrationId')::uuid as integration_id, p ->> 'token' as token, p, n
       from jsonb_array_elements(p_posts) with ordinality x (p, n)
@@ -13790,7 +13824,7 @@ begin
         x.p ->> 'permalink', x.p ->> 'caption', x.p -> 'payload'
       from x join app.integrations g on g.id = x.integration_id
       order by x.n
-      on conflict (integration_id, idempotency_token, workspace_id) do update set deliveries = sp.deliveries + 1, updated_at = clock_timestamp()
+      on conflict (integration_id, idempotency_token, workspace_id) do update set deliveries = sp.deliveries + 1, updated_at = v_clock
       returning sp.integration_id, sp.idempotency_token, sp.platform_post_id, sp.permalink, sp.deliveries
     )
     select coalesce(jsonb_agg(jsonb_build_object('platformPostId', ins.platform_post_id, 'permalink', ins.permalink,
@@ -15786,8 +15820,8 @@ begin
   select w.id, 'manager'::text
   from app.users u
   join app.workspaces w on w.organization_id = u.organization_id
-  where u.id = p_user_id and u.status = 'active' and u.org_role in ('owner', 'admin')
-  union all
+  where u.id = p_user_id and u.status = 'active' and u.org_role in ('owner', 'admin');
+  return query
   select m.workspace_id, m.role
   from app.users u
   join app.workspace_members m on m.user_id = u.id and m.organization_id = u.organization_id
@@ -16361,18 +16395,20 @@ AS $function$
 declare
   v_token uuid := gen_random_uuid();
   v_got uuid;
+  v_clock timestamptz;
 begin
   if app.current_workspace_id() is null or app.current_organization_id() is null then
     perform app.raise(403, 'WORKSPACE_REQUIRED', 'This operation needs a workspace.');
   end if;
+  v_clock := clock_timestamp();
   insert into app.work_claims as c (kind, subject_id, organization_id, workspace_id, token, request_id, claimed_until)
   values (p_kind, p_subject, app.current_organization_id(), app.current_workspace_id(), v_token,
           nullif(current_setting('pressroom.request_id', true), ''),
           clock_timestamp() + make_interval(secs => greatest(p_seconds, 1)))
   on conflict (kind, subject_id, workspace_id) do update
     set organization_id = excluded.organization_id, workspace_id = excluded.workspace_id, token = excluded.token,
-        request_id = excluded.request_id, claimed_until = excluded.claimed_until, claimed_at = clock_timestamp()
-    where c.claimed_until <= clock_timestamp()
+        request_id = excluded.request_id, claimed_until = excluded.claimed_until, claimed_at = v_clock
+    where c.claimed_until <= v_clock
   returning token into v_got;
   return v_got;
 end
@@ -18058,6 +18094,8 @@ CREATE OR REPLACE FUNCTION api.atproto_oauth_state_put(p_key_hash bytea, p_ciphe
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
+declare
+  v_now timestamptz := now();
 begin
   -- Written in the last phase of POST {ws}/integrations/connect, beside api.connect_begin: a manager's only.
   perform app.connect_require_manager();
@@ -18068,7 +18106,7 @@ begin
   insert into app.atproto_oauth_states (key_hash, ciphertext, key_version, expires_at)
   values (p_key_hash, p_ciphertext, p_key_version, now() + interval '10 minutes')
   on conflict (key_hash) do update set ciphertext = excluded.ciphertext, key_version = excluded.key_version,
-    created_at = now(), expires_at = excluded.expires_at;
+    created_at = v_now, expires_at = excluded.expires_at;
 end
 $function$;
 alter function api.atproto_oauth_state_put(bytea,bytea,integer) owner to pressroom_definer;
@@ -18820,6 +18858,7 @@ declare
   v_instance text := v ->> 'instanceUrl';
   v_app_id uuid;
   v_expires timestamptz := now() + interval '10 minutes';
+  v_scopes text[];
 begin
   if v ->> 'connect' <> 'oauth' and not coalesce((select c.oauth from app.connectors c where c.name = v_connector), false) then
     perform app.raise(400, 'CONNECT_FLOW_NOT_APPLICABLE',
@@ -18833,10 +18872,11 @@ begin
     -- An app the server just registered on the instance (Mastodon): replaces one registered
     -- there before for another callback URL (its unfinished connections go with it).
     v_app_id := (p_app ->> 'id')::uuid;
+    v_scopes := array(select jsonb_array_elements_text(coalesce(p_app -> 'scopes', '[]')));
     delete from app.platform_apps where connector = v_connector and instance = coalesce(v_instance, '') and source = 'registered';
     insert into app.platform_apps (id, connector, instance, client_id, secret_ciphertext, source, redirect_uri, scopes)
     values (v_app_id, v_connector, coalesce(v_instance, ''), p_app ->> 'clientId', decode(p_app ->> 'secretCiphertext', 'base64'),
-      'registered', p_app ->> 'redirectUri', array(select jsonb_array_elements_text(coalesce(p_app -> 'scopes', '[]'))));
+      'registered', p_app ->> 'redirectUri', v_scopes);
   elsif p_app is not null then
     v_app_id := (p_app ->> 'id')::uuid;
     if v_app_id is distinct from (v -> 'app' ->> 'id')::uuid then
@@ -19041,14 +19081,16 @@ CREATE OR REPLACE FUNCTION api.create_approval_workflow(p_body jsonb)
 AS $function$
 declare
   w app.approval_workflows;
+  v_position int;
 begin
   perform app.require_role('manager');
   perform app.raise_field_problems(app.workflow_problems(p_body, false), 'The workflow is not valid; see details.fields.');
   perform app.workflow_name_taken(p_body ->> 'name', null);
+  v_position := coalesce((select max(position) + 1 from app.approval_workflows where workspace_id = app.current_workspace_id()), 0);
   insert into app.approval_workflows (organization_id, workspace_id, name, position, active, match, stages,
     auto_schedule_on_approval, created_by)
   values (app.current_organization_id(), app.current_workspace_id(), btrim(p_body ->> 'name'),
-    coalesce((select max(position) + 1 from app.approval_workflows where workspace_id = app.current_workspace_id()), 0),
+    v_position,
     coalesce((p_body ->> 'active')::boolean, true), app.workflow_match_normalize(coalesce(p_body -> 'match', '{}')),
     app.review_stages_normalize(p_body -> 'stages'), coalesce((p_body ->> 'autoScheduleOnApproval')::boolean, false),
     app.current_person_id())
@@ -19178,6 +19220,7 @@ declare
   v_prefixes text[] := '{}';
   v_status text;
   v_at timestamptz;
+  v_campaign uuid;
 begin
   perform app.require_role('editor');
   if v_intent = 'schedule' and v_scheduled_at is null then
@@ -19224,12 +19267,13 @@ begin
   end loop;
   perform app.raise_field_problems(v_problems, 'The request is not valid; see details.fields.');
 
+  v_campaign := coalesce((p_body ->> 'campaignId')::uuid,
+                         (select campaign_id from app.campaign_phases where id = (p_body ->> 'phaseId')::uuid));
   insert into app.content_roots (organization_id, workspace_id, title, caption, organizational_title, notes,
     campaign_id, phase_id, created_by)
   values (app.current_organization_id(), app.current_workspace_id(), p_body ->> 'title', p_body ->> 'caption',
     p_body ->> 'organizationalTitle', case when p_body ->> 'notes' is not null then to_jsonb(p_body ->> 'notes') end,
-    coalesce((p_body ->> 'campaignId')::uuid,
-             (select campaign_id from app.campaign_phases where id = (p_body ->> 'phaseId')::uuid)),
+    v_campaign,
     (p_body ->> 'phaseId')::uuid, app.current_user_id())
   returning * into v_root;
   if jsonb_typeof(p_body -> 'mediaIds') = 'array' then
@@ -19506,13 +19550,15 @@ CREATE OR REPLACE FUNCTION api.create_media_label_group(p_name text)
 AS $function$
 declare
   v app.media_label_groups;
+  v_position int;
 begin
   perform app.require_role('editor');
   perform pg_advisory_xact_lock(hashtext('media_label_groups:' || app.current_workspace_id()::text));
+  v_position := coalesce((select max(position) + 1 from app.media_label_groups where workspace_id = app.current_workspace_id()), 0);
   begin
     insert into app.media_label_groups (organization_id, workspace_id, name, position)
     values (app.current_organization_id(), app.current_workspace_id(), btrim(p_name),
-            coalesce((select max(position) + 1 from app.media_label_groups where workspace_id = app.current_workspace_id()), 0))
+            v_position)
     returning * into v;
   exception when unique_violation then
     perform app.media_label_group_name_taken(btrim(p_name));
@@ -20603,6 +20649,7 @@ declare
   v_limit int := app.setting_int('rate_limit_' || p_class);
   v_rate jsonb;
   v_other jsonb;
+  v_audit int;
 begin
   select failures into v_failures from app.auth_failures where client = p_client and window_start = v_window;
   if coalesce(v_failures, 0) >= app.setting_int('auth_failure_limit') then
@@ -20623,11 +20670,12 @@ begin
       end if;
     end if;
     perform app.flush_auth_failures(p_client);
+    v_audit := app.setting_int('auth_failure_audit');
     insert into app.auth_failures as f (client, window_start, failures, audited)
     values (p_client, v_window, 1, 1)
     on conflict (client, window_start) do update
       set failures = f.failures + 1,
-          audited = f.audited + case when f.failures < app.setting_int('auth_failure_audit') then 1 else 0 end
+          audited = f.audited + case when f.failures < v_audit then 1 else 0 end
     returning failures into v_failures;
     return jsonb_build_object('audit', v_failures <= app.setting_int('auth_failure_audit'),
       'error', jsonb_build_object('status', 401, 'code', 'UNAUTHENTICATED',
@@ -22974,6 +23022,7 @@ AS $function$
 declare
   v app.inbox_threads;
   v_at timestamptz;
+  v_now timestamptz := now();
 begin
   perform app.require_role('viewer');
   v := app.inbox_thread(p_id);
@@ -22990,7 +23039,7 @@ begin
   end if;
   insert into app.inbox_reads (thread_id, principal_id, organization_id, workspace_id, read_at)
   values (p_id, app.current_principal_id(), app.current_organization_id(), v.workspace_id, v_at)
-  on conflict (thread_id, principal_id, workspace_id) do update set read_at = excluded.read_at, updated_at = now();
+  on conflict (thread_id, principal_id, workspace_id) do update set read_at = excluded.read_at, updated_at = v_now;
   return app.inbox_thread_json(v);
 end
 $function$;
@@ -23458,6 +23507,9 @@ declare
   v_pending uuid;
   v_saved jsonb;
   v_creator uuid;
+  v_accounts jsonb;
+  v_credentials bytea[];
+  v_meta jsonb;
 begin
   select * into v from app.oauth_states where workspace_id = p_workspace_id and state_hash = p_state_hash for update;
   if v.state_hash is null or v.consumed_at is null then
@@ -23489,14 +23541,15 @@ begin
       null, p_accounts -> 0);
     return jsonb_build_object('returnTo', v.return_to, 'integrationId', v_saved ->> 'integrationId', 'reconnected', false);
   end if;
+  v_accounts := (select jsonb_agg(jsonb_build_object('integrationId', a ->> 'integrationId', 'accountId', a ->> 'accountId',
+       'username', a -> 'username', 'name', a -> 'name', 'kind', a -> 'kind', 'avatarUrl', a -> 'avatarUrl',
+       'profileUrl', a -> 'profileUrl') order by o) from jsonb_array_elements(p_accounts) with ordinality x (a, o));
+  v_credentials := array(select decode(a #>> '{credential,ciphertext}', 'base64') from jsonb_array_elements(p_accounts) with ordinality x (a, o) order by o);
+  v_meta := (select jsonb_agg((a -> 'credential') - 'ciphertext' order by o) from jsonb_array_elements(p_accounts) with ordinality x (a, o));
   insert into app.pending_connections (workspace_id, organization_id, user_id, api_key_id, connector, platform, instance_url,
     accounts, credentials, credential_meta, expires_at)
   values (v.workspace_id, v.organization_id, v.user_id, v.api_key_id, v.connector, v.platform, v.instance_url,
-    (select jsonb_agg(jsonb_build_object('integrationId', a ->> 'integrationId', 'accountId', a ->> 'accountId',
-       'username', a -> 'username', 'name', a -> 'name', 'kind', a -> 'kind', 'avatarUrl', a -> 'avatarUrl',
-       'profileUrl', a -> 'profileUrl') order by o) from jsonb_array_elements(p_accounts) with ordinality x (a, o)),
-    array(select decode(a #>> '{credential,ciphertext}', 'base64') from jsonb_array_elements(p_accounts) with ordinality x (a, o) order by o),
-    (select jsonb_agg((a -> 'credential') - 'ciphertext' order by o) from jsonb_array_elements(p_accounts) with ordinality x (a, o)),
+    v_accounts, v_credentials, v_meta,
     now() + interval '30 minutes')
   returning id into v_pending;
   return jsonb_build_object('returnTo', v.return_to, 'pendingConnectionId', v_pending, 'reconnected', false);
@@ -23957,6 +24010,7 @@ declare
   v_recent text[];
   v_interval int := app.setting_int('review_remind_interval_seconds');
   v_count int;
+  v_now timestamptz := now();
 begin
   perform app.require_role('editor');
   r := app.review_for(p_id, true);
@@ -23978,7 +24032,7 @@ begin
   end if;
   insert into app.review_reminders (review_id, approver_key, organization_id, workspace_id)
   select r.id, k, r.organization_id, r.workspace_id from unnest(v_waiting) k
-  on conflict (review_id, approver_key, workspace_id) do update set reminded_at = now();
+  on conflict (review_id, approver_key, workspace_id) do update set reminded_at = v_now;
   v_count := app.review_notify_waiting(r, 'review_reminder', jsonb_build_object('message', p_body ->> 'message'));
   perform app.review_activity_add(r, null, 'system', 'reminded', p_body ->> 'message', jsonb_build_object('approvers', to_jsonb(v_waiting)));
   return jsonb_build_object('reviewId', r.id, 'reminded', cardinality(v_waiting), 'notifications', v_count);
@@ -25240,11 +25294,13 @@ CREATE OR REPLACE FUNCTION api.set_review_policy(p_body jsonb)
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
+declare
+  v_now timestamptz := now();
 begin
   perform app.require_role('manager');
   insert into app.review_settings (workspace_id, organization_id, review_policy, updated_by)
   values (app.current_workspace_id(), app.current_organization_id(), p_body ->> 'reviewPolicy', app.current_person_id())
-  on conflict (workspace_id) do update set review_policy = excluded.review_policy, updated_at = now(), updated_by = excluded.updated_by;
+  on conflict (workspace_id) do update set review_policy = excluded.review_policy, updated_at = v_now, updated_by = excluded.updated_by;
   return jsonb_build_object('reviewPolicy', app.review_policy(app.current_workspace_id()));
 end
 $function$;

@@ -3,7 +3,7 @@
 -- policy holds one (db/migrations/committed/000036-policies-without-subqueries.sql rewrote them);
 -- a new table whose policy would not distribute fails here, on one node.
 begin;
-select plan(22);
+select plan(24);
 -- @include personas.sql
 
 create temporary view policy_subqueries as
@@ -104,6 +104,30 @@ create function app.distributable_sql_probe(p_id uuid) returns text language sql
 select is(array(select fn from sql_functions_reading_tables order by 1), array['app.distributable_sql_probe(uuid)'],
   '... and finds one written the old way');
 drop function app.distributable_sql_probe(uuid);
+
+-- Citus refuses a function that is not immutable (now(), clock_timestamp(), ...) in the DO UPDATE
+-- of an upsert, and a subquery in INSERT ... VALUES, on its tables
+-- (db/migrations/committed/000046-statements-citus-accepts.sql): the value is read into a
+-- variable first. A text search of each statement of app's and api's functions.
+create temporary view statements_citus_refuses as
+  select p.oid::regprocedure::text || ': ' || k.kind as fault
+    from pg_proc p
+    cross join lateral (values
+      ('a volatile function in ON CONFLICT DO UPDATE', p.prosrc ~* 'do\s+update\s+set[^;]*\m(now|clock_timestamp|statement_timestamp|random|gen_random_uuid|setting_int|setting)\s*\('),
+      ('a subquery in INSERT ... VALUES', p.prosrc ~* 'insert\s+into\s+app\.[a-z_]+[^;]*?\mvalues\s*\([^;]*\(\s*select\M')) k(kind, hit)
+   where p.pronamespace in ('app'::regnamespace, 'api'::regnamespace) and k.hit;
+select is(array(select fault from statements_citus_refuses order by 1), '{}'::text[],
+  'no upsert calls a volatile function in its DO UPDATE, and no INSERT ... VALUES holds a subquery');
+create function app.distributable_upsert_probe(p_name text) returns void language plpgsql as $$
+begin
+  insert into app.connectors (name, platforms, connect) values (p_name, array(select 'x'), 'none')
+  on conflict (name) do update set declared_at = now();
+end $$;
+select is(array(select fault from statements_citus_refuses order by 1), array[
+  'app.distributable_upsert_probe(text): a subquery in INSERT ... VALUES',
+  'app.distributable_upsert_probe(text): a volatile function in ON CONFLICT DO UPDATE'],
+  '... and finds both written the old way');
+drop function app.distributable_upsert_probe(text);
 
 -- The checks fail on keys written the old way, inside this transaction only.
 create table app.distributable_keys_probe (id uuid primary key, workspace_id uuid not null, code text unique,
