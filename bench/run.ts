@@ -14,6 +14,7 @@ import { inbox } from './scenarios/inbox.ts';
 import { media } from './scenarios/media.ts';
 import { publishing } from './scenarios/publishing.ts';
 import { platforms } from './scenarios/platforms.ts';
+import { plpgsql } from './scenarios/plpgsql.ts';
 import { policies } from './scenarios/policies.ts';
 // Grid planner
 import { grid } from './scenarios/grid.ts';
@@ -26,7 +27,7 @@ import type { Scenario } from './lib/scenario.ts';
 import { openCluster } from './lib/stack.ts';
 
 /** The registry: add a scenario here (bench/scenarios/<name>.ts exporting a Scenario). */
-const scenarios: Scenario[] = [foundation, content, media, publishing, lists, analytics, grid, reviews, workbench, inbox, webhooks, platforms, policies];
+const scenarios: Scenario[] = [foundation, content, media, publishing, lists, analytics, grid, reviews, workbench, inbox, webhooks, platforms, policies, plpgsql];
 
 function usage(): string {
   return [
