@@ -45,7 +45,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { applyCurrentMigrations, migrate } from '../../server/db/migrate.ts';
 import { installQueues } from '../../server/jobs/queues.ts';
-import { distributeSchema } from '../../server/db/distribute.ts';
+import { CITUS_TABLE_STATE, distributeSchema } from '../../server/db/distribute.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -170,7 +170,7 @@ interface TableInfo {
 async function listTables(c: pg.Client): Promise<TableInfo[]> {
   const r = await c.query(
     `select c.oid::int as oid, format('%I.%I', n.nspname, c.relname) as name,
-            exists (select 1 from pg_attribute a where a.attrelid = c.oid and a.attname = 'workspace_id' and not a.attisdropped) as has_workspace_id,
+            app.is_workspace_table(c.oid) as has_workspace_id,
             exists (select 1 from pg_trigger t where t.tgrelid = c.oid and not t.tgisinternal) as has_triggers
        from pg_class c join pg_namespace n on n.oid = c.relnamespace
       where n.nspname = any($1) and c.relkind in ('r', 'p') and not c.relispartition
@@ -208,10 +208,7 @@ async function distributionOrder(c: pg.Client, tables: TableInfo[], rank: (t: Ta
 async function finalStates(c: pg.Client): Promise<Map<string, string>> {
   const r = await c.query(
     `select format('%I.%I', n.nspname, c.relname) as name,
-            case when p.partmethod = 'h' then 'distributed'
-                 when p.partmethod = 'n' and p.repmodel = 't' then 'reference'
-                 when p.partmethod = 'n' then 'citus-local'
-                 else p.partmethod::text end as state
+            coalesce(${CITUS_TABLE_STATE}, p.partmethod::text) as state
        from pg_dist_partition p join pg_class c on c.oid = p.logicalrelid join pg_namespace n on n.oid = c.relnamespace`,
   );
   return new Map(r.rows.map((x) => [x.name, x.state]));
@@ -225,9 +222,10 @@ async function finalStates(c: pg.Client): Promise<Map<string, string>> {
 async function distribute(url: string): Promise<{ rows: TableRow[]; tables: TableInfo[]; leader: string | null; step: string }> {
   if (!opts['table-by-table'] && !opts['safe-triggers'] && opts.workspaces === 'reference') {
     try {
-      const r = await withClient(url, (c) => distributeSchema(c));
-      const tables = await withClient(url, (c) => listTables(c));
-      const states = await withClient(url, (c) => finalStates(c));
+      const { r, tables, states } = await withClient(url, async (c) => {
+        const r = await distributeSchema(c);
+        return { r, tables: await listTables(c), states: await finalStates(c) };
+      });
       // pg-boss's tables stay local to the coordinator (docs/citus.md): only app's are listed.
       const rows: TableRow[] = tables.filter((t) => t.name.startsWith('app.')).map((t) => ({
         table: t.name, wanted: t.hasWorkspaceId ? 'distributed' : 'reference', column: t.hasWorkspaceId ? 'workspace_id' : null,

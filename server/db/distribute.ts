@@ -53,12 +53,18 @@ interface AppTable {
   column: string | null;
 }
 
+/**
+ * What Citus holds a table as, from its pg_dist_partition row `p` (left-joined): distributed,
+ * reference, citus-local (added to the metadata by Citus itself), or null (a local table).
+ */
+export const CITUS_TABLE_STATE = `case when p.partmethod = 'h' then 'distributed'
+                 when p.partmethod = 'n' and p.repmodel = 't' then 'reference'
+                 when p.partmethod = 'n' then 'citus-local' end`;
+
 async function appTables(client: pg.ClientBase): Promise<AppTable[]> {
   const r = await client.query<{ name: string; workspace: boolean; state: string | null; column: string | null }>(
     `select c.oid::regclass::text as name, app.is_workspace_table(c.oid) as workspace,
-            case when p.partmethod = 'h' then 'distributed'
-                 when p.partmethod = 'n' and p.repmodel = 't' then 'reference'
-                 when p.partmethod = 'n' then 'citus-local' end as state,
+            ${CITUS_TABLE_STATE} as state,
             case when p.partmethod = 'h' then column_to_column_name(p.logicalrelid, p.partkey) end as column
        from pg_class c
        left join pg_dist_partition p on p.logicalrelid = c.oid
