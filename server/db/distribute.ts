@@ -43,7 +43,26 @@ export interface DistributeResult {
   foreignKeysRemade: number;
   shardCount: number | null;
   workers: number;
+  /** The settings this database gives every new session (DATABASE_SETTINGS), as set. */
+  settings: Record<string, string>;
 }
+
+/**
+ * What every session of the service on the coordinator runs with (set on the database, so the
+ * API, the workers and the CLI get them alike; docs/citus.md, "Distributing"):
+ * - multi_shard_modify_mode sequential: a request may read several workspaces' shards (the
+ *   workspaces a key may use) and then write a reference table (an API key); Citus refuses that
+ *   write after a parallel read ("cannot modify table ... because there was a parallel operation
+ *   on a distributed table") and itself hints at this mode, one connection per worker;
+ * - allow_modifications_from_workers_to_replicated_tables off: the service writes through the
+ *   coordinator only, so Citus need not lock a reference table's shards on the first worker
+ *   before each write (lock_shard_resources, which demands table-wide UPDATE, DELETE or
+ *   TRUNCATE on every table a key points at, where the internal roles hold column grants).
+ */
+export const DATABASE_SETTINGS: Record<string, string> = {
+  'citus.multi_shard_modify_mode': 'sequential',
+  'citus.allow_modifications_from_workers_to_replicated_tables': 'off',
+};
 
 interface AppTable {
   name: string;
@@ -96,8 +115,12 @@ export async function distributeSchema(client: pg.ClientBase): Promise<Distribut
   }
   const toDistribute = before.filter((t) => t.workspace && t.state === null).map((t) => t.name);
   const toReference = before.filter((t) => !t.workspace && t.state === null).map((t) => t.name);
+  const database = (await client.query<{ d: string }>(`select current_database() as d`)).rows[0].d;
+  for (const [name, value] of Object.entries(DATABASE_SETTINGS)) {
+    await client.query(`alter database ${quoteIdent(database)} set ${name} = ${quoteLiteral(value)}`);
+  }
   const result = (foreignKeysRemade: number, shardCount: number | null): DistributeResult => ({
-    citusVersion, workers, foreignKeysRemade, shardCount,
+    citusVersion, workers, foreignKeysRemade, shardCount, settings: { ...DATABASE_SETTINGS },
     distributed: { now: toDistribute, before: before.filter((t) => t.state === 'distributed').map((t) => t.name) },
     reference: { now: toReference, before: before.filter((t) => t.state === 'reference').map((t) => t.name) },
   });
@@ -136,6 +159,10 @@ export async function distributeSchema(client: pg.ClientBase): Promise<Distribut
     await client.query('rollback').catch(() => {});
     throw e;
   }
+}
+
+function quoteLiteral(value: string): string {
+  return `'${value.replaceAll("'", "''")}'`;
 }
 
 function quoteIdent(name: string): string {

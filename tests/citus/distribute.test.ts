@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DATABASE_SETTINGS } from '../../server/db/distribute.ts';
 import { applyCurrentMigrations, migrate } from '../../server/db/migrate.ts';
 import { installQueues } from '../../server/jobs/queues.ts';
 
@@ -36,6 +37,7 @@ interface Distributed {
   reference: { now: string[]; before: string[] };
   foreignKeysRemade: number;
   shardCount: number | null;
+  settings: Record<string, string>;
 }
 
 /** `pressroom distribute` as an operator runs it: the CLI, DATABASE_URL the coordinator. */
@@ -110,6 +112,22 @@ describe('pressroom distribute', () => {
     ]);
     const boss = await owner.query(`select logicalrelid from pg_dist_partition where logicalrelid::regclass::text like 'pgboss.%'`);
     expect(boss.rowCount).toBe(0);
+  });
+
+  it('sets the database so that every new session of the service runs with DATABASE_SETTINGS', async () => {
+    expect(first.settings).toEqual(DATABASE_SETTINGS);
+    const r = await owner.query<{ setconfig: string[] }>(
+      `select setconfig from pg_db_role_setting where setrole = 0 and setdatabase = (select oid from pg_database where datname = current_database())`);
+    expect([...r.rows[0].setconfig].sort()).toEqual(Object.entries(DATABASE_SETTINGS).map(([k, v]) => `${k}=${v}`).sort());
+    const session = new pg.Client({ connectionString: ownerUrl });
+    await session.connect();
+    try {
+      for (const [k, v] of Object.entries(DATABASE_SETTINGS)) {
+        expect((await session.query<{ v: string }>(`select current_setting($1) as v`, [k])).rows[0].v).toBe(v);
+      }
+    } finally {
+      await session.end();
+    }
   });
 
   it('keeps every foreign key, as it was written', async () => {
