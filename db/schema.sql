@@ -202,7 +202,7 @@ create policy api_keys_definer on app.api_keys as permissive for all to pressroo
   with check (true);
 CREATE TRIGGER api_keys_10_immutable_once_issued BEFORE UPDATE ON app.api_keys FOR EACH ROW EXECUTE FUNCTION app.tg_api_keys_immutable_once_issued();
 grant delete, insert, select, update on table app.api_keys to pressroom_definer;
-grant select (id) on table app.api_keys to pressroom_api;
+grant insert, select (id) on table app.api_keys to pressroom_api;
 grant insert, select (organization_id) on table app.api_keys to pressroom_api;
 grant insert, select (created_by) on table app.api_keys to pressroom_api;
 grant insert, select (name) on table app.api_keys to pressroom_api;
@@ -213,7 +213,7 @@ grant insert, select (expires_at) on table app.api_keys to pressroom_api;
 grant select (last_used_at) on table app.api_keys to pressroom_api;
 grant select, update (revoked_at) on table app.api_keys to pressroom_api;
 grant select, update (revoked_by) on table app.api_keys to pressroom_api;
-grant select (created_at) on table app.api_keys to pressroom_api;
+grant insert, select (created_at) on table app.api_keys to pressroom_api;
 
 create table app.approval_workflows (
   id uuid default gen_random_uuid() not null,
@@ -374,12 +374,15 @@ grant insert (organization_id) on table app.articles to pressroom_api;
 grant insert (workspace_id) on table app.articles to pressroom_api;
 grant insert, update (title) on table app.articles to pressroom_api;
 grant insert, update (body_html) on table app.articles to pressroom_api;
+grant insert (body_version) on table app.articles to pressroom_api;
 grant insert, update (character_count) on table app.articles to pressroom_api;
 grant insert, update (cover_media_id) on table app.articles to pressroom_api;
 grant update (platform_draft_article_id) on table app.articles to pressroom_api;
 grant update (platform_draft_url) on table app.articles to pressroom_api;
 grant update (platform_draft_sent_at) on table app.articles to pressroom_api;
 grant update (platform_draft_fingerprint) on table app.articles to pressroom_api;
+grant insert (created_at) on table app.articles to pressroom_api;
+grant insert (updated_at) on table app.articles to pressroom_api;
 
 create table app.atproto_oauth_states (
   key_hash bytea not null,
@@ -1567,6 +1570,7 @@ CREATE TRIGGER inbox_messages_95_detach_inbox_messages_in_reply_to_id AFTER DELE
 grant select on table app.inbox_messages to pressroom_api;
 grant delete, insert, select, update on table app.inbox_messages to pressroom_definer;
 grant delete, insert, select, update on table app.inbox_messages to pressroom_worker;
+grant insert (id) on table app.inbox_messages to pressroom_api;
 grant insert (organization_id) on table app.inbox_messages to pressroom_api;
 grant insert (workspace_id) on table app.inbox_messages to pressroom_api;
 grant insert (integration_id) on table app.inbox_messages to pressroom_api;
@@ -1575,13 +1579,20 @@ grant insert (direction) on table app.inbox_messages to pressroom_api;
 grant insert (in_reply_to_id) on table app.inbox_messages to pressroom_api;
 grant insert (author) on table app.inbox_messages to pressroom_api;
 grant insert (body) on table app.inbox_messages to pressroom_api;
+grant insert (attachments) on table app.inbox_messages to pressroom_api;
+grant insert (reactions) on table app.inbox_messages to pressroom_api;
+grant insert (has_original) on table app.inbox_messages to pressroom_api;
+grant insert (moderation) on table app.inbox_messages to pressroom_api;
 grant update (moderation_pending) on table app.inbox_messages to pressroom_api;
 grant update (moderation_error) on table app.inbox_messages to pressroom_api;
 grant insert, update (delivery_state) on table app.inbox_messages to pressroom_api;
 grant update (delivery_error) on table app.inbox_messages to pressroom_api;
 grant update (action_job_id) on table app.inbox_messages to pressroom_api;
+grant insert (attempts) on table app.inbox_messages to pressroom_api;
+grant insert (occurred_at) on table app.inbox_messages to pressroom_api;
 grant insert (created_by) on table app.inbox_messages to pressroom_api;
-grant update (updated_at) on table app.inbox_messages to pressroom_api;
+grant insert (created_at) on table app.inbox_messages to pressroom_api;
+grant insert, update (updated_at) on table app.inbox_messages to pressroom_api;
 
 create table app.inbox_platform_rules (
   platform text not null,
@@ -2009,7 +2020,7 @@ CREATE TRIGGER integrations_10_set_updated_at BEFORE UPDATE ON app.integrations 
 CREATE TRIGGER integrations_90_webhooks AFTER UPDATE OF connection_state ON app.integrations FOR EACH ROW WHEN ((old.connection_state IS DISTINCT FROM new.connection_state)) EXECUTE FUNCTION app.tg_integrations_webhooks();
 grant delete, insert, select, update on table app.integrations to pressroom_definer;
 grant delete, insert, select, update on table app.integrations to pressroom_worker;
-grant select (id) on table app.integrations to pressroom_api;
+grant insert, select (id) on table app.integrations to pressroom_api;
 grant insert, select (organization_id) on table app.integrations to pressroom_api;
 grant insert, select (workspace_id) on table app.integrations to pressroom_api;
 grant insert, select (connector) on table app.integrations to pressroom_api;
@@ -2021,12 +2032,12 @@ grant insert, select, update (settings) on table app.integrations to pressroom_a
 grant insert, select (webhook_url) on table app.integrations to pressroom_api;
 grant insert (webhook_secret) on table app.integrations to pressroom_api;
 grant insert, select (created_by) on table app.integrations to pressroom_api;
-grant select (created_at) on table app.integrations to pressroom_api;
-grant select (updated_at) on table app.integrations to pressroom_api;
+grant insert, select (created_at) on table app.integrations to pressroom_api;
+grant insert, select (updated_at) on table app.integrations to pressroom_api;
 grant select, update (deleted_at) on table app.integrations to pressroom_api;
 grant select (account_id) on table app.integrations to pressroom_api;
 grant select (instance_url) on table app.integrations to pressroom_api;
-grant select (connection_state) on table app.integrations to pressroom_api;
+grant insert, select (connection_state) on table app.integrations to pressroom_api;
 grant select (connection_reason) on table app.integrations to pressroom_api;
 grant select (connection_changed_at) on table app.integrations to pressroom_api;
 
@@ -2803,6 +2814,7 @@ CREATE TRIGGER post_metric_snapshots_30_append_only BEFORE DELETE ON app.post_me
 grant select on table app.post_metric_snapshots to pressroom_api;
 grant delete, insert, select, update on table app.post_metric_snapshots to pressroom_definer;
 grant delete, insert, select, update on table app.post_metric_snapshots to pressroom_worker;
+grant insert (id) on table app.post_metric_snapshots to pressroom_api;
 grant insert (organization_id) on table app.post_metric_snapshots to pressroom_api;
 grant insert (workspace_id) on table app.post_metric_snapshots to pressroom_api;
 grant insert (content_item_id) on table app.post_metric_snapshots to pressroom_api;
@@ -2817,6 +2829,7 @@ grant insert (shares) on table app.post_metric_snapshots to pressroom_api;
 grant insert (saves) on table app.post_metric_snapshots to pressroom_api;
 grant insert (clicks) on table app.post_metric_snapshots to pressroom_api;
 grant insert (video_views) on table app.post_metric_snapshots to pressroom_api;
+grant insert (created_at) on table app.post_metric_snapshots to pressroom_api;
 
 create table app.post_metrics_daily (
   organization_id uuid not null,
@@ -3942,13 +3955,13 @@ create policy users_definer on app.users as permissive for all to pressroom_defi
   with check (true);
 CREATE TRIGGER users_10_set_updated_at BEFORE UPDATE ON app.users FOR EACH ROW EXECUTE FUNCTION app.tg_set_updated_at();
 grant delete, insert, select, update on table app.users to pressroom_definer;
-grant select (id) on table app.users to pressroom_api;
+grant insert, select (id) on table app.users to pressroom_api;
 grant insert, select (organization_id) on table app.users to pressroom_api;
 grant insert, select (email) on table app.users to pressroom_api;
 grant insert, select (org_role) on table app.users to pressroom_api;
 grant insert, select (status) on table app.users to pressroom_api;
-grant select (created_at) on table app.users to pressroom_api;
-grant select (updated_at) on table app.users to pressroom_api;
+grant insert, select (created_at) on table app.users to pressroom_api;
+grant insert, select (updated_at) on table app.users to pressroom_api;
 
 create table app.webhook_deliveries (
   id uuid default gen_random_uuid() not null,
@@ -3998,12 +4011,17 @@ CREATE TRIGGER webhook_deliveries_95_wake AFTER INSERT ON app.webhook_deliveries
 grant select on table app.webhook_deliveries to pressroom_api;
 grant delete, insert, select, update on table app.webhook_deliveries to pressroom_definer;
 grant delete, insert, select, update on table app.webhook_deliveries to pressroom_worker;
+grant insert (id) on table app.webhook_deliveries to pressroom_api;
+grant insert (seq) on table app.webhook_deliveries to pressroom_api;
 grant insert (organization_id) on table app.webhook_deliveries to pressroom_api;
 grant insert (workspace_id) on table app.webhook_deliveries to pressroom_api;
 grant insert (subscription_id) on table app.webhook_deliveries to pressroom_api;
 grant insert (event_id) on table app.webhook_deliveries to pressroom_api;
-grant update (next_attempt_at) on table app.webhook_deliveries to pressroom_api;
+grant insert (state) on table app.webhook_deliveries to pressroom_api;
+grant insert (attempts) on table app.webhook_deliveries to pressroom_api;
+grant insert, update (next_attempt_at) on table app.webhook_deliveries to pressroom_api;
 grant insert (redelivery_of) on table app.webhook_deliveries to pressroom_api;
+grant insert (created_at) on table app.webhook_deliveries to pressroom_api;
 
 create table app.webhook_delivery_log (
   id uuid default gen_random_uuid() not null,
@@ -4049,11 +4067,14 @@ create policy webhook_delivery_log_worker on app.webhook_delivery_log as permiss
 grant select on table app.webhook_delivery_log to pressroom_api;
 grant delete, insert, select, update on table app.webhook_delivery_log to pressroom_definer;
 grant delete, insert, select, update on table app.webhook_delivery_log to pressroom_worker;
+grant insert (id) on table app.webhook_delivery_log to pressroom_api;
+grant insert (seq) on table app.webhook_delivery_log to pressroom_api;
 grant insert (organization_id) on table app.webhook_delivery_log to pressroom_api;
 grant insert (workspace_id) on table app.webhook_delivery_log to pressroom_api;
 grant insert (subscription_id) on table app.webhook_delivery_log to pressroom_api;
 grant insert (kind) on table app.webhook_delivery_log to pressroom_api;
 grant insert (error) on table app.webhook_delivery_log to pressroom_api;
+grant insert (created_at) on table app.webhook_delivery_log to pressroom_api;
 
 create table app.webhook_events (
   id uuid default gen_random_uuid() not null,
@@ -4087,11 +4108,14 @@ create policy webhook_events_worker on app.webhook_events as permissive for all 
 grant select on table app.webhook_events to pressroom_api;
 grant delete, insert, select, update on table app.webhook_events to pressroom_definer;
 grant delete, insert, select, update on table app.webhook_events to pressroom_worker;
+grant insert (id) on table app.webhook_events to pressroom_api;
+grant insert (seq) on table app.webhook_events to pressroom_api;
 grant insert (organization_id) on table app.webhook_events to pressroom_api;
 grant insert (workspace_id) on table app.webhook_events to pressroom_api;
 grant insert (type) on table app.webhook_events to pressroom_api;
 grant insert (subject_id) on table app.webhook_events to pressroom_api;
 grant insert (data) on table app.webhook_events to pressroom_api;
+grant insert (occurred_at) on table app.webhook_events to pressroom_api;
 
 create table app.webhook_subscriptions (
   id uuid default gen_random_uuid() not null,
@@ -4149,10 +4173,10 @@ grant insert, select, update (description) on table app.webhook_subscriptions to
 grant insert, select, update (active) on table app.webhook_subscriptions to pressroom_api;
 grant insert, select, update (paused_reason) on table app.webhook_subscriptions to pressroom_api;
 grant insert, update (secret_ciphertext) on table app.webhook_subscriptions to pressroom_api;
-grant select, update (consecutive_failures) on table app.webhook_subscriptions to pressroom_api;
+grant insert, select, update (consecutive_failures) on table app.webhook_subscriptions to pressroom_api;
 grant insert, select (created_by) on table app.webhook_subscriptions to pressroom_api;
-grant select (created_at) on table app.webhook_subscriptions to pressroom_api;
-grant select, update (updated_at) on table app.webhook_subscriptions to pressroom_api;
+grant insert, select (created_at) on table app.webhook_subscriptions to pressroom_api;
+grant insert, select, update (updated_at) on table app.webhook_subscriptions to pressroom_api;
 
 create table app.work_claims (
   kind text not null,
@@ -4403,8 +4427,8 @@ grant insert, select (workspace_id) on table app.workspace_members to pressroom_
 grant insert, select (user_id) on table app.workspace_members to pressroom_api;
 grant insert, select (organization_id) on table app.workspace_members to pressroom_api;
 grant insert, select, update (role) on table app.workspace_members to pressroom_api;
-grant select (created_at) on table app.workspace_members to pressroom_api;
-grant select (updated_at) on table app.workspace_members to pressroom_api;
+grant insert, select (created_at) on table app.workspace_members to pressroom_api;
+grant insert, select (updated_at) on table app.workspace_members to pressroom_api;
 
 create table app.workspaces (
   id uuid default gen_random_uuid() not null,
@@ -6001,7 +6025,7 @@ AS $function$
 #variable_conflict use_column
 begin
   return (
-    select coalesce(jsonb_agg(app.campaign_phase_json(p) order by p.position, p.created_at, p.id), '[]')
+    select coalesce(jsonb_agg(app.campaign_phase_json(row(p.*)::app.campaign_phases) order by p.position, p.created_at, p.id), '[]')
     from app.campaign_phases p where p.campaign_id = p_campaign_id
   );
 end
@@ -6298,7 +6322,7 @@ AS $function$
 #variable_conflict use_column
 begin
   return (
-    select app.content_list_item_json(i, r, g.platform, cardinality(app.content_item_media_ids(i.id, i.root_id, i.own_media)),
+    select app.content_list_item_json(row(i.*)::app.content_items, row(r.*)::app.content_roots, g.platform, cardinality(app.content_item_media_ids(i.id, i.root_id, i.own_media)),
              app.content_recurring_metadata(i.root_id), true) || jsonb_build_object(
       'integration', jsonb_build_object('id', g.id, 'platform', g.platform, 'connector', g.connector, 'name', g.name,
                                         'username', g.username, 'status', case when g.deleted_at is not null then 'deleted' else g.status end),
@@ -6515,7 +6539,7 @@ begin
   select coalesce(jsonb_agg(
     case when i.deleted_at is not null
       then jsonb_build_object('id', i.id, 'rootId', i.root_id, 'deleted', true, 'deletedAt', i.deleted_at)
-      else app.content_list_item_json(i, r, g.platform,
+      else app.content_list_item_json(row(i.*)::app.content_items, row(r.*)::app.content_roots, g.platform,
              case when i.own_media then (select count(*) from app.content_item_media m where m.content_item_id = i.id)
                   else (select count(*) from app.content_root_media m where m.root_id = i.root_id) end::int,
              rec.metadata, p_review)
@@ -6625,7 +6649,7 @@ AS $function$
 begin
   return (
     select jsonb_build_object('rootId', p_root_id,
-      'editions', coalesce((select jsonb_agg(app.content_edition_json(i) order by x.n)
+      'editions', coalesce((select jsonb_agg(app.content_edition_json(row(i.*)::app.content_items) order by x.n)
                             from unnest(p_item_ids) with ordinality x (id, n)
                             join app.content_items i on i.id = x.id), '[]'))
   );
@@ -7334,7 +7358,7 @@ AS $function$
 #variable_conflict use_column
 begin
   return (
-    select coalesce(jsonb_agg(app.credentials_row_json(i, c) order by i.id), '[]')
+    select coalesce(jsonb_agg(app.credentials_row_json(row(i.*)::app.integrations, row(c.*)::app.integration_credentials) order by i.id), '[]')
     from app.integrations i
     left join app.integration_credentials c on c.workspace_id = i.workspace_id and c.integration_id = i.id
     where i.id = any (p_ids)
@@ -7462,7 +7486,7 @@ CREATE OR REPLACE FUNCTION app.credentials_store(p_integration uuid, p_credentia
 AS $function$
 begin
   perform app.credentials_put(p_integration, p_credential);
-  return (select app.credentials_row_json(i, c) - 'ciphertext' from app.integrations i
+  return (select app.credentials_row_json(row(i.*)::app.integrations, row(c.*)::app.integration_credentials) - 'ciphertext' from app.integrations i
           join app.integration_credentials c on c.integration_id = i.id where i.id = p_integration);
 end
 $function$;
@@ -8958,7 +8982,7 @@ AS $function$
 #variable_conflict use_column
 begin
   return (
-    select app.grid_tiles_json(jsonb_build_array(jsonb_build_object('id', t.id, 'pos', app.grid_position(t)))) -> 0
+    select app.grid_tiles_json(jsonb_build_array(jsonb_build_object('id', t.id, 'pos', app.grid_position(row(t.*)::app.grid_tiles)))) -> 0
     from app.grid_tiles t where t.id = p_tile_id
   );
 end
@@ -10433,7 +10457,7 @@ CREATE OR REPLACE FUNCTION app.media_label_groups_json()
  LANGUAGE sql
  STABLE
 AS $function$
-  select coalesce(jsonb_agg(app.media_label_group_json(g) order by g.position, g.id), '[]')
+  select coalesce(jsonb_agg(app.media_label_group_json(row(g.*)::app.media_label_groups) order by g.position, g.id), '[]')
   from app.media_label_groups g where g.workspace_id = app.current_workspace_id()
 $function$;
 grant execute on function app.media_label_groups_json() to pressroom_api;
@@ -11990,7 +12014,7 @@ AS $function$
 #variable_conflict use_column
 begin
   return (
-    select app.publishing_json_of(i, s, (select count(*) from app.publish_attempts a where a.content_item_id = i.id))
+    select app.publishing_json_of(row(i.*)::app.content_items, row(s.*)::app.publishing_states, (select count(*) from app.publish_attempts a where a.content_item_id = i.id))
     from app.content_items i
     left join app.publishing_states s on s.content_item_id = i.id
     where i.id = p_content_item_id
@@ -13049,7 +13073,7 @@ AS $function$
 #variable_conflict use_column
 begin
   return query
-  select it, r, g.platform, app.review_item_due_at(r, it), app.review_urgency(app.review_item_due_at(r, it), w.timezone)
+  select it, r, g.platform, app.review_item_due_at(row(r.*)::app.reviews, row(it.*)::app.review_items), app.review_urgency(app.review_item_due_at(row(r.*)::app.reviews, row(it.*)::app.review_items), w.timezone)
   from app.review_items it
   join app.reviews r on r.id = it.review_id and r.status = 'active'
   join app.content_items i on i.id = it.content_id
@@ -13072,7 +13096,7 @@ AS $function$
 #variable_conflict use_column
 begin
   return (
-    select coalesce(jsonb_agg(app.review_activity_json(a) order by a.created_at, a.id), '[]')
+    select coalesce(jsonb_agg(app.review_activity_json(row(a.*)::app.review_activity) order by a.created_at, a.id), '[]')
     from app.review_activity a where a.item_id = it.id
   );
 end
@@ -13136,7 +13160,7 @@ begin
       'caption', coalesce(i.caption, cr.caption), 'intendedPublishAt', coalesce(i.intended_publish_at, i.scheduled_at),
       'contentVersion', i.version, 'approvedVersion', it.approved_version, 'decidedAt', it.decided_at,
       'createdAt', it.created_at,
-      'decisions', coalesce((select jsonb_agg(app.review_decision_json(d) order by d.created_at, d.id)
+      'decisions', coalesce((select jsonb_agg(app.review_decision_json(row(d.*)::app.review_decisions) order by d.created_at, d.id)
                              from app.review_decisions d where d.item_id = it.id), '[]'))
     from app.content_items i
     join app.content_roots cr on cr.id = i.root_id
@@ -13197,7 +13221,7 @@ begin
                                       'expiresAt', l.expires_at, 'revokedAt', l.revoked_at) order by l.created_at, l.email)
                                    from app.review_links l where l.review_id = r.id), '[]'))
     || case when p_items then jsonb_build_object('items',
-         coalesce((select jsonb_agg(app.review_item_json(r, it) order by it.created_at, it.id)
+         coalesce((select jsonb_agg(app.review_item_json(r, row(it.*)::app.review_items) order by it.created_at, it.id)
                    from app.review_items it where it.review_id = r.id), '[]')) else '{}' end
   );
 end
@@ -17186,7 +17210,7 @@ begin
     left join lateral (
       select count(*) n,
         jsonb_agg(i.integration_id order by g.created_at, g.id) channels,
-        jsonb_agg(app.content_edition_json(i) order by g.created_at, g.id) editions,
+        jsonb_agg(app.content_edition_json(row(i.*)::app.content_items) order by g.created_at, g.id) editions,
         bool_or(i.status = 'failed') any_failed, bool_or(i.status = 'pending_approval') any_pending,
         bool_or(i.status = 'rejected') any_rejected, bool_and(i.status = 'sent') all_sent,
         bool_and(i.status in ('scheduled', 'sent')) all_scheduled_or_sent, bool_and(i.status = 'cancelled') all_cancelled
@@ -19694,7 +19718,7 @@ begin
     values (v.organization_id, v.workspace_id, v.id, btrim(v_s ->> 'name'), v_s ->> 'color', coalesce((v_s ->> 'collapsed')::boolean, false), v_keys[v_n]);
   end loop;
   return app.workbench_page_json(v) || jsonb_build_object('sections',
-    (select coalesce(jsonb_agg(app.workbench_section_json(s) order by s.position), '[]') from app.workbench_sections s where s.page_id = v.id));
+    (select coalesce(jsonb_agg(app.workbench_section_json(row(s.*)::app.workbench_sections) order by s.position), '[]') from app.workbench_sections s where s.page_id = v.id));
 end
 $function$;
 alter function api.create_workbench_page(jsonb) owner to pressroom_api;
@@ -21143,7 +21167,7 @@ begin
                  where w.page_id = v.id order by s.position, w.position limit v_limit offset v_offset);
   return jsonb_build_object(
     'page', app.workbench_page_json(v)
-      || jsonb_build_object('sections', (select coalesce(jsonb_agg(app.workbench_section_json(s) order by s.position), '[]')
+      || jsonb_build_object('sections', (select coalesce(jsonb_agg(app.workbench_section_json(row(s.*)::app.workbench_sections) order by s.position), '[]')
                                          from app.workbench_sections s where s.page_id = v.id))
       || jsonb_build_object('rows', app.workbench_rows_json(v_ids)),
     'meta', jsonb_build_object('limit', v_limit, 'offset', v_offset, 'total', v_total, 'hasMore', v_offset + cardinality(v_ids) < v_total));
@@ -21924,7 +21948,7 @@ CREATE OR REPLACE FUNCTION api.list_approval_workflows()
 AS $function$
 begin
   perform app.require_role('viewer');
-  return coalesce((select jsonb_agg(app.workflow_json(w) order by w.position, w.created_at, w.id)
+  return coalesce((select jsonb_agg(app.workflow_json(row(w.*)::app.approval_workflows) order by w.position, w.created_at, w.id)
                    from app.approval_workflows w where w.workspace_id = app.current_workspace_id()), '[]');
 end
 $function$;
@@ -22098,7 +22122,7 @@ begin
   perform app.require_role('viewer');
   if nullif(p_search, '') is null then
     return (
-      select coalesce(jsonb_agg(app.campaign_json(c, coalesce(p_include_phases, false))
+      select coalesce(jsonb_agg(app.campaign_json(row(c.*)::app.campaigns, coalesce(p_include_phases, false))
                                 order by c.starts_on nulls last, lower(c.name), c.id), '[]')
       from app.campaigns c
       where c.workspace_id = app.current_workspace_id());
@@ -22106,7 +22130,7 @@ begin
   -- A search goes through the trigram index (app.campaign_search_ids), in a
   -- statement of its own: no plan shared with the unfiltered list walks the workspace.
   return (
-    select coalesce(jsonb_agg(app.campaign_json(c, coalesce(p_include_phases, false))
+    select coalesce(jsonb_agg(app.campaign_json(row(c.*)::app.campaigns, coalesce(p_include_phases, false))
                               order by c.starts_on nulls last, lower(c.name), c.id), '[]')
     from app.campaigns c
     where c.workspace_id = app.current_workspace_id()
@@ -22212,7 +22236,7 @@ begin
   -- reviews: any reviewLifecycle filter opts review-held content in and adds reviewLifecycle to items.
   if v_lc <> '{}' then
     v_review := true;
-    v_live := v_live || ' and app.content_review_lifecycle_matches(i, $8)';
+    v_live := v_live || ' and app.content_review_lifecycle_matches(row(i.*)::app.content_items, $8)';
   end if;
   if v_integration is not null then
     v_where := v_where || ' and i.integration_id = $5';
@@ -22303,7 +22327,7 @@ begin
   if v_current is null then
     perform app.raise_not_found('content', p_id);
   end if;
-  return (select coalesce(jsonb_agg(app.content_version_json(x, v_current) order by x.version desc), '[]')
+  return (select coalesce(jsonb_agg(app.content_version_json(row(x.*)::app.content_versions, v_current) order by x.version desc), '[]')
           from app.content_versions x where x.content_item_id = p_id);
 end
 $function$;
@@ -22320,7 +22344,7 @@ CREATE OR REPLACE FUNCTION api.list_hashtag_groups()
 AS $function$
 begin
   perform app.require_role('viewer');
-  return (select coalesce(jsonb_agg(app.hashtag_group_json(g) order by lower(g.name), g.id), '[]')
+  return (select coalesce(jsonb_agg(app.hashtag_group_json(row(g.*)::app.hashtag_groups) order by lower(g.name), g.id), '[]')
           from app.hashtag_groups g where g.workspace_id = app.current_workspace_id());
 end
 $function$;
@@ -22610,7 +22634,7 @@ begin
     v_group := (app.media_label_group(p_group::uuid, 'groupId')).id;
   end if;
   return (
-    select coalesce(jsonb_agg(app.media_label_json(l) order by lower(l.name), l.id), '[]')
+    select coalesce(jsonb_agg(app.media_label_json(row(l.*)::app.media_labels) order by lower(l.name), l.id), '[]')
     from app.media_labels l
     where l.workspace_id = app.current_workspace_id()
       and (coalesce(p_include_merged, false) or l.merged_into_id is null)
@@ -22676,7 +22700,7 @@ begin
   perform app.require_role('viewer');
   v_sees_email := app.current_workspace_role() = 'manager';
   return (
-    select coalesce(jsonb_agg(case when v_sees_email then app.member_json(m) else app.member_json(m) - 'email' end
+    select coalesce(jsonb_agg(case when v_sees_email then app.member_json(row(m.*)::app.workspace_members) else app.member_json(row(m.*)::app.workspace_members) - 'email' end
                               order by m.created_at, m.user_id), '[]')
     from app.workspace_members m
     where m.workspace_id = app.current_workspace_id());
@@ -22730,7 +22754,7 @@ CREATE OR REPLACE FUNCTION api.list_reviews(p_status text)
 AS $function$
 begin
   perform app.require_role('viewer');
-  return coalesce((select jsonb_agg(app.review_json(r) order by r.created_at desc, r.id desc)
+  return coalesce((select jsonb_agg(app.review_json(row(r.*)::app.reviews) order by r.created_at desc, r.id desc)
                    from (select * from app.reviews r where r.workspace_id = app.current_workspace_id()
                            and (p_status is null or r.status = p_status)
                          order by r.created_at desc, r.id desc limit 200) r), '[]');
@@ -22809,7 +22833,7 @@ begin
     perform app.raise(400, 'VALIDATION_FAILED', 'limit must be 1 to 100 and offset 0 to 100000.', '{}'::jsonb);
   end if;
   return jsonb_build_object(
-    'data', coalesce((select jsonb_agg(app.webhook_delivery_json(d) order by d.seq desc)
+    'data', coalesce((select jsonb_agg(app.webhook_delivery_json(row(d.*)::app.webhook_deliveries) order by d.seq desc)
                       from (select * from app.webhook_deliveries d where d.subscription_id = v.id
                               and (p_state is null or d.state = p_state)
                             order by d.seq desc limit p_limit offset p_offset) d), '[]'::jsonb),
@@ -22891,7 +22915,7 @@ begin
                    and (v_state = 'all' or (v_state = 'archived') = (p.archived_at is not null))
                  order by p.position, p.id limit v_limit offset v_offset);
   return jsonb_build_object(
-    'items', coalesce((select jsonb_agg(app.workbench_page_json(p) order by x.n) from unnest(v_ids) with ordinality x (id, n)
+    'items', coalesce((select jsonb_agg(app.workbench_page_json(row(p.*)::app.workbench_pages) order by x.n) from unnest(v_ids) with ordinality x (id, n)
                        join app.workbench_pages p on p.id = x.id), '[]'),
     'meta', jsonb_build_object('limit', v_limit, 'offset', v_offset, 'total', v_total, 'hasMore', v_offset + cardinality(v_ids) < v_total));
 end
@@ -22971,7 +22995,7 @@ begin
   if not exists (select 1 from app.workbench_pages where id = p_page_id and workspace_id = app.current_workspace_id()) then
     perform app.raise_not_found('workbench page', p_page_id);
   end if;
-  return (select coalesce(jsonb_agg(app.workbench_section_json(s) order by s.position), '[]') from app.workbench_sections s where s.page_id = p_page_id);
+  return (select coalesce(jsonb_agg(app.workbench_section_json(row(s.*)::app.workbench_sections) order by s.position), '[]') from app.workbench_sections s where s.page_id = p_page_id);
 end
 $function$;
 alter function api.list_workbench_sections(uuid) owner to pressroom_api;
@@ -22985,7 +23009,7 @@ CREATE OR REPLACE FUNCTION api.list_workspaces()
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
-  select coalesce(jsonb_agg(app.workspace_json(w, r.role) order by w.created_at, w.id), '[]')
+  select coalesce(jsonb_agg(app.workspace_json(row(w.*)::app.workspaces, r.role) order by w.created_at, w.id), '[]')
   from app.workspaces w
   join app.principal_workspace_roles() r on r.workspace_id = w.id
   where w.organization_id = app.current_organization_id()
@@ -23379,7 +23403,7 @@ begin
   perform app.media_check_labels(p_label_ids);
   update app.media_labels set group_id = p_group_id
   where id = any (p_label_ids) and workspace_id = app.current_workspace_id() and group_id is distinct from p_group_id;
-  return (select coalesce(jsonb_agg(app.media_label_json(l) order by lower(l.name), l.id), '[]')
+  return (select coalesce(jsonb_agg(app.media_label_json(row(l.*)::app.media_labels) order by lower(l.name), l.id), '[]')
           from app.media_labels l where l.id = any (p_label_ids));
 end
 $function$;
@@ -23692,7 +23716,7 @@ begin
   v_item := (v_content -> 'editions' -> 0 ->> 'id')::uuid;
   -- The placeholder becomes the edition's tile, where its time puts it (placed
   -- now rather than by the deferred trigger, which then finds it in place).
-  perform app.grid_place_edition(i) from app.content_items i where i.id = v_item;
+  perform app.grid_place_edition(row(i.*)::app.content_items) from app.content_items i where i.id = v_item;
   select * into n from app.grid_tiles where content_item_id = v_item;
   delete from app.grid_tiles where id = n.id;
   update app.grid_tiles set content_item_id = v_item, position_key = coalesce(n.position_key, position_key)
@@ -24582,7 +24606,7 @@ begin
   perform app.require_role('viewer');
   select count(*) into v_total from app.reviews where workspace_id = app.current_workspace_id()
     and status in ('completed', 'cancelled', 'expired');
-  return jsonb_build_object('items', coalesce((select jsonb_agg(app.review_json(r, false) order by r.completed_at desc, r.id desc)
+  return jsonb_build_object('items', coalesce((select jsonb_agg(app.review_json(row(r.*)::app.reviews, false) order by r.completed_at desc, r.id desc)
       from (select * from app.reviews r where r.workspace_id = app.current_workspace_id() and r.status in ('completed', 'cancelled', 'expired')
             order by r.completed_at desc, r.id desc limit p_limit offset p_offset) r), '[]'),
     'meta', jsonb_build_object('limit', p_limit, 'offset', p_offset, 'total', v_total,
@@ -24605,7 +24629,7 @@ begin
   if not exists (select 1 from app.content_items where id = p_content_id and workspace_id = app.current_workspace_id()) then
     perform app.raise_not_found('content', p_content_id);
   end if;
-  return coalesce((select jsonb_agg(app.review_item_json(r, it)
+  return coalesce((select jsonb_agg(app.review_item_json(row(r.*)::app.reviews, row(it.*)::app.review_items)
                       || jsonb_build_object('reviewTitle', r.title, 'reviewStatus', r.status) order by it.created_at desc, it.id desc)
                    from app.review_items it join app.reviews r on r.id = it.review_id
                    where it.content_id = p_content_id), '[]');
@@ -24628,7 +24652,7 @@ begin
   perform app.require_role('viewer');
   r := app.review_for(p_id);
   return app.review_json(r) || jsonb_build_object('activity',
-    coalesce((select jsonb_agg(app.review_activity_json(a) order by a.created_at, a.id)
+    coalesce((select jsonb_agg(app.review_activity_json(row(a.*)::app.review_activity) order by a.created_at, a.id)
               from app.review_activity a where a.review_id = r.id), '[]'));
 end
 $function$;

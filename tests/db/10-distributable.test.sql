@@ -3,7 +3,7 @@
 -- policy holds one (db/migrations/committed/000036-policies-without-subqueries.sql rewrote them);
 -- a new table whose policy would not distribute fails here, on one node.
 begin;
-select plan(24);
+select plan(28);
 -- @include personas.sql
 
 create temporary view policy_subqueries as
@@ -173,7 +173,67 @@ select pg_temp.act_as('A.owner', 'A1');
 select is((select count(*)::int from app.inbox_reads), 1, 'the owner sees their own read state in the thread''s workspace');
 select pg_temp.act_as('A.owner', 'A2');
 select is((select count(*)::int from app.inbox_reads), 0, '... and none while acting in another workspace');
+
+-- Citus evaluates a column's default on the coordinator and names the column in the INSERT it
+-- sends the shard, so a role that may insert some columns of a table may insert each column
+-- with a default too (db/migrations/committed/000047-insert-grants-for-defaults.sql).
 reset role;
+create temporary view insert_grant_faults as
+  select format('%s %s: may insert some columns but not %s', c.oid::regclass, r.rolname, string_agg(a.attname, ', ' order by a.attnum)) as fault
+    from pg_class c
+    cross join (select rolname from pg_roles where rolname like 'pressroom\_%') r
+    join pg_attribute a on a.attrelid = c.oid and a.attnum > 0 and not a.attisdropped
+                        and (a.atthasdef or a.attidentity <> '') and a.attgenerated = ''
+   where c.relnamespace in ('app'::regnamespace, 'audit'::regnamespace) and c.relkind in ('r', 'p')
+     and not has_table_privilege(r.rolname, c.oid, 'INSERT')
+     and has_any_column_privilege(r.rolname, c.oid, 'INSERT')
+     and not has_column_privilege(r.rolname, c.oid, a.attnum, 'INSERT')
+   group by c.oid, r.rolname;
+select is(array(select fault from insert_grant_faults order by 1), '{}'::text[],
+  'a role that may insert some columns of a table may insert each column with a default');
+create table app.distributable_grant_probe (id uuid primary key default gen_random_uuid(), name text, created_at timestamptz default now());
+grant insert (name) on app.distributable_grant_probe to pressroom_api;
+select is(array(select fault from insert_grant_faults order by 1),
+  array['app.distributable_grant_probe pressroom_api: may insert some columns but not id, created_at'],
+  '... and finds a table granted the old way');
+drop table app.distributable_grant_probe;
+
+-- A query over a distributed table runs on the shards as written, so a helper that takes a
+-- table's row gets it by the table's type, `app.workspace_json(row(w.*)::app.workspaces, ...)`,
+-- never as the bare alias `w`, which on a worker is the shard's row type
+-- (db/migrations/committed/000048-row-arguments-by-type.sql). A text search: for each helper and
+-- each table whose row it takes, the aliases that table has in a function, passed bare.
+create temporary view row_arguments_by_alias as
+  with helpers as (
+    select distinct h.proname::text as helper, c.relname::text as tbl
+      from pg_proc h
+      cross join unnest(h.proargtypes::oid[]) as a(t)
+      join pg_type ty on ty.oid = a.t
+      join pg_class c on c.oid = ty.typrelid and c.relkind in ('r', 'p') and c.relnamespace = 'app'::regnamespace
+     where h.pronamespace = 'app'::regnamespace),
+  aliases as (
+    select p.oid, p.prosrc, hp.helper, lower(m[1]) as alias
+      from pg_proc p
+      join helpers hp on position('app.' || hp.helper || '(' in p.prosrc) > 0
+      cross join lateral regexp_matches(p.prosrc, '(?:^|[^a-z0-9_.])(?:app\.)?' || hp.tbl || '\s+(?:as\s+)?([a-z_][a-z0-9_]*)', 'gi') m
+     where p.pronamespace in ('app'::regnamespace, 'api'::regnamespace))
+  select distinct a.oid::regprocedure::text || ': app.' || a.helper || '(' || a.alias || ')' as fault
+    from aliases a
+   where a.alias not in ('set', 'where', 'on', 'join', 'left', 'right', 'inner', 'full', 'cross', 'natural', 'using',
+                         'returning', 'values', 'for', 'order', 'group', 'limit', 'as', 'select', 'from', 'union',
+                         'loop', 'then', 'and', 'or', 'is', 'into', 'with', 'when', 'else', 'end', 'default', 'only',
+                         'offset', 'having', 'window', 'except', 'intersect', 'lateral', 'tablesample', 'do', 'not', 'in',
+                         'new', 'old')
+     and a.prosrc ~* ('app\.' || a.helper || '\((?:[^();]*,)?\s*' || a.alias || '\s*[,)]');
+select is(array(select fault from row_arguments_by_alias order by 1), '{}'::text[],
+  'no function passes a table alias bare to a helper that takes the table''s row');
+create function app.distributable_row_probe() returns jsonb language plpgsql stable as $$
+begin
+  return (select jsonb_agg(app.workspace_json(w, 'owner')) from app.workspaces w);
+end $$;
+select is(array(select fault from row_arguments_by_alias order by 1), array['app.distributable_row_probe(): app.workspace_json(w)'],
+  '... and finds one written the old way');
+drop function app.distributable_row_probe();
 
 select * from finish();
 rollback;
