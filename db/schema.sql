@@ -4996,6 +4996,7 @@ CREATE OR REPLACE FUNCTION app.analytics_rebuild(p_workspace_id uuid)
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
 declare
+  v_inserted bigint; -- rows of the INSERT ... SELECTs below (see this migration)
   v_count bigint;
 begin
   perform pg_advisory_xact_lock(hashtextextended('pressroom.analytics-rebuild:' || p_workspace_id::text, 0));
@@ -5003,41 +5004,50 @@ begin
   delete from app.post_metrics_daily where workspace_id = p_workspace_id;
   delete from app.post_metrics_latest where workspace_id = p_workspace_id;
   select count(*) into v_count from app.post_metric_snapshots where workspace_id = p_workspace_id;
-  insert into app.post_metrics_daily (organization_id, workspace_id, content_item_id, integration_id, day,
-    impressions, reach, likes, comments, shares, saves, clicks, video_views)
-  select organization_id, workspace_id, content_item_id, integration_id, day,
-         sum(impressions), sum(reach), sum(likes), sum(comments), sum(shares), sum(saves), sum(clicks), sum(video_views)
-  from (
-    select s.organization_id, s.workspace_id, s.content_item_id, s.integration_id, s.day,
-      s.impressions - coalesce(lag(s.impressions) over w, 0) as impressions, s.reach - coalesce(lag(s.reach) over w, 0) as reach,
-      s.likes - coalesce(lag(s.likes) over w, 0) as likes, s.comments - coalesce(lag(s.comments) over w, 0) as comments,
-      s.shares - coalesce(lag(s.shares) over w, 0) as shares, s.saves - coalesce(lag(s.saves) over w, 0) as saves,
-      s.clicks - coalesce(lag(s.clicks) over w, 0) as clicks, s.video_views - coalesce(lag(s.video_views) over w, 0) as video_views
-    from app.post_metric_snapshots s
-    where s.workspace_id = p_workspace_id
-    window w as (partition by s.content_item_id order by s.captured_at, s.id)
-  ) g
-  group by organization_id, workspace_id, content_item_id, integration_id, day;
-  insert into app.post_metrics_latest (content_item_id, organization_id, workspace_id, integration_id, captured_at,
-    impressions, reach, likes, comments, shares, saves, clicks, video_views)
-  select distinct on (s.content_item_id) s.content_item_id, s.organization_id, s.workspace_id, s.integration_id, s.captured_at,
-         s.impressions, s.reach, s.likes, s.comments, s.shares, s.saves, s.clicks, s.video_views
-  from app.post_metric_snapshots s where s.workspace_id = p_workspace_id
-  order by s.content_item_id, s.captured_at desc, s.id desc;
-  insert into app.analytics_daily (organization_id, workspace_id, integration_id, dimension, key, day,
-    impressions, reach, likes, comments, shares, saves, clicks, video_views)
-  select d.organization_id, d.workspace_id, d.integration_id, k.dimension, k.key, d.day,
-         sum(d.impressions), sum(d.reach), sum(d.likes), sum(d.comments), sum(d.shares), sum(d.saves), sum(d.clicks), sum(d.video_views)
-  from app.post_metrics_daily d
-  join app.content_items i on i.id = d.content_item_id
-  join app.content_roots r on r.id = i.root_id
-  cross join lateral (
-    select 'total'::text, d.integration_id
-    union all select 'tag', t.tag_id from app.content_root_tags t where t.root_id = r.id
-    union all select 'pillar', p.pillar_id from app.content_root_pillars p where p.root_id = r.id
-    union all select 'campaign', r.campaign_id where r.campaign_id is not null) k (dimension, key)
-  where d.workspace_id = p_workspace_id
-  group by d.organization_id, d.workspace_id, d.integration_id, k.dimension, k.key, d.day;
+  with inserted as (
+    insert into app.post_metrics_daily (organization_id, workspace_id, content_item_id, integration_id, day,
+      impressions, reach, likes, comments, shares, saves, clicks, video_views)
+    select organization_id, workspace_id, content_item_id, integration_id, day,
+           sum(impressions), sum(reach), sum(likes), sum(comments), sum(shares), sum(saves), sum(clicks), sum(video_views)
+    from (
+      select s.organization_id, s.workspace_id, s.content_item_id, s.integration_id, s.day,
+        s.impressions - coalesce(lag(s.impressions) over w, 0) as impressions, s.reach - coalesce(lag(s.reach) over w, 0) as reach,
+        s.likes - coalesce(lag(s.likes) over w, 0) as likes, s.comments - coalesce(lag(s.comments) over w, 0) as comments,
+        s.shares - coalesce(lag(s.shares) over w, 0) as shares, s.saves - coalesce(lag(s.saves) over w, 0) as saves,
+        s.clicks - coalesce(lag(s.clicks) over w, 0) as clicks, s.video_views - coalesce(lag(s.video_views) over w, 0) as video_views
+      from app.post_metric_snapshots s
+      where s.workspace_id = p_workspace_id
+      window w as (partition by s.content_item_id order by s.captured_at, s.id)
+    ) g
+    group by organization_id, workspace_id, content_item_id, integration_id, day
+    returning 1)
+  select count(*) into v_inserted from inserted;
+  with inserted as (
+    insert into app.post_metrics_latest (content_item_id, organization_id, workspace_id, integration_id, captured_at,
+      impressions, reach, likes, comments, shares, saves, clicks, video_views)
+    select distinct on (s.content_item_id) s.content_item_id, s.organization_id, s.workspace_id, s.integration_id, s.captured_at,
+           s.impressions, s.reach, s.likes, s.comments, s.shares, s.saves, s.clicks, s.video_views
+    from app.post_metric_snapshots s where s.workspace_id = p_workspace_id
+    order by s.content_item_id, s.captured_at desc, s.id desc
+    returning 1)
+  select count(*) into v_inserted from inserted;
+  with inserted as (
+    insert into app.analytics_daily (organization_id, workspace_id, integration_id, dimension, key, day,
+      impressions, reach, likes, comments, shares, saves, clicks, video_views)
+    select d.organization_id, d.workspace_id, d.integration_id, k.dimension, k.key, d.day,
+           sum(d.impressions), sum(d.reach), sum(d.likes), sum(d.comments), sum(d.shares), sum(d.saves), sum(d.clicks), sum(d.video_views)
+    from app.post_metrics_daily d
+    join app.content_items i on i.id = d.content_item_id
+    join app.content_roots r on r.id = i.root_id
+    cross join lateral (
+      select 'total'::text, d.integration_id
+      union all select 'tag', t.tag_id from app.content_root_tags t where t.root_id = r.id
+      union all select 'pillar', p.pillar_id from app.content_root_pillars p where p.root_id = r.id
+      union all select 'campaign', r.campaign_id where r.campaign_id is not null) k (dimension, key)
+    where d.workspace_id = p_workspace_id
+    group by d.organization_id, d.workspace_id, d.integration_id, k.dimension, k.key, d.day
+    returning 1)
+  select count(*) into v_inserted from inserted;
   return v_count;
 end
 $function$;
@@ -5076,6 +5086,7 @@ CREATE OR REPLACE FUNCTION app.analytics_record_sync(p_results jsonb)
  LANGUAGE plpgsql
 AS $function$
 declare
+  v_inserted bigint; -- rows of the INSERT ... SELECTs below (see this migration)
   v jsonb;
   v_item app.content_items;
   v_m jsonb;
@@ -5114,8 +5125,11 @@ begin
     continue when not exists (select 1 from app.integrations where id = (v ->> 'integrationId')::uuid);
     update app.integration_sync_state set account_attempt_at = now() where integration_id = (v ->> 'integrationId')::uuid;
     if not found then
-      insert into app.integration_sync_state (integration_id, organization_id, workspace_id, account_attempt_at)
-      select g.id, g.organization_id, g.workspace_id, now() from app.integrations g where g.id = (v ->> 'integrationId')::uuid;
+      with inserted as (
+        insert into app.integration_sync_state (integration_id, organization_id, workspace_id, account_attempt_at)
+        select g.id, g.organization_id, g.workspace_id, now() from app.integrations g where g.id = (v ->> 'integrationId')::uuid
+        returning 1)
+      select count(*) into v_inserted from inserted;
     end if;
     if v ->> 'outcome' = 'ok' and jsonb_typeof(v -> 'account') = 'object' then
       perform app.analytics_record_account((v ->> 'integrationId')::uuid, coalesce((v ->> 'capturedAt')::timestamptz, now()),
@@ -5495,24 +5509,35 @@ CREATE OR REPLACE FUNCTION app.apply_root_taxonomy(p_root app.content_roots, p_b
  RETURNS void
  LANGUAGE plpgsql
 AS $function$
+declare
+  v_inserted bigint; -- rows of the INSERT ... SELECTs below (see this migration)
 begin
   if p_body ? 'tagIds' then
     delete from app.content_root_tags where root_id = p_root.id;
-    insert into app.content_root_tags (root_id, tag_id, workspace_id, organization_id)
-    select distinct p_root.id, x, p_root.workspace_id, p_root.organization_id
-    from unnest(coalesce(app.jsonb_uuids(p_body -> 'tagIds'), '{}')) x;
+    with inserted as (
+      insert into app.content_root_tags (root_id, tag_id, workspace_id, organization_id)
+      select distinct p_root.id, x, p_root.workspace_id, p_root.organization_id
+      from unnest(coalesce(app.jsonb_uuids(p_body -> 'tagIds'), '{}')) x
+      returning 1)
+    select count(*) into v_inserted from inserted;
   end if;
   if p_body ? 'pillarIds' then
     delete from app.content_root_pillars where root_id = p_root.id;
-    insert into app.content_root_pillars (root_id, pillar_id, workspace_id, organization_id)
-    select distinct p_root.id, x, p_root.workspace_id, p_root.organization_id
-    from unnest(coalesce(app.jsonb_uuids(p_body -> 'pillarIds'), '{}')) x;
+    with inserted as (
+      insert into app.content_root_pillars (root_id, pillar_id, workspace_id, organization_id)
+      select distinct p_root.id, x, p_root.workspace_id, p_root.organization_id
+      from unnest(coalesce(app.jsonb_uuids(p_body -> 'pillarIds'), '{}')) x
+      returning 1)
+    select count(*) into v_inserted from inserted;
   end if;
   if p_body ? 'formatIds' then
     delete from app.content_root_formats where root_id = p_root.id;
-    insert into app.content_root_formats (root_id, format_id, workspace_id, organization_id)
-    select distinct p_root.id, x, p_root.workspace_id, p_root.organization_id
-    from unnest(coalesce(app.jsonb_uuids(p_body -> 'formatIds'), '{}')) x;
+    with inserted as (
+      insert into app.content_root_formats (root_id, format_id, workspace_id, organization_id)
+      select distinct p_root.id, x, p_root.workspace_id, p_root.organization_id
+      from unnest(coalesce(app.jsonb_uuids(p_body -> 'formatIds'), '{}')) x
+      returning 1)
+    select count(*) into v_inserted from inserted;
   end if;
 end
 $function$;
@@ -8513,6 +8538,7 @@ CREATE OR REPLACE FUNCTION app.grid_mark_sent(p_ids uuid[])
  SET enable_mergejoin TO 'off'
 AS $function$
 declare
+  v_inserted bigint; -- rows of the INSERT ... SELECTs below (see this migration)
   v_keep uuid[];   -- tiles that stay, published (their key taken off)
   v_drop uuid[];   -- tiles that go (not a live post of a feed-grid channel, or of another channel)
   v_add uuid[];    -- editions that get a published tile
@@ -8541,10 +8567,13 @@ begin
     update app.grid_tiles set position_key = null where id = any (v_keep);
   end if;
   if v_add is not null then
-    insert into app.grid_tiles (organization_id, workspace_id, integration_id, content_item_id, created_by)
-    select i.organization_id, i.workspace_id, i.integration_id, i.id, i.created_by
-    from unnest(v_add) u (id) join app.content_items i on i.id = u.id
-    order by i.id;
+    with inserted as (
+      insert into app.grid_tiles (organization_id, workspace_id, integration_id, content_item_id, created_by)
+      select i.organization_id, i.workspace_id, i.integration_id, i.id, i.created_by
+      from unnest(v_add) u (id) join app.content_items i on i.id = u.id
+      order by i.id
+      returning 1)
+    select count(*) into v_inserted from inserted;
   end if;
 end
 $function$;
@@ -8937,11 +8966,16 @@ CREATE OR REPLACE FUNCTION app.grid_set_placeholder_media(t app.grid_tiles, p_id
  RETURNS void
  LANGUAGE plpgsql
 AS $function$
+declare
+  v_inserted bigint; -- rows of the INSERT ... SELECTs below (see this migration)
 begin
   delete from app.grid_tile_media where tile_id = t.id;
-  insert into app.grid_tile_media (tile_id, position, media_id, workspace_id, organization_id)
-  select t.id, (x.n - 1)::int, x.id, t.workspace_id, t.organization_id
-  from unnest(p_ids) with ordinality x (id, n);
+  with inserted as (
+    insert into app.grid_tile_media (tile_id, position, media_id, workspace_id, organization_id)
+    select t.id, (x.n - 1)::int, x.id, t.workspace_id, t.organization_id
+    from unnest(p_ids) with ordinality x (id, n)
+    returning 1)
+  select count(*) into v_inserted from inserted;
 end
 $function$;
 comment on function app.grid_set_placeholder_media(app.grid_tiles,uuid[]) is 'Replaces a placeholder''s media list.';
@@ -12424,11 +12458,16 @@ CREATE OR REPLACE FUNCTION app.replace_item_media(p_item app.content_items, p_id
  RETURNS void
  LANGUAGE plpgsql
 AS $function$
+declare
+  v_inserted bigint; -- rows of the INSERT ... SELECTs below (see this migration)
 begin
   delete from app.content_item_media where content_item_id = p_item.id;
-  insert into app.content_item_media (content_item_id, media_id, workspace_id, organization_id, position)
-  select p_item.id, x.id, p_item.workspace_id, p_item.organization_id, (x.n - 1)::int
-  from unnest(coalesce(p_ids, '{}')) with ordinality x (id, n);
+  with inserted as (
+    insert into app.content_item_media (content_item_id, media_id, workspace_id, organization_id, position)
+    select p_item.id, x.id, p_item.workspace_id, p_item.organization_id, (x.n - 1)::int
+    from unnest(coalesce(p_ids, '{}')) with ordinality x (id, n)
+    returning 1)
+  select count(*) into v_inserted from inserted;
 end
 $function$;
 grant execute on function app.replace_item_media(app.content_items,uuid[]) to pressroom_api;
@@ -12440,12 +12479,17 @@ CREATE OR REPLACE FUNCTION app.replace_root_media(p_root_id uuid, p_ids uuid[])
  RETURNS void
  LANGUAGE plpgsql
 AS $function$
+declare
+  v_inserted bigint; -- rows of the INSERT ... SELECTs below (see this migration)
 begin
   delete from app.content_root_media where root_id = p_root_id;
-  insert into app.content_root_media (root_id, media_id, workspace_id, organization_id, position)
-  select p_root_id, x.id, r.workspace_id, r.organization_id, (x.n - 1)::int
-  from unnest(coalesce(p_ids, '{}')) with ordinality x (id, n)
-  cross join app.content_roots r where r.id = p_root_id;
+  with inserted as (
+    insert into app.content_root_media (root_id, media_id, workspace_id, organization_id, position)
+    select p_root_id, x.id, r.workspace_id, r.organization_id, (x.n - 1)::int
+    from unnest(coalesce(p_ids, '{}')) with ordinality x (id, n)
+    cross join app.content_roots r where r.id = p_root_id
+    returning 1)
+  select count(*) into v_inserted from inserted;
 end
 $function$;
 grant execute on function app.replace_root_media(uuid,uuid[]) to pressroom_api;
@@ -12798,6 +12842,7 @@ CREATE OR REPLACE FUNCTION app.review_comment(r app.reviews, it app.review_items
  LANGUAGE plpgsql
 AS $function$
 declare
+  v_inserted bigint; -- rows of the INSERT ... SELECTs below (see this migration)
   v_id uuid;
   v_bad uuid[];
   a app.review_activity;
@@ -12814,10 +12859,13 @@ begin
   end if;
   v_id := app.review_activity_add(r, it.id, 'comment', 'comment', p_body, '{}',
     array(select distinct m from unnest(coalesce(p_mentions, '{}')) m));
-  insert into app.notifications (organization_id, workspace_id, user_id, kind, review_id, item_id, data)
-  select r.organization_id, r.workspace_id, m, 'mention', r.id, it.id,
-         jsonb_build_object('title', r.title, 'activityId', v_id, 'excerpt', left(p_body, 200))
-  from (select distinct m from unnest(coalesce(p_mentions, '{}')) m) x;
+  with inserted as (
+    insert into app.notifications (organization_id, workspace_id, user_id, kind, review_id, item_id, data)
+    select r.organization_id, r.workspace_id, m, 'mention', r.id, it.id,
+           jsonb_build_object('title', r.title, 'activityId', v_id, 'excerpt', left(p_body, 200))
+    from (select distinct m from unnest(coalesce(p_mentions, '{}')) m) x
+    returning 1)
+  select count(*) into v_inserted from inserted;
   select * into a from app.review_activity where id = v_id;
   return app.review_activity_json(a);
 end
@@ -19063,6 +19111,7 @@ CREATE OR REPLACE FUNCTION api.create_api_key(p_name text, p_workspace_ids uuid[
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
 declare
+  v_inserted bigint; -- rows of the INSERT ... SELECTs below (see this migration)
   v_key_id uuid;
   v_missing uuid[];
   v_managed uuid[] := app.managed_workspace_ids();
@@ -19087,8 +19136,11 @@ begin
   values (app.current_organization_id(), app.current_user_id(), p_name, p_key_prefix, p_key_hash,
           coalesce(p_role, 'editor'), p_expires_at)
   returning id into v_key_id;
-  insert into app.api_key_workspaces (api_key_id, workspace_id, organization_id)
-  select v_key_id, x, app.current_organization_id() from (select distinct unnest(p_workspace_ids) x) s;
+  with inserted as (
+    insert into app.api_key_workspaces (api_key_id, workspace_id, organization_id)
+    select v_key_id, x, app.current_organization_id() from (select distinct unnest(p_workspace_ids) x) s
+    returning 1)
+  select count(*) into v_inserted from inserted;
   return app.api_key_json(v_key_id, false);
 end
 $function$;
@@ -20353,6 +20405,7 @@ CREATE OR REPLACE FUNCTION api.duplicate_workbench_page(p_id uuid, p_body jsonb)
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
 declare
+  v_inserted bigint; -- rows of the INSERT ... SELECTs below (see this migration)
   v app.workbench_pages;
   v_new app.workbench_pages;
   s app.workbench_sections;
@@ -20372,9 +20425,12 @@ begin
     insert into app.workbench_sections (organization_id, workspace_id, page_id, name, color, collapsed, position)
     values (s.organization_id, s.workspace_id, v_new.id, s.name, s.color, s.collapsed, s.position)
     returning id into v_section;
-    insert into app.workbench_rows (organization_id, workspace_id, page_id, section_id, position, title, notes, planned_at, planned_on, created_by)
-    select w.organization_id, w.workspace_id, v_new.id, v_section, w.position, w.title, w.notes, w.planned_at, w.planned_on, app.current_user_id()
-    from app.workbench_rows w where w.section_id = s.id;
+    with inserted as (
+      insert into app.workbench_rows (organization_id, workspace_id, page_id, section_id, position, title, notes, planned_at, planned_on, created_by)
+      select w.organization_id, w.workspace_id, v_new.id, v_section, w.position, w.title, w.notes, w.planned_at, w.planned_on, app.current_user_id()
+      from app.workbench_rows w where w.section_id = s.id
+      returning 1)
+    select count(*) into v_inserted from inserted;
   end loop;
   return app.workbench_page_json(v_new);
 end

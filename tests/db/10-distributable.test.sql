@@ -3,7 +3,7 @@
 -- policy holds one (db/migrations/committed/000036-policies-without-subqueries.sql rewrote them);
 -- a new table whose policy would not distribute fails here, on one node.
 begin;
-select plan(28);
+select plan(30);
 -- @include personas.sql
 
 create temporary view policy_subqueries as
@@ -234,6 +234,28 @@ end $$;
 select is(array(select fault from row_arguments_by_alias order by 1), array['app.distributable_row_probe(): app.workspace_json(w)'],
   '... and finds one written the old way');
 drop function app.distributable_row_probe();
+
+-- Citus writes the rows of an INSERT ... SELECT that does not come from the target's own shard
+-- with COPY, which row-level security refuses, unless the statement returns its rows or has ON
+-- CONFLICT (db/migrations/committed/000049-insert-select-returns-its-rows.sql). A text search of
+-- app's and api's functions but the trigger functions (a trigger runs on the shard).
+create temporary view insert_selects_by_copy as
+  select p.oid::regprocedure::text || ': ' || substring(m[1] from '^insert\s+into\s+app\.[a-z_]+') as fault
+    from pg_proc p
+    cross join lateral regexp_matches(p.prosrc, '(insert\s+into\s+app\.[a-z_]+[^;]*\)\s*select\M[^;]*;)', 'gi') m
+   where p.pronamespace in ('app'::regnamespace, 'api'::regnamespace) and p.prorettype <> 'trigger'::regtype
+     and m[1] !~* '\mreturning\M' and m[1] !~* '\mon\s+conflict\M';
+select is(array(select fault from insert_selects_by_copy order by 1), '{}'::text[],
+  'every INSERT ... SELECT of a function returns its rows or has ON CONFLICT');
+create function app.distributable_insert_probe(p_ids uuid[]) returns void language plpgsql as $$
+begin
+  insert into app.api_key_workspaces (api_key_id, workspace_id, organization_id)
+  select x, x, x from unnest(p_ids) x;
+end $$;
+select is(array(select fault from insert_selects_by_copy order by 1),
+  array['app.distributable_insert_probe(uuid[]): insert into app.api_key_workspaces'],
+  '... and finds one written the old way');
+drop function app.distributable_insert_probe(uuid[]);
 
 select * from finish();
 rollback;
