@@ -4463,10 +4463,16 @@ grant select (updated_at) on table app.workspaces to pressroom_api;
 
 CREATE OR REPLACE FUNCTION app.accessible_workspace_ids()
  RETURNS uuid[]
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app'
-AS $function$ select coalesce(array_agg(workspace_id), '{}') from app.principal_workspace_roles() $function$;
+AS $function$
+begin
+  return coalesce(app.recall_ids('pressroom.accessible_workspaces'),
+    app.remember_ids('pressroom.accessible_workspaces',
+      (select coalesce(array_agg(workspace_id), '{}') from app.principal_workspace_roles())));
+end
+$function$;
 alter function app.accessible_workspace_ids() owner to pressroom_definer;
 grant execute on function app.accessible_workspace_ids() to pressroom_api;
 grant execute on function app.accessible_workspace_ids() to pressroom_worker;
@@ -4489,20 +4495,47 @@ alter function app.account_limits_clean(jsonb) owner to pressroom_definer;
 comment on function app.account_limits_clean(jsonb) is 'The known account limits of p (captionMaxLength, maxMedia, imageMaxBytes, videoMaxBytes) that are positive integers; null when none is.';
 revoke all on function app.account_limits_clean(jsonb) from public;
 
-CREATE OR REPLACE FUNCTION app.administrable_api_key_ids()
- RETURNS SETOF uuid
- LANGUAGE sql
+CREATE OR REPLACE FUNCTION app.administrable_api_key_id_list()
+ RETURNS uuid[]
+ LANGUAGE plpgsql
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
+begin
+  return coalesce(app.recall_ids('pressroom.administrable_api_keys'),
+    app.remember_ids('pressroom.administrable_api_keys', array(select app.administrable_api_key_ids())));
+end
+$function$;
+alter function app.administrable_api_key_id_list() owner to pressroom_definer;
+comment on function app.administrable_api_key_id_list() is 'The API keys the current user may change (app.administrable_api_key_ids), remembered for the context (app.remember_ids), for policy api_keys_api_update on every node.';
+grant execute on function app.administrable_api_key_id_list() to pressroom_api;
+grant execute on function app.administrable_api_key_id_list() to pressroom_worker;
+revoke all on function app.administrable_api_key_id_list() from public;
+
+CREATE OR REPLACE FUNCTION app.administrable_api_key_ids()
+ RETURNS SETOF uuid
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_org uuid := app.current_organization_id();
+  v_managed uuid[];
+begin
+  if app.current_actor_kind() is distinct from 'user' then
+    return;
+  end if;
+  if exists (select 1 from app.users u where u.id = app.current_user_id() and u.org_role in ('owner', 'admin')) then
+    return query select k.id from app.api_keys k where k.organization_id = v_org;
+    return;
+  end if;
+  v_managed := app.managed_workspace_ids();
+  return query
   select k.id from app.api_keys k
-  where k.organization_id = app.current_organization_id()
-    and app.current_actor_kind() = 'user'
-    and (
-      exists (select 1 from app.users u where u.id = app.current_user_id() and u.org_role in ('owner', 'admin'))
-      or not exists (
-        select 1 from app.api_key_workspaces g
-        where g.api_key_id = k.id and not (g.workspace_id = any (app.managed_workspace_ids()))))
+  where k.organization_id = v_org
+    and k.id <> all (array(select g.api_key_id from app.api_key_workspaces g
+                           where g.organization_id = v_org and not (g.workspace_id = any (v_managed))));
+end
 $function$;
 alter function app.administrable_api_key_ids() owner to pressroom_definer;
 grant execute on function app.administrable_api_key_ids() to pressroom_api;
@@ -5443,11 +5476,13 @@ revoke all on function app.analytics_totals(uuid,date,date,uuid[]) from public;
 
 CREATE OR REPLACE FUNCTION app.api_key_administrable(p_key uuid)
  RETURNS boolean
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
-  select p_key in (select app.administrable_api_key_ids())
+begin
+  return p_key = any (app.administrable_api_key_id_list());
+end
 $function$;
 alter function app.api_key_administrable(uuid) owner to pressroom_definer;
 comment on function app.api_key_administrable(uuid) is 'Whether the current user may change this API key (app.administrable_api_key_ids), for policy api_keys_api_update.';
@@ -5460,20 +5495,23 @@ CREATE OR REPLACE FUNCTION app.api_key_json(p_id uuid, p_with_grants boolean)
  LANGUAGE plpgsql
  STABLE
 AS $function$
-#variable_conflict use_column
+declare
+  k record;
 begin
-  return (
-    select jsonb_build_object('id', k.id, 'name', k.name, 'keyPrefix', k.key_prefix, 'role', k.role,
+  -- The columns the caller's role may read (not key_hash).
+  select id, name, key_prefix, role, created_at, expires_at, last_used_at into k from app.api_keys where id = p_id;
+  if k.id is null then
+    return null;
+  end if;
+  return jsonb_build_object('id', k.id, 'name', k.name, 'keyPrefix', k.key_prefix, 'role', k.role,
       'createdAt', k.created_at, 'expiresAt', k.expires_at)
-      || case when p_with_grants then jsonb_build_object(
-        'lastUsedAt', k.last_used_at,
-        'workspaces', coalesce((select jsonb_agg(jsonb_build_object('id', w.id, 'name', w.name) order by w.name, w.id)
-                                from app.api_key_workspaces g join app.workspaces w on w.id = g.workspace_id
-                                where g.api_key_id = k.id), '[]'),
-        'workspaceCount', (select count(*) from app.api_key_workspaces g where g.api_key_id = k.id))
-      else '{}'::jsonb end
-    from app.api_keys k where k.id = p_id
-  );
+    || case when p_with_grants then jsonb_build_object(
+      'lastUsedAt', k.last_used_at,
+      'workspaces', coalesce((select jsonb_agg(jsonb_build_object('id', w.id, 'name', w.name) order by w.name, w.id)
+                              from app.api_key_workspaces g join app.workspaces w on w.id = g.workspace_id
+                              where g.api_key_id = p_id), '[]'),
+      'workspaceCount', (select count(*) from app.api_key_workspaces g where g.api_key_id = p_id))
+    else '{}'::jsonb end;
 end
 $function$;
 grant execute on function app.api_key_json(uuid,boolean) to pressroom_api;
@@ -5488,16 +5526,21 @@ CREATE OR REPLACE FUNCTION app.api_key_workspace_roles(p_api_key_id uuid)
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
 #variable_conflict use_column
+declare
+  v_key app.api_keys;
+  v_granted uuid[];
 begin
+  select * into v_key from app.api_keys k
+  where k.id = p_api_key_id and k.revoked_at is null and (k.expires_at is null or k.expires_at > now());
+  if v_key.id is null then
+    return;
+  end if;
+  v_granted := array(select g.workspace_id from app.api_key_workspaces g where g.api_key_id = p_api_key_id);
   return query
-  select g.workspace_id,
-         case when app.role_rank(k.role) <= app.role_rank(c.role) then k.role else c.role end
-  from app.api_keys k
-  join app.api_key_workspaces g on g.api_key_id = k.id
-  join app.user_workspace_roles(k.created_by) c on c.workspace_id = g.workspace_id
-  where k.id = p_api_key_id
-    and k.revoked_at is null
-    and (k.expires_at is null or k.expires_at > now());
+  select c.workspace_id,
+         case when app.role_rank(v_key.role) <= app.role_rank(c.role) then v_key.role else c.role end
+  from app.user_workspace_roles(v_key.created_by) c
+  where c.workspace_id = any (v_granted);
 end
 $function$;
 alter function app.api_key_workspace_roles(uuid) owner to pressroom_definer;
@@ -9895,12 +9938,15 @@ revoke all on function app.like_escape(text) from public;
 
 CREATE OR REPLACE FUNCTION app.managed_workspace_ids()
  RETURNS uuid[]
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
-  select coalesce(array_agg(workspace_id), '{}')
-  from app.principal_workspace_roles() where role = 'manager'
+begin
+  return coalesce(app.recall_ids('pressroom.managed_workspaces'),
+    app.remember_ids('pressroom.managed_workspaces',
+      (select coalesce(array_agg(workspace_id), '{}') from app.principal_workspace_roles() where role = 'manager')));
+end
 $function$;
 alter function app.managed_workspace_ids() owner to pressroom_definer;
 grant execute on function app.managed_workspace_ids() to pressroom_api;
@@ -12306,6 +12352,28 @@ grant execute on function app.rate_limit_hit(text,text,integer) to pressroom_api
 grant execute on function app.rate_limit_hit(text,text,integer) to pressroom_worker;
 revoke all on function app.rate_limit_hit(text,text,integer) from public;
 
+CREATE OR REPLACE FUNCTION app.recall_ids(p_setting text)
+ RETURNS uuid[]
+ LANGUAGE plpgsql
+ STABLE PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog'
+AS $function$
+declare
+  v_memo text := current_setting(p_setting, true);
+  v_key text := app.context_key() || '=';
+begin
+  if v_memo is null or left(v_memo, length(v_key)) <> v_key then
+    return null;
+  end if;
+  return substr(v_memo, length(v_key) + 1)::uuid[];
+end
+$function$;
+comment on function app.recall_ids(text) is 'The list of ids remembered in setting p_setting for the current context (app.context_key()), or null; see app.remember_ids.';
+grant execute on function app.recall_ids(text) to pressroom_api;
+grant execute on function app.recall_ids(text) to pressroom_definer;
+grant execute on function app.recall_ids(text) to pressroom_worker;
+revoke all on function app.recall_ids(text) from public;
+
 CREATE OR REPLACE FUNCTION app.record_content_version(p_item_id uuid, p_source text, p_restored_from integer DEFAULT NULL::integer, p_force boolean DEFAULT false)
  RETURNS integer
  LANGUAGE plpgsql
@@ -12453,6 +12521,23 @@ grant execute on function app.remember_accessible_workspace(text) to pressroom_a
 grant execute on function app.remember_accessible_workspace(text) to pressroom_definer;
 grant execute on function app.remember_accessible_workspace(text) to pressroom_worker;
 revoke all on function app.remember_accessible_workspace(text) from public;
+
+CREATE OR REPLACE FUNCTION app.remember_ids(p_setting text, p_ids uuid[])
+ RETURNS uuid[]
+ LANGUAGE plpgsql
+ PARALLEL RESTRICTED
+ SET search_path TO 'pg_catalog'
+AS $function$
+begin
+  execute format('set local %s = %L', p_setting, app.context_key() || '=' || coalesce(p_ids, '{}')::text);
+  return p_ids;
+end
+$function$;
+comment on function app.remember_ids(text,uuid[]) is 'Remembers a list of ids for the current context in setting p_setting (SET LOCAL, propagated to Citus workers); returns the list.';
+grant execute on function app.remember_ids(text,uuid[]) to pressroom_api;
+grant execute on function app.remember_ids(text,uuid[]) to pressroom_definer;
+grant execute on function app.remember_ids(text,uuid[]) to pressroom_worker;
+revoke all on function app.remember_ids(text,uuid[]) from public;
 
 CREATE OR REPLACE FUNCTION app.replace_item_media(p_item app.content_items, p_ids uuid[])
  RETURNS void
@@ -14085,6 +14170,10 @@ begin
     case when p_workspace is null then ''
          when app.current_workspace_accessible() then app.context_key()
          else '!' || app.context_key() end);
+  -- The lists the organization-level policies read are remembered per context, on first use
+  -- (app.recall_ids); a new context starts without them.
+  execute 'set local pressroom.accessible_workspaces = ''''; set local pressroom.managed_workspaces = ''''; '
+    'set local pressroom.administrable_api_keys = ''''';
   -- Last, and not with SET LOCAL (committed/000040-request-context-with-set-local.sql says why).
   perform set_config('role', 'pressroom_request', true);
 end
@@ -21987,7 +22076,7 @@ begin
   return (
     select coalesce(jsonb_agg(app.api_key_json(k.id, true) order by k.created_at desc, k.id), '[]')
     from app.api_keys k
-    where k.id in (select app.administrable_api_key_ids())
+    where k.id = any (app.administrable_api_key_id_list())
       and k.revoked_at is null and (k.expires_at is null or k.expires_at > now()));
 end
 $function$;
@@ -24916,12 +25005,14 @@ CREATE OR REPLACE FUNCTION api.revoke_api_key(p_id uuid)
 AS $function$
 declare
   v_id uuid;
+  v_ids uuid[];
 begin
   perform app.require_session();
   perform app.require_role('manager');
+  v_ids := app.administrable_api_key_id_list();
   update app.api_keys set revoked_at = now(), revoked_by = app.current_user_id()
   where id = p_id and revoked_at is null
-    and id in (select app.administrable_api_key_ids())
+    and id = any (v_ids)
   returning id into v_id;
   if v_id is null then
     perform app.raise(404, 'NOT_FOUND', 'No active API key with this id that you may administer.',

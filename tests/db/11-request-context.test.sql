@@ -6,7 +6,7 @@
 -- policies answer from, the role, quoting, and that nothing outlives the
 -- transaction (the file commits once, near the end).
 begin;
-select plan(34);
+select plan(38);
 -- @include personas.sql
 
 -- One channel per workspace: the tenant rows the policies filter.
@@ -213,6 +213,27 @@ select cmp_ok((select count(*)::int from accessible_cases where now), '>=', 10, 
 select is(array(select format('%s %s %s: %s -> %s', kind, principal, ws, before, now) from accessible_cases
                 where now is distinct from before order by 1),
   '{}'::text[], 'and every case answers as before (users, keys live, revoked and expired, disabled, admins, other organizations)');
+
+------------------------------------------------------------------------------
+-- The lists the organization-level policies read, remembered per context
+-- (db/migrations/committed/000050-policy-lists-remembered-per-context.sql).
+------------------------------------------------------------------------------
+select pg_temp.act_as('A.manager', 'A1');
+select is(app.managed_workspace_ids(), array(select workspace_id from app.principal_workspace_roles() where role = 'manager'),
+  'app.managed_workspace_ids answers the principal''s managed workspaces ...');
+select is(current_setting('pressroom.managed_workspaces', true),
+  app.context_key() || '=' || array(select workspace_id from app.principal_workspace_roles() where role = 'manager')::text,
+  '... and remembers them for this context, with SET LOCAL');
+-- A memo of another context (a forged or stale one) is not read: the list is computed again.
+select set_config('pressroom.accessible_workspaces', 'someone else|=' || array[pg_temp.id('B1')]::text, true);
+select is(app.accessible_workspace_ids(), array(select workspace_id from app.principal_workspace_roles()),
+  'a list remembered for another context is not read');
+reset role;
+set local role pressroom_app;
+select app.set_request_context('user', pg_temp.id('A.owner'), null, null, null, pg_temp.id('A'), pg_temp.id('A1'), 'manager', 'req-lists');
+select is(array[current_setting('pressroom.managed_workspaces', true), current_setting('pressroom.accessible_workspaces', true),
+                current_setting('pressroom.administrable_api_keys', true)], array['', '', ''],
+  'app.set_request_context starts a context with no list remembered');
 
 ------------------------------------------------------------------------------
 -- Nothing outlives the transaction.
