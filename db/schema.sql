@@ -4555,7 +4555,7 @@ begin
     return;
   end if;
   select i.organization_id, i.workspace_id, i.integration_id, i.root_id, r.campaign_id into v
-  from app.content_items i join app.content_roots r on r.id = i.root_id where i.id = p_item;
+  from app.content_items i join app.content_roots r on r.id = i.root_id and r.workspace_id = i.workspace_id where i.id = p_item;
   insert into app.analytics_daily as a (organization_id, workspace_id, integration_id, dimension, key, day,
     impressions, reach, likes, comments, shares, saves, clicks, video_views)
   select v.organization_id, v.workspace_id, v.integration_id, d.dimension, d.key, p_day,
@@ -4644,7 +4644,7 @@ begin
                'username', g.username, 'settings', g.settings, 'capabilities', p.capabilities) as x
       from app.integrations g
       join app.platforms p on p.code = g.platform
-      left join app.integration_sync_state s on s.integration_id = g.id
+      left join app.integration_sync_state s on s.integration_id = g.id and s.workspace_id = g.workspace_id
       where g.deleted_at is null and g.status = 'active'
         and (s.account_attempt_at is null
              or s.account_attempt_at <= now() - make_interval(mins => app.setting_int('analytics_account_sync_minutes')))
@@ -4672,9 +4672,9 @@ begin
                  'username', g.username, 'settings', g.settings, 'capabilities', p.capabilities)) as x,
              coalesce(s.last_attempt_at, '-infinity'::timestamptz) as ord_key
       from app.content_items i
-      join app.integrations g on g.id = i.integration_id and g.deleted_at is null and g.status = 'active'
+      join app.integrations g on g.id = i.integration_id and g.deleted_at is null and g.status = 'active' and g.workspace_id = i.workspace_id
       join app.platforms p on p.code = g.platform
-      left join app.analytics_post_sync s on s.content_item_id = i.id
+      left join app.analytics_post_sync s on s.content_item_id = i.id and s.workspace_id = i.workspace_id
       where i.status = 'sent' and i.platform_post_id is not null and i.sent_at is not null
         and i.sent_at > now() - make_interval(days => app.setting_int('analytics_max_post_age_days'))
         and (s.last_attempt_at is null
@@ -4823,7 +4823,7 @@ begin
   select d.organization_id, d.workspace_id, d.integration_id, p_dimension, p_key, d.day,
          p_sign * sum(d.impressions), p_sign * sum(d.reach), p_sign * sum(d.likes), p_sign * sum(d.comments),
          p_sign * sum(d.shares), p_sign * sum(d.saves), p_sign * sum(d.clicks), p_sign * sum(d.video_views)
-  from app.post_metrics_daily d join app.content_items i on i.id = d.content_item_id
+  from app.post_metrics_daily d join app.content_items i on i.id = d.content_item_id and i.workspace_id = d.workspace_id
   where i.root_id = p_root
   group by d.organization_id, d.workspace_id, d.integration_id, d.day
   on conflict (workspace_id, dimension, key, integration_id, day) do update set
@@ -4969,18 +4969,18 @@ begin
                   then (l.likes + l.comments + l.shares + l.saves)::numeric / l.impressions else 0 end
       end as sort_value
     from app.content_items i
-    left join app.post_metrics_latest l on l.content_item_id = i.id
+    left join app.post_metrics_latest l on l.content_item_id = i.id and l.workspace_id = i.workspace_id
     where i.workspace_id = p_workspace_id and i.status = 'sent'
       and i.sent_at >= (v_period[1]::timestamp at time zone v_tz) and i.sent_at < ((v_period[2] + 1)::timestamp at time zone v_tz)
       and (v_ids is null or i.integration_id = any (v_ids))
       and (p_filter ->> 'platform' is null
-           or exists (select 1 from app.integrations g where g.id = i.integration_id and g.platform = p_filter ->> 'platform'))
+           or exists (select 1 from app.integrations g where g.id = i.integration_id and g.platform = p_filter ->> 'platform' and g.workspace_id = i.workspace_id))
       and (p_filter ->> 'tagId' is null
-           or exists (select 1 from app.content_root_tags t where t.root_id = i.root_id and t.tag_id = (p_filter ->> 'tagId')::uuid))
+           or exists (select 1 from app.content_root_tags t where t.root_id = i.root_id and t.tag_id = (p_filter ->> 'tagId')::uuid and t.workspace_id = i.workspace_id))
       and (p_filter ->> 'pillarId' is null
-           or exists (select 1 from app.content_root_pillars p where p.root_id = i.root_id and p.pillar_id = (p_filter ->> 'pillarId')::uuid))
+           or exists (select 1 from app.content_root_pillars p where p.root_id = i.root_id and p.pillar_id = (p_filter ->> 'pillarId')::uuid and p.workspace_id = i.workspace_id))
       and (p_filter ->> 'campaignId' is null
-           or exists (select 1 from app.content_roots r where r.id = i.root_id and r.campaign_id = (p_filter ->> 'campaignId')::uuid))
+           or exists (select 1 from app.content_roots r where r.id = i.root_id and r.campaign_id = (p_filter ->> 'campaignId')::uuid and r.workspace_id = i.workspace_id))
   ),
   page as (
     select * from posts p
@@ -5070,12 +5070,12 @@ begin
     select d.organization_id, d.workspace_id, d.integration_id, k.dimension, k.key, d.day,
            sum(d.impressions), sum(d.reach), sum(d.likes), sum(d.comments), sum(d.shares), sum(d.saves), sum(d.clicks), sum(d.video_views)
     from app.post_metrics_daily d
-    join app.content_items i on i.id = d.content_item_id
-    join app.content_roots r on r.id = i.root_id
+    join app.content_items i on i.id = d.content_item_id and i.workspace_id = d.workspace_id
+    join app.content_roots r on r.id = i.root_id and r.workspace_id = i.workspace_id
     cross join lateral (
       select 'total'::text, d.integration_id
-      union all select 'tag', t.tag_id from app.content_root_tags t where t.root_id = r.id
-      union all select 'pillar', p.pillar_id from app.content_root_pillars p where p.root_id = r.id
+      union all select 'tag', t.tag_id from app.content_root_tags t where t.root_id = r.id and t.workspace_id = r.workspace_id
+      union all select 'pillar', p.pillar_id from app.content_root_pillars p where p.root_id = r.id and p.workspace_id = r.workspace_id
       union all select 'campaign', r.campaign_id where r.campaign_id is not null) k (dimension, key)
     where d.workspace_id = p_workspace_id
     group by d.organization_id, d.workspace_id, d.integration_id, k.dimension, k.key, d.day
@@ -5346,7 +5346,7 @@ begin
            case v_group when 'none' then null when 'platform' then g.platform else a.key::text end as key,
            a.impressions, a.reach, a.likes, a.comments, a.shares, a.saves, a.clicks, a.video_views
     from app.analytics_daily a
-    join app.integrations g on g.id = a.integration_id
+    join app.integrations g on g.id = a.integration_id and g.workspace_id = a.workspace_id
     where a.workspace_id = p_workspace_id and a.dimension = v_dimension
       and a.day between v_period[1] and v_period[2]
       and (v_ids is null or a.integration_id = any (v_ids))
@@ -5687,12 +5687,12 @@ begin
     where i.id = p_id and i.workspace_id = app.current_workspace_id() and i.deleted_at is null and i.kind = 'article'
     for update;
     select a.* into v from app.articles a
-    join app.content_items i on i.id = a.content_item_id
+    join app.content_items i on i.id = a.content_item_id and i.workspace_id = a.workspace_id
     where a.content_item_id = p_id and a.workspace_id = app.current_workspace_id() and i.deleted_at is null
     for update of a;
   else
     select a.* into v from app.articles a
-    join app.content_items i on i.id = a.content_item_id
+    join app.content_items i on i.id = a.content_item_id and i.workspace_id = a.workspace_id
     where a.content_item_id = p_id and a.workspace_id = app.current_workspace_id() and i.deleted_at is null;
   end if;
   if v.content_item_id is null then
@@ -5767,7 +5767,7 @@ begin
     'settings', g.settings, 'capabilities', app.platform_capabilities_json(g.platform),
     'webhookUrl', g.webhook_url, 'webhookSecret', g.webhook_secret)
   into v
-  from app.content_items i join app.integrations g on g.id = i.integration_id
+  from app.content_items i join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
   where i.id = p_id and i.workspace_id = v_ws and i.kind = 'article' and i.deleted_at is null;
   if v is null then
     perform app.raise_not_found('article', p_id);
@@ -5809,13 +5809,13 @@ begin
       'bodyHtml', a.body_html,
       'bodyVersion', a.body_version::text,
       'images', coalesce((select jsonb_agg(app.article_media_json(x.media_id) order by x.position)
-                          from app.article_images x where x.content_item_id = a.content_item_id), '[]'),
+                          from app.article_images x where x.content_item_id = a.content_item_id and x.workspace_id = a.workspace_id), '[]'),
       'characterCount', a.character_count,
       'error', case when i.status = 'failed' then i.error end)
     else '{}'::jsonb end
     from app.articles a
-    join app.content_items i on i.id = a.content_item_id
-    join app.integrations g on g.id = i.integration_id
+    join app.content_items i on i.id = a.content_item_id and i.workspace_id = a.workspace_id
+    join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
     join app.platforms p on p.code = g.platform
     where a.content_item_id = p_id
   );
@@ -6408,8 +6408,8 @@ begin
       'notes', r.notes #>> '{}',
       'platformPostId', i.platform_post_id)
     from app.content_items i
-    join app.content_roots r on r.id = i.root_id
-    join app.integrations g on g.id = i.integration_id
+    join app.content_roots r on r.id = i.root_id and r.workspace_id = i.workspace_id
+    join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
     where i.id = p_id
   );
 end
@@ -6498,8 +6498,8 @@ begin
          r.caption as root_caption, g.platform, g.status as integration_status, g.deleted_at as integration_deleted_at
   into v
   from app.content_items i
-  join app.content_roots r on r.id = i.root_id
-  join app.integrations g on g.id = i.integration_id
+  join app.content_roots r on r.id = i.root_id and r.workspace_id = i.workspace_id
+  join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
   where i.id = p_item_id;
   if v.id is null then
     return '[]';
@@ -6598,25 +6598,39 @@ CREATE OR REPLACE FUNCTION app.content_list_items_json(p_ids uuid[], p_review bo
  LANGUAGE plpgsql
  STABLE
 AS $function$
+declare
+  v_items app.content_items[] := '{}';
+  v_roots app.content_roots[] := '{}';
+  v_platforms text[] := '{}';
+  v_media int[] := '{}';
+  v_recurring jsonb;
+  v_row record;
 begin
-  -- PL/pgSQL, so the plan is prepared once per connection.
+  for v_row in
+    select row(i.*)::app.content_items as item, row(r.*)::app.content_roots as root, g.platform,
+           case when i.own_media then (select count(*) from app.content_item_media m where m.content_item_id = i.id and m.workspace_id = i.workspace_id)
+                else (select count(*) from app.content_root_media m where m.root_id = i.root_id and m.workspace_id = i.workspace_id) end::int as media_count
+    from unnest(p_ids) with ordinality x (id, n)
+    join app.content_items i on i.id = x.id
+    join app.content_roots r on r.id = i.root_id and r.workspace_id = i.workspace_id
+    join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
+    order by x.n
+  loop
+    v_items := v_items || v_row.item;
+    v_roots := v_roots || v_row.root;
+    v_platforms := v_platforms || v_row.platform;
+    v_media := v_media || v_row.media_count;
+  end loop;
+  select jsonb_object_agg(b.root_id, b.metadata) into v_recurring
+  from app.content_recurring_metadata_batch(array(select (e).root_id from unnest(v_items) e)) b;
   return (
-  with x as (select id, n from unnest(p_ids) with ordinality x (id, n)),
-  rec as (select b.root_id, b.metadata from app.content_recurring_metadata_batch(
-            array(select i.root_id from x join app.content_items i on i.id = x.id)) b)
-  select coalesce(jsonb_agg(
-    case when i.deleted_at is not null
-      then jsonb_build_object('id', i.id, 'rootId', i.root_id, 'deleted', true, 'deletedAt', i.deleted_at)
-      else app.content_list_item_json(row(i.*)::app.content_items, row(r.*)::app.content_roots, g.platform,
-             case when i.own_media then (select count(*) from app.content_item_media m where m.content_item_id = i.id)
-                  else (select count(*) from app.content_root_media m where m.root_id = i.root_id) end::int,
-             rec.metadata, p_review)
-    end order by x.n), '[]')
-  from x
-  join app.content_items i on i.id = x.id
-  join app.content_roots r on r.id = i.root_id
-  join app.integrations g on g.id = i.integration_id
-  left join rec on rec.root_id = i.root_id);
+    select coalesce(jsonb_agg(
+      case when (v_items[k]).deleted_at is not null
+        then jsonb_build_object('id', (v_items[k]).id, 'rootId', (v_items[k]).root_id, 'deleted', true, 'deletedAt', (v_items[k]).deleted_at)
+        else app.content_list_item_json(v_items[k], v_roots[k], v_platforms[k], v_media[k],
+               v_recurring -> ((v_items[k]).root_id::text), p_review)
+      end order by k), '[]')
+    from generate_subscripts(v_items, 1) k);
 end
 $function$;
 grant execute on function app.content_list_items_json(uuid[],boolean) to pressroom_api;
@@ -6792,30 +6806,48 @@ revoke all on function app.content_recurring_metadata(uuid) from public;
 
 CREATE OR REPLACE FUNCTION app.content_recurring_metadata_batch(p_root_ids uuid[])
  RETURNS TABLE(root_id uuid, metadata jsonb)
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE
 AS $function$
-  with occ as (
-    select o.id, o.series_id, o.occurrence_index, o.starts_at, o.root_id, o.status, s.version as series_version,
-           s.status as series_status,
-           exists (select 1 from app.content_items i where i.root_id = o.root_id and i.status = 'sent' and i.deleted_at is null) as published
-    from app.recurring_occurrences o
-    join app.recurring_series s on s.id = o.series_id
-    where o.root_id = any (p_root_ids))
-  select occ.root_id, jsonb_build_object(
-    'seriesId', occ.series_id,
-    'occurrenceId', occ.id,
-    'seriesVersion', occ.series_version,
-    'effectiveOccurrenceId', case
-      when occ.status = 'materialized' and not occ.published then occ.id
-      else (select n.id from app.recurring_occurrences n
-            where n.series_id = occ.series_id and n.occurrence_index > occ.occurrence_index and n.status = 'materialized'
-              and not exists (select 1 from app.content_items i where i.root_id = n.root_id and i.status = 'sent' and i.deleted_at is null)
-            order by n.occurrence_index limit 1) end,
-    'startsAt', occ.starts_at,
-    'occurrenceStatus', case when occ.status = 'materialized' and occ.published then 'published' else occ.status end,
-    'seriesStatus', occ.series_status)
-  from occ
+#variable_conflict use_column
+declare
+  v_rows jsonb;
+  occ record;
+  v_effective uuid;
+begin
+  select coalesce(jsonb_agg(jsonb_build_object('id', o.id, 'workspace_id', o.workspace_id, 'series_id', o.series_id,
+           'occurrence_index', o.occurrence_index, 'starts_at', o.starts_at, 'root_id', o.root_id, 'status', o.status,
+           'series_version', s.version, 'series_status', s.status,
+           'published', exists (select 1 from app.content_items i where i.root_id = o.root_id and i.status = 'sent' and i.deleted_at is null and i.workspace_id = o.workspace_id))), '[]')
+    into v_rows
+  from app.recurring_occurrences o
+  join app.recurring_series s on s.id = o.series_id and s.workspace_id = o.workspace_id
+  where o.root_id = any (p_root_ids);
+  for occ in
+    select * from jsonb_to_recordset(v_rows) as x (id uuid, workspace_id uuid, series_id uuid, occurrence_index integer,
+      starts_at timestamptz, root_id uuid, status text, series_version integer, series_status text, published boolean)
+  loop
+    if occ.status = 'materialized' and not occ.published then
+      v_effective := occ.id;
+    else
+      select n.id into v_effective from app.recurring_occurrences n
+      where n.workspace_id = occ.workspace_id and n.series_id = occ.series_id
+        and n.occurrence_index > occ.occurrence_index and n.status = 'materialized'
+        and not exists (select 1 from app.content_items i where i.root_id = n.root_id and i.status = 'sent' and i.deleted_at is null and i.workspace_id = n.workspace_id)
+      order by n.occurrence_index limit 1;
+    end if;
+    root_id := occ.root_id;
+    metadata := jsonb_build_object(
+      'seriesId', occ.series_id,
+      'occurrenceId', occ.id,
+      'seriesVersion', occ.series_version,
+      'effectiveOccurrenceId', v_effective,
+      'startsAt', occ.starts_at,
+      'occurrenceStatus', case when occ.status = 'materialized' and occ.published then 'published' else occ.status end,
+      'seriesStatus', occ.series_status);
+    return next;
+  end loop;
+end
 $function$;
 grant execute on function app.content_recurring_metadata_batch(uuid[]) to pressroom_api;
 grant execute on function app.content_recurring_metadata_batch(uuid[]) to pressroom_definer;
@@ -6836,10 +6868,10 @@ begin
       'reviewRequired', app.review_policy(i.workspace_id) = 'required',
       'approved', app.content_review_approved(i.id))
     from app.content_items i
-    join app.integrations g on g.id = i.integration_id
-    join app.content_roots r on r.id = i.root_id
+    join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
+    join app.content_roots r on r.id = i.root_id and r.workspace_id = i.workspace_id
     left join lateral app.route_channel(i.integration_id, g.platform,
-      array(select t.tag_id from app.content_root_tags t where t.root_id = r.id), r.campaign_id) w on true
+      array(select t.tag_id from app.content_root_tags t where t.root_id = r.id and t.workspace_id = r.workspace_id), r.campaign_id) w on true
     where i.id = p_content
   );
 end
@@ -6858,7 +6890,7 @@ AS $function$
 #variable_conflict use_column
 begin
   return (
-    select exists (select 1 from app.review_items ri join app.content_items i on i.id = ri.content_id
+    select exists (select 1 from app.review_items ri join app.content_items i on i.id = ri.content_id and i.workspace_id = ri.workspace_id
                    where ri.content_id = p_content and ri.state = 'approved' and ri.approved_version = i.version)
   );
 end
@@ -6911,7 +6943,7 @@ AS $function$
 begin
   return (
     with it as (
-      select ri.*, exists (select 1 from app.review_links l where l.review_id = ri.review_id) as has_clients
+      select ri.*, exists (select 1 from app.review_links l where l.review_id = ri.review_id and l.workspace_id = ri.workspace_id) as has_clients
       from app.review_items ri where ri.content_id = i.id and ri.state <> 'removed'
       order by ri.created_at desc, ri.id desc limit 1
     ), x as (
@@ -7097,7 +7129,7 @@ begin
       'ownMedia', i.own_media,
       'mediaIds', to_jsonb(app.content_item_own_media_ids(i.id)),
       'effectiveMediaIds', to_jsonb(app.content_item_media_ids(i.id, i.root_id, i.own_media)))
-    from app.content_items i join app.content_roots r on r.id = i.root_id
+    from app.content_items i join app.content_roots r on r.id = i.root_id and r.workspace_id = i.workspace_id
     where i.id = p_item_id
   );
 end
@@ -7555,7 +7587,7 @@ AS $function$
 begin
   perform app.credentials_put(p_integration, p_credential);
   return (select app.credentials_row_json(row(i.*)::app.integrations, row(c.*)::app.integration_credentials) - 'ciphertext' from app.integrations i
-          join app.integration_credentials c on c.integration_id = i.id where i.id = p_integration);
+          join app.integration_credentials c on c.integration_id = i.id and c.workspace_id = i.workspace_id where i.id = p_integration);
 end
 $function$;
 alter function app.credentials_store(uuid,jsonb) owner to pressroom_definer;
@@ -8278,13 +8310,13 @@ declare
 begin
   if p_item.status = 'scheduled' then
     select t.position_key into v_prev
-    from app.grid_tiles t join app.content_items i on i.id = t.content_item_id
+    from app.grid_tiles t join app.content_items i on i.id = t.content_item_id and i.workspace_id = t.workspace_id
     where t.integration_id = p_item.integration_id and t.position_key is not null and t.id is distinct from p_exclude
       and i.status = 'scheduled' and i.deleted_at is null and i.id <> p_item.id and i.scheduled_at <= p_item.scheduled_at
     order by i.scheduled_at desc, t.position_key desc limit 1;
     if v_prev is null then
       select t.position_key into v_next
-      from app.grid_tiles t join app.content_items i on i.id = t.content_item_id
+      from app.grid_tiles t join app.content_items i on i.id = t.content_item_id and i.workspace_id = t.workspace_id
       where t.integration_id = p_item.integration_id and t.position_key is not null and t.id is distinct from p_exclude
         and i.status = 'scheduled' and i.deleted_at is null and i.id <> p_item.id
       order by t.position_key limit 1;
@@ -8322,9 +8354,9 @@ begin
     select not exists (
       select 1
       from app.grid_tiles me
-      join app.content_items mi on mi.id = me.content_item_id
-      join app.grid_tiles t on t.integration_id = me.integration_id and t.id <> me.id and t.position_key is not null
-      join app.content_items i on i.id = t.content_item_id and i.status = 'scheduled' and i.deleted_at is null
+      join app.content_items mi on mi.id = me.content_item_id and mi.workspace_id = me.workspace_id
+      join app.grid_tiles t on t.integration_id = me.integration_id and t.id <> me.id and t.position_key is not null and t.workspace_id = me.workspace_id
+      join app.content_items i on i.id = t.content_item_id and i.status = 'scheduled' and i.deleted_at is null and i.workspace_id = t.workspace_id
       where me.id = p_tile_id
         and ((t.position_key < me.position_key and i.scheduled_at > mi.scheduled_at)
           or (t.position_key > me.position_key and i.scheduled_at < mi.scheduled_at)))
@@ -8598,9 +8630,9 @@ begin
   -- Looked up by id alone (offset 0 keeps the status test out of the look-up): a plan may
   -- otherwise walk the partial index of sent editions, filtering on the id.
   cross join lateral (select * from app.content_items i where i.id = u.id offset 0) i
-  join app.integrations g on g.id = i.integration_id
+  join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
   left join app.platforms p on p.code = g.platform
-  left join app.grid_tiles t on t.content_item_id = i.id
+  left join app.grid_tiles t on t.content_item_id = i.id and t.workspace_id = i.workspace_id
   cross join lateral (select i.deleted_at is null and i.kind = 'post' and coalesce(p.feed_grid, false) as eligible) x
   where i.status = 'sent';
   if v_drop is not null then
@@ -8669,7 +8701,7 @@ declare
   v_after timestamptz;
 begin
   select t.integration_id, t.position_key, i.scheduled_at into me
-  from app.grid_tiles t join app.content_items i on i.id = t.content_item_id where t.id = p_tile_id;
+  from app.grid_tiles t join app.content_items i on i.id = t.content_item_id and i.workspace_id = t.workspace_id where t.id = p_tile_id;
   if me.position_key is null or me.scheduled_at is null then
     return true;
   end if;
@@ -8717,7 +8749,7 @@ CREATE OR REPLACE FUNCTION app.grid_ordered(p_integration_id uuid)
  STABLE
 AS $function$
   select t.id, (row_number() over w - 1)::int, case when t.position_key is null then 0 else 1 end, i.sent_at, t.position_key
-  from app.grid_tiles t left join app.content_items i on i.id = t.content_item_id
+  from app.grid_tiles t left join app.content_items i on i.id = t.content_item_id and i.workspace_id = t.workspace_id
   where t.integration_id = p_integration_id
   window w as (order by t.position_key is not null, i.sent_at desc nulls last, t.position_key, t.id)
 $function$;
@@ -8807,7 +8839,7 @@ begin
   -- The scheduled post editions among p_ids, by feed-grid channel; the caller holds their rows.
   for v_channel in
     select distinct c.integration_id from app.content_items c
-    join app.integrations g on g.id = c.integration_id join app.platforms p on p.code = g.platform
+    join app.integrations g on g.id = c.integration_id and g.workspace_id = c.workspace_id join app.platforms p on p.code = g.platform
     where c.id = any (p_ids) and c.status = 'scheduled' and c.deleted_at is null and c.kind = 'post' and p.feed_grid
     order by 1
   loop
@@ -8822,12 +8854,12 @@ begin
              max(m.k collate "C") over (order by m.at, m.src, m.k collate "C", m.item_id rows between unbounded preceding and current row) as anchor
       from (
         select 0 as src, t.position_key as k, i.scheduled_at as at, null::uuid as tile_id, i.id as item_id
-        from app.grid_tiles t join app.content_items i on i.id = t.content_item_id
+        from app.grid_tiles t join app.content_items i on i.id = t.content_item_id and i.workspace_id = t.workspace_id
         where t.integration_id = v_channel and t.position_key is not null
           and i.status = 'scheduled' and i.deleted_at is null and not (i.id = any (p_ids))
         union all
         select 1, null, i.scheduled_at, t.id, i.id
-        from app.content_items i join app.grid_tiles t on t.content_item_id = i.id
+        from app.content_items i join app.grid_tiles t on t.content_item_id = i.id and t.workspace_id = i.workspace_id
         where i.id = any (p_ids) and i.integration_id = v_channel and i.status = 'scheduled' and i.deleted_at is null
           and i.kind = 'post' and t.integration_id = v_channel
       ) m
@@ -8975,7 +9007,7 @@ declare
 begin
   with s as (
     select i.id, t.id tile_id, i.scheduled_at, row_number() over (order by t.position_key) rn
-    from app.grid_tiles t join app.content_items i on i.id = t.content_item_id
+    from app.grid_tiles t join app.content_items i on i.id = t.content_item_id and i.workspace_id = t.workspace_id
     where t.integration_id = p_integration_id and t.position_key is not null
       and i.status = 'scheduled' and i.deleted_at is null),
   times as (select scheduled_at, row_number() over (order by scheduled_at) rn from s)
@@ -9723,7 +9755,15 @@ CREATE OR REPLACE FUNCTION app.integration_json(p_id uuid, p_detail boolean DEFA
  STABLE
 AS $function$
 #variable_conflict use_column
+declare
+  v_ws uuid;
+  v_connection jsonb;
 begin
+  select workspace_id into v_ws from app.integrations where id = p_id;
+  if v_ws is null then
+    return null;
+  end if;
+  v_connection := app.integration_connection_json(p_id, v_ws);
   return (
     select jsonb_build_object(
       'id', i.id,
@@ -9735,7 +9775,7 @@ begin
       'content', jsonb_build_object('canPublishArticles', coalesce((p.capabilities ->> 'canPublishArticles')::boolean, false)),
       'createdAt', i.created_at,
       'updatedAt', i.updated_at)
-      || app.integration_connection_json(i.id, i.workspace_id)
+      || v_connection
       || case when p_detail then jsonb_build_object(
         'platformName', p.name,
         'rules', app.platform_rules_json(i.platform),
@@ -9745,7 +9785,7 @@ begin
       else '{}'::jsonb end
     from app.integrations i
     join app.platforms p on p.code = i.platform
-    where i.id = p_id
+    where i.id = p_id and i.workspace_id = v_ws
   );
 end
 $function$;
@@ -10410,17 +10450,17 @@ begin
     select coalesce(jsonb_object_agg(media_id, labels), '{}') into v_labels from (
       select x.media_id, jsonb_agg(jsonb_build_object('id', l.id, 'name', l.name, 'color', l.color, 'groupId', l.group_id)
                                    order by lower(l.name), l.id) as labels
-      from app.media_item_labels x join app.media_labels l on l.id = x.label_id
+      from app.media_item_labels x join app.media_labels l on l.id = x.label_id and l.workspace_id = x.workspace_id
       where x.media_id = any (v_ids) and x.workspace_id = v_ws
       group by x.media_id) s;
     select coalesce(jsonb_object_agg(media_id, n), '{}') into v_usage from (
       select media_id, count(distinct root_id) as n from (
         select cim.media_id, ci.root_id from app.content_item_media cim
-        join app.content_items ci on ci.id = cim.content_item_id
+        join app.content_items ci on ci.id = cim.content_item_id and ci.workspace_id = cim.workspace_id
         where cim.media_id = any (v_ids) and cim.workspace_id = v_ws and ci.deleted_at is null
         union all
         select crm.media_id, crm.root_id from app.content_root_media crm
-        join app.content_roots r on r.id = crm.root_id
+        join app.content_roots r on r.id = crm.root_id and r.workspace_id = crm.workspace_id
         where crm.media_id = any (v_ids) and crm.workspace_id = v_ws and r.deleted_at is null) u
       group by media_id) s;
   end if;
@@ -10560,7 +10600,7 @@ begin
       'groupId', l.group_id,
       'mergedIntoId', l.merged_into_id,
       'mergedAt', l.merged_at,
-      'mediaCount', (select count(*)::int from app.media_item_labels x join app.media_items m on m.id = x.media_id
+      'mediaCount', (select count(*)::int from app.media_item_labels x join app.media_items m on m.id = x.media_id and m.workspace_id = x.workspace_id
                      where x.label_id = l.id and m.state = 'active'),
       'createdAt', l.created_at,
       'updatedAt', l.updated_at)
@@ -10823,11 +10863,11 @@ begin
   return (
     select coalesce(array_agg(id order by id), '{}') from (
       select ci.id from app.content_item_media cim
-      join app.content_items ci on ci.id = cim.content_item_id
+      join app.content_items ci on ci.id = cim.content_item_id and ci.workspace_id = cim.workspace_id
       where cim.media_id = p_media_id and ci.status = 'scheduled' and ci.deleted_at is null
       union
       select ci.id from app.content_root_media crm
-      join app.content_items ci on ci.root_id = crm.root_id
+      join app.content_items ci on ci.root_id = crm.root_id and ci.workspace_id = crm.workspace_id
       where crm.media_id = p_media_id and ci.status = 'scheduled' and ci.deleted_at is null) s
   );
 end
@@ -11473,7 +11513,7 @@ begin
   perform 1 from app.publish_windows w
   where w.scope = 'app' and w.key in (
     select distinct c.connector from jsonb_array_elements(p_jobs) e
-    cross join lateral (select c.connector from app.content_items i join app.integrations c on c.id = i.integration_id
+    cross join lateral (select c.connector from app.content_items i join app.integrations c on c.id = i.integration_id and c.workspace_id = i.workspace_id
                         where i.id = (e ->> 'contentId')::uuid offset 0) c)
   order by w.key for update;
 
@@ -11599,13 +11639,13 @@ begin
   from (select distinct on (u.id) u.job_id
         from unnest(p_content_ids, p_job_ids) u (id, job_id)
         join app.content_items i on i.id = u.id
-        join app.integrations g on g.id = i.integration_id
-        left join app.publishing_states s on s.content_item_id = i.id
+        join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
+        left join app.publishing_states s on s.content_item_id = i.id and s.workspace_id = i.workspace_id
         where i.deleted_at is null and i.status = 'scheduled' and i.publish_job_id = u.job_id
           and not (s.state is not distinct from 'awaiting_confirmation' and s.job_id is not distinct from u.job_id)
           and g.deleted_at is null and g.status <> 'disconnected'
           -- (by the edition alone, as in app.publish_claim_batch)
-          and not exists (select 1 from (select a.finished_at from app.publish_attempts a where a.content_item_id = i.id offset 0) a
+          and not exists (select 1 from (select a.finished_at from app.publish_attempts a where a.content_item_id = i.id and a.workspace_id = i.workspace_id offset 0) a
                           where a.finished_at is null)
         order by u.id) f;
 
@@ -11617,15 +11657,15 @@ begin
       insert into app.publish_attempts (organization_id, workspace_id, content_item_id, attempt, run_attempt, job_id, connector,
         idempotency_token, integration_id, claim_batch)
       select i.organization_id, i.workspace_id, i.id,
-        coalesce((select max(x.attempt) from app.publish_attempts x where x.content_item_id = i.id), 0) + 1,
+        coalesce((select max(x.attempt) from app.publish_attempts x where x.content_item_id = i.id and x.workspace_id = i.workspace_id), 0) + 1,
         case when s.job_id is not distinct from f.job_id then coalesce(s.run_attempts, 0) + 1 else 1 end,
         f.job_id, g.connector,
         -- One token per edition and version: the same post whatever the attempt.
         'pr_' || replace(i.id::text, '-', '') || '_v' || i.version, i.integration_id, p_batch
       from f
       join app.content_items i on i.id = f.id
-      join app.integrations g on g.id = i.integration_id
-      left join app.publishing_states s on s.content_item_id = i.id
+      join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
+      left join app.publishing_states s on s.content_item_id = i.id and s.workspace_id = i.workspace_id
       order by i.id
       returning id, content_item_id, attempt, run_attempt, job_id, idempotency_token, organization_id, workspace_id
     ),
@@ -11713,9 +11753,9 @@ begin
                 'altText', m.alt_text) order by x.n), '[]')
               from unnest(case when i.own_media then
                             (select coalesce(array_agg(cm.media_id order by cm.position), '{}') from app.content_item_media cm
-                             where cm.content_item_id = i.id)
+                             where cm.content_item_id = i.id and cm.workspace_id = i.workspace_id)
                           else (select coalesce(array_agg(rm.media_id order by rm.position), '{}') from app.content_root_media rm
-                                where rm.root_id = i.root_id) end) with ordinality x (id, n)
+                                where rm.root_id = i.root_id and rm.workspace_id = i.workspace_id) end) with ordinality x (id, n)
               join app.media_items m on m.id = x.id),
     'thread', (select coalesce(jsonb_agg(jsonb_build_object('caption', coalesce(e ->> 'caption', ''),
                  'mediaIds', coalesce(e -> 'mediaIds', '[]')) order by n), '[]')
@@ -11724,8 +11764,8 @@ begin
       'username', g.username, 'settings', g.settings, 'webhookUrl', g.webhook_url, 'webhookSecret', g.webhook_secret,
       'status', g.status, 'deleted', g.deleted_at is not null))
   from app.content_items i
-  join app.content_roots r on r.id = i.root_id
-  join app.integrations g on g.id = i.integration_id
+  join app.content_roots r on r.id = i.root_id and r.workspace_id = i.workspace_id
+  join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
   where i.id = any (p_item_ids);
 end
 $function$;
@@ -11780,7 +11820,7 @@ begin
     c.app_max_per_window, c.app_window_seconds
   from app.integrations g
   left join app.connector_publish_limits c on c.connector = g.connector
-  left join app.integration_publish_limits o on o.integration_id = g.id
+  left join app.integration_publish_limits o on o.integration_id = g.id and o.workspace_id = g.workspace_id
   where g.id = p_integration_id;
 end
 $function$;
@@ -12051,7 +12091,7 @@ declare
 begin
   perform app.require_role('editor');
   select g.webhook_secret into v_secret
-  from app.content_items i join app.integrations g on g.id = i.integration_id
+  from app.content_items i join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
   where i.id = p_id and i.workspace_id = app.current_workspace_id() and i.deleted_at is null and i.status = 'sent'
     and g.connector = 'webhook' and g.deleted_at is null;
   return v_secret;
@@ -12075,8 +12115,8 @@ begin
       'error', i.error, 'caption', coalesce(i.caption, r.caption),
       'publishedCaption', case when i.status = 'sent' then coalesce(pc.caption, i.caption, r.caption) end,
       'publishing', app.publishing_json(i.id))
-    from app.content_items i join app.content_roots r on r.id = i.root_id
-    left join app.published_captions pc on pc.content_item_id = i.id
+    from app.content_items i join app.content_roots r on r.id = i.root_id and r.workspace_id = i.workspace_id
+    left join app.published_captions pc on pc.content_item_id = i.id and pc.workspace_id = i.workspace_id
     where i.id = p_id
   );
 end
@@ -12094,9 +12134,9 @@ AS $function$
 #variable_conflict use_column
 begin
   return (
-    select app.publishing_json_of(row(i.*)::app.content_items, row(s.*)::app.publishing_states, (select count(*) from app.publish_attempts a where a.content_item_id = i.id))
+    select app.publishing_json_of(row(i.*)::app.content_items, row(s.*)::app.publishing_states, (select count(*) from app.publish_attempts a where a.content_item_id = i.id and a.workspace_id = i.workspace_id))
     from app.content_items i
-    left join app.publishing_states s on s.content_item_id = i.id
+    left join app.publishing_states s on s.content_item_id = i.id and s.workspace_id = i.workspace_id
     where i.id = p_content_item_id
   );
 end
@@ -12994,9 +13034,9 @@ begin
   return (
     select case
       when i.id is null then jsonb_build_object('contentId', p_id, 'eligible', false, 'reason', 'not_found')
-      when exists (select 1 from app.review_items x where x.content_id = i.id and x.open)
+      when exists (select 1 from app.review_items x where x.content_id = i.id and x.open and x.workspace_id = i.workspace_id)
         then jsonb_build_object('contentId', p_id, 'eligible', false, 'reason', 'in_review',
-               'reviewId', (select x.review_id from app.review_items x where x.content_id = i.id and x.open limit 1))
+               'reviewId', (select x.review_id from app.review_items x where x.content_id = i.id and x.open and x.workspace_id = i.workspace_id limit 1))
       when i.status not in ('draft', 'scheduled')
         then jsonb_build_object('contentId', p_id, 'eligible', false, 'reason', 'status_' || i.status)
       else jsonb_build_object('contentId', p_id, 'eligible', true, 'reason', null)
@@ -13208,9 +13248,9 @@ begin
   return query
   select it, r, g.platform, app.review_item_due_at(row(r.*)::app.reviews, row(it.*)::app.review_items), app.review_urgency(app.review_item_due_at(row(r.*)::app.reviews, row(it.*)::app.review_items), w.timezone)
   from app.review_items it
-  join app.reviews r on r.id = it.review_id and r.status = 'active'
-  join app.content_items i on i.id = it.content_id
-  join app.integrations g on g.id = i.integration_id
+  join app.reviews r on r.id = it.review_id and r.status = 'active' and r.workspace_id = it.workspace_id
+  join app.content_items i on i.id = it.content_id and i.workspace_id = it.workspace_id
+  join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
   join app.workspaces w on w.id = it.workspace_id
   where it.workspace_id = app.current_workspace_id() and it.organization_id = app.current_organization_id()
     and it.waiting_on @> array[p_key] and cardinality(it.waiting_on) > 0;
@@ -13296,8 +13336,8 @@ begin
       'decisions', coalesce((select jsonb_agg(app.review_decision_json(row(d.*)::app.review_decisions) order by d.created_at, d.id)
                              from app.review_decisions d where d.item_id = it.id), '[]'))
     from app.content_items i
-    join app.content_roots cr on cr.id = i.root_id
-    join app.integrations g on g.id = i.integration_id
+    join app.content_roots cr on cr.id = i.root_id and cr.workspace_id = i.workspace_id
+    join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
     where i.id = it.content_id
   );
 end
@@ -17342,8 +17382,8 @@ begin
       'createdAt', w.created_at, 'updatedAt', w.updated_at) order by x.n), '[]')
     from unnest(p_ids) with ordinality x (id, n)
     join app.workbench_rows w on w.id = x.id
-    left join app.content_roots r on r.id = w.content_root_id and r.deleted_at is null
-    left join lateral (select jsonb_agg(m.media_id order by m.position) ids from app.content_root_media m where m.root_id = r.id) media on true
+    left join app.content_roots r on r.id = w.content_root_id and r.deleted_at is null and r.workspace_id = w.workspace_id
+    left join lateral (select jsonb_agg(m.media_id order by m.position) ids from app.content_root_media m where m.root_id = r.id and m.workspace_id = r.workspace_id) media on true
     left join lateral (
       select count(*) n,
         jsonb_agg(i.integration_id order by g.created_at, g.id) channels,
@@ -17351,11 +17391,11 @@ begin
         bool_or(i.status = 'failed') any_failed, bool_or(i.status = 'pending_approval') any_pending,
         bool_or(i.status = 'rejected') any_rejected, bool_and(i.status = 'sent') all_sent,
         bool_and(i.status in ('scheduled', 'sent')) all_scheduled_or_sent, bool_and(i.status = 'cancelled') all_cancelled
-      from app.content_items i join app.integrations g on g.id = i.integration_id
+      from app.content_items i join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
       where i.root_id = r.id and i.deleted_at is null) ed on true
-    left join lateral (select jsonb_agg(t.tag_id order by t.tag_id) ids from app.content_root_tags t where t.root_id = r.id) tags on true
-    left join lateral (select p.pillar_id id from app.content_root_pillars p where p.root_id = r.id order by p.created_at, p.pillar_id limit 1) pillar on true
-    left join lateral (select f.format_id id from app.content_root_formats f where f.root_id = r.id order by f.created_at, f.format_id limit 1) format on true
+    left join lateral (select jsonb_agg(t.tag_id order by t.tag_id) ids from app.content_root_tags t where t.root_id = r.id and t.workspace_id = r.workspace_id) tags on true
+    left join lateral (select p.pillar_id id from app.content_root_pillars p where p.root_id = r.id and p.workspace_id = r.workspace_id order by p.created_at, p.pillar_id limit 1) pillar on true
+    left join lateral (select f.format_id id from app.content_root_formats f where f.root_id = r.id and f.workspace_id = r.workspace_id order by f.created_at, f.format_id limit 1) format on true
   );
 end
 $function$;
@@ -17392,7 +17432,7 @@ begin
     if not exists (select 1 from app.content_items where root_id = v.content_root_id and deleted_at is null) then
       perform app.raise(400, 'ROW_HAS_NO_CHANNELS', 'This row has no channel to schedule on.', jsonb_build_object('rowId', v.id));
     end if;
-    for v_item in select i.* from app.content_items i join app.integrations g on g.id = i.integration_id
+    for v_item in select i.* from app.content_items i join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
                   where i.root_id = v.content_root_id and i.deleted_at is null order by g.created_at, g.id loop
       begin
         perform app.schedule_edition(v_item.id, v.planned_at);
@@ -18054,18 +18094,18 @@ begin
           'successRatePercent', case when count(*) filter (where a.outcome in ('published', 'resolved_published', 'failed', 'resolved_failed', 'transient')) > 0
             then round(count(*) filter (where a.outcome in ('published', 'resolved_published')) * 100.0
                        / count(*) filter (where a.outcome in ('published', 'resolved_published', 'failed', 'resolved_failed', 'transient')), 1) end)
-        from app.publish_attempts a join app.content_items i on i.id = a.content_item_id
+        from app.publish_attempts a join app.content_items i on i.id = a.content_item_id and i.workspace_id = a.workspace_id
         where i.integration_id = g.id and a.workspace_id = v_ws and a.started_at >= v_since),
       'awaitingConfirmation', (
-        select count(*) from app.publishing_states p join app.content_items i on i.id = p.content_item_id
+        select count(*) from app.publishing_states p join app.content_items i on i.id = p.content_item_id and i.workspace_id = p.workspace_id
         where i.integration_id = g.id and p.workspace_id = v_ws and p.state = 'awaiting_confirmation'),
       'sync', (
         select jsonb_build_object('successes', coalesce(sum(d.successes), 0), 'failures', coalesce(sum(d.failures), 0),
           'rateLimitHits', coalesce(sum(d.rate_limit_hits), 0))
-        from app.integration_sync_daily d where d.integration_id = g.id and d.day >= (v_since at time zone 'UTC')::date))
+        from app.integration_sync_daily d where d.integration_id = g.id and d.day >= (v_since at time zone 'UTC')::date and d.workspace_id = g.workspace_id))
       order by g.name, g.id), '[]'::jsonb)
     from app.integrations g
-    left join app.integration_sync_state s on s.integration_id = g.id
+    left join app.integration_sync_state s on s.integration_id = g.id and s.workspace_id = g.workspace_id
     where g.workspace_id = v_ws and g.deleted_at is null);
 end
 $function$;
@@ -20043,7 +20083,7 @@ begin
   perform app.require_role('editor');
   v := app.campaign_for_update(p_id);
   select count(*)::int into v_editions
-  from app.content_items i join app.content_roots r on r.id = i.root_id
+  from app.content_items i join app.content_roots r on r.id = i.root_id and r.workspace_id = i.workspace_id
   where r.campaign_id = p_id and r.workspace_id = app.current_workspace_id()
     and r.deleted_at is null and i.deleted_at is null;
   select count(*)::int into v_roots from app.content_roots r
@@ -20556,7 +20596,7 @@ begin
     v_body := v_body || jsonb_build_object('caption', v_root.caption,
       'mediaIds', to_jsonb(app.content_root_media_ids(v_root.id)),
       'channels', coalesce((select jsonb_agg(i.integration_id order by g.created_at, g.id) from app.content_items i
-                            join app.integrations g on g.id = i.integration_id
+                            join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
                             where i.root_id = v_root.id and i.deleted_at is null), '[]'),
       'tagIds', coalesce((select jsonb_agg(t.tag_id) from app.content_root_tags t where t.root_id = v_root.id), '[]'),
       'pillarId', (select p.pillar_id from app.content_root_pillars p where p.root_id = v_root.id order by p.created_at, p.pillar_id limit 1),
@@ -20646,14 +20686,14 @@ begin
       select jsonb_agg(jsonb_build_array(
         w.id, s.name, coalesce(w.title, ''), coalesce(r.caption, ''),
         coalesce((select string_agg(g.name, '; ' order by g.created_at, g.id) from app.content_items i
-                  join app.integrations g on g.id = i.integration_id
+                  join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
                   where i.root_id = r.id and i.deleted_at is null), ''),
         coalesce(app.workbench_csv_time(w.planned_at, v_tz), w.planned_on::text, ''),
-        coalesce((select string_agg(t.name, '; ' order by t.name) from app.content_root_tags rt join app.tags t on t.id = rt.tag_id
+        coalesce((select string_agg(t.name, '; ' order by t.name) from app.content_root_tags rt join app.tags t on t.id = rt.tag_id and t.workspace_id = rt.workspace_id
                   where rt.root_id = r.id), ''),
-        coalesce((select p.name from app.content_root_pillars rp join app.pillars p on p.id = rp.pillar_id
+        coalesce((select p.name from app.content_root_pillars rp join app.pillars p on p.id = rp.pillar_id and p.workspace_id = rp.workspace_id
                   where rp.root_id = r.id order by rp.created_at, rp.pillar_id limit 1), ''),
-        coalesce((select f.name from app.content_root_formats rf join app.formats f on f.id = rf.format_id
+        coalesce((select f.name from app.content_root_formats rf join app.formats f on f.id = rf.format_id and f.workspace_id = rf.workspace_id
                   where rf.root_id = r.id order by rf.created_at, rf.format_id limit 1), ''),
         coalesce((select c.name from app.campaigns c where c.id = r.campaign_id), ''),
         coalesce((select string_agg(m.media_id::text, '; ' order by m.position) from app.content_root_media m where m.root_id = r.id), ''),
@@ -20661,13 +20701,13 @@ begin
         app.workbench_status_of(r.id is not null, st.n, st.any_failed, st.any_pending, st.any_rejected, st.all_sent,
                                 st.all_scheduled_or_sent, st.all_cancelled)) order by s.position, w.position)
       from app.workbench_rows w
-      join app.workbench_sections s on s.id = w.section_id
-      left join app.content_roots r on r.id = w.content_root_id and r.deleted_at is null
+      join app.workbench_sections s on s.id = w.section_id and s.workspace_id = w.workspace_id
+      left join app.content_roots r on r.id = w.content_root_id and r.deleted_at is null and r.workspace_id = w.workspace_id
       left join lateral (
         select count(*) n, bool_or(i.status = 'failed') any_failed, bool_or(i.status = 'pending_approval') any_pending,
           bool_or(i.status = 'rejected') any_rejected, bool_and(i.status = 'sent') all_sent,
           bool_and(i.status in ('scheduled', 'sent')) all_scheduled_or_sent, bool_and(i.status = 'cancelled') all_cancelled
-        from app.content_items i where i.root_id = r.id and i.deleted_at is null) st on true
+        from app.content_items i where i.root_id = r.id and i.deleted_at is null and i.workspace_id = r.workspace_id) st on true
       where w.page_id = v.id), '[]'));
 end
 $function$;
@@ -21048,7 +21088,7 @@ begin
         'scheduled', count(*) filter (where i.status = 'scheduled'),
         'draft', count(*) filter (where t.content_item_id is not null and t.position_key is not null and i.status <> 'scheduled'),
         'placeholder', count(*) filter (where t.content_item_id is null))
-      from app.grid_tiles t left join app.content_items i on i.id = t.content_item_id
+      from app.grid_tiles t left join app.content_items i on i.id = t.content_item_id and i.workspace_id = t.workspace_id
       where t.integration_id = v.id)));
 end
 $function$;
@@ -21308,7 +21348,7 @@ begin
     perform app.raise_not_found('workbench page', p_id);
   end if;
   select count(*) into v_total from app.workbench_rows where page_id = v.id;
-  v_ids := array(select w.id from app.workbench_rows w join app.workbench_sections s on s.id = w.section_id
+  v_ids := array(select w.id from app.workbench_rows w join app.workbench_sections s on s.id = w.section_id and s.workspace_id = w.workspace_id
                  where w.page_id = v.id order by s.position, w.position limit v_limit offset v_offset);
   return jsonb_build_object(
     'page', app.workbench_page_json(v)
@@ -21600,7 +21640,7 @@ begin
     existing as (
       select i.id, i.integration_id, lower(btrim(coalesce(i.caption, cr.caption))) as cap,
              coalesce(i.scheduled_at, i.intended_publish_at) as at
-      from app.content_items i join app.content_roots cr on cr.id = i.root_id
+      from app.content_items i join app.content_roots cr on cr.id = i.root_id and cr.workspace_id = i.workspace_id
       where i.workspace_id = v_page.workspace_id and i.deleted_at is null and cr.deleted_at is null
         and coalesce(i.scheduled_at, i.intended_publish_at) is not null),
     hits as (
@@ -22116,12 +22156,12 @@ begin
   perform app.require_role('viewer');
   select app.current_workspace_id() into v_ws;
   select count(*) into v_total
-  from app.articles a join app.content_items i on i.id = a.content_item_id
+  from app.articles a join app.content_items i on i.id = a.content_item_id and i.workspace_id = a.workspace_id
   where a.workspace_id = v_ws and i.workspace_id = v_ws and i.deleted_at is null;
   select coalesce(jsonb_agg(app.article_json(x.id, false) order by x.changed desc, x.id desc), '[]') into v_items
   from (
     select a.content_item_id as id, greatest(a.updated_at, i.updated_at) as changed
-    from app.articles a join app.content_items i on i.id = a.content_item_id
+    from app.articles a join app.content_items i on i.id = a.content_item_id and i.workspace_id = a.workspace_id
     where a.workspace_id = v_ws and i.workspace_id = v_ws and i.deleted_at is null
     order by changed desc, id desc
     limit p_limit offset p_offset
@@ -22188,8 +22228,8 @@ begin
            i.created_at, i.updated_at,
            coalesce(i.scheduled_at, i.intended_publish_at, i.created_at) as sort_at
     from app.content_items i
-    join app.content_roots r on r.id = i.root_id
-    join app.integrations g on g.id = i.integration_id
+    join app.content_roots r on r.id = i.root_id and r.workspace_id = i.workspace_id
+    join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
     where r.campaign_id = v_campaign.id
       and r.workspace_id = app.current_workspace_id() and i.workspace_id = app.current_workspace_id()
       and r.deleted_at is null and i.deleted_at is null
@@ -22219,8 +22259,8 @@ begin
     -- The page is empty (offset past the end, or nothing matches): count anyway.
     select count(*) into v_total
     from app.content_items i
-    join app.content_roots r on r.id = i.root_id
-    join app.integrations g on g.id = i.integration_id
+    join app.content_roots r on r.id = i.root_id and r.workspace_id = i.workspace_id
+    join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
     where r.campaign_id = v_campaign.id
       and r.workspace_id = app.current_workspace_id() and i.workspace_id = app.current_workspace_id()
       and r.deleted_at is null and i.deleted_at is null
@@ -22406,7 +22446,7 @@ begin
     else format('i.updated_at %s, i.id %s', v_dir, v_dir)
   end;
   if v_sort = 'platform' then
-    v_join := 'join app.integrations g on g.id = i.integration_id';
+    v_join := 'join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id';
   end if;
   -- The total: from the per-workspace counters when the query allows it
   -- (app.content_list_total), else an exact count of the filtered set.
@@ -22583,12 +22623,14 @@ CREATE OR REPLACE FUNCTION api.list_integrations()
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
+declare
+  v_ids uuid[];
 begin
   perform app.require_role('viewer');
-  return (
-    select coalesce(jsonb_agg(app.integration_json(i.id) order by i.created_at, i.id), '[]')
-    from app.integrations i
-    where i.workspace_id = app.current_workspace_id() and i.deleted_at is null);
+  v_ids := array(select i.id from app.integrations i
+                 where i.workspace_id = app.current_workspace_id() and i.deleted_at is null
+                 order by i.created_at, i.id);
+  return (select coalesce(jsonb_agg(app.integration_json(x) order by n), '[]') from unnest(v_ids) with ordinality u (x, n));
 end
 $function$;
 alter function api.list_integrations() owner to pressroom_api;
@@ -22612,9 +22654,9 @@ declare
   v_cast text;
   v_where text := 'm.workspace_id = $1';
   v_labels uuid[];
-  v_used_expr text := '(exists (select 1 from app.content_item_media cim join app.content_items ci on ci.id = cim.content_item_id
+  v_used_expr text := '(exists (select 1 from app.content_item_media cim join app.content_items ci on ci.id = cim.content_item_id and ci.workspace_id = cim.workspace_id
         where cim.media_id = m.id and ci.deleted_at is null)
-     or exists (select 1 from app.content_root_media crm join app.content_roots cr on cr.id = crm.root_id
+     or exists (select 1 from app.content_root_media crm join app.content_roots cr on cr.id = crm.root_id and cr.workspace_id = crm.workspace_id
         where crm.media_id = m.id and cr.deleted_at is null))';
   v_rows app.media_items[];
   v_items jsonb;
@@ -23005,7 +23047,7 @@ begin
   end if;
   return jsonb_build_object(
     'data', coalesce((select jsonb_agg(jsonb_build_object('id', l.id, 'kind', l.kind, 'deliveryId', l.delivery_id,
-                        'eventType', (select e.type from app.webhook_deliveries d join app.webhook_events e on e.id = d.event_id where d.id = l.delivery_id),
+                        'eventType', (select e.type from app.webhook_deliveries d join app.webhook_events e on e.id = d.event_id and e.workspace_id = d.workspace_id where d.id = l.delivery_id),
                         'attempt', l.attempt, 'request', l.request, 'responseStatus', l.response_status,
                         'responseExcerpt', l.response_excerpt, 'error', l.error, 'durationMs', l.duration_ms, 'createdAt', l.created_at)
                       order by l.seq desc)
@@ -23098,22 +23140,22 @@ begin
   with hits as (
     select w.id, row_number() over (order by p.position, s.position, w.position) n
     from app.workbench_rows w
-    join app.workbench_sections s on s.id = w.section_id
-    join app.workbench_pages p on p.id = w.page_id
-    left join app.content_roots r on r.id = w.content_root_id and r.deleted_at is null
+    join app.workbench_sections s on s.id = w.section_id and s.workspace_id = w.workspace_id
+    join app.workbench_pages p on p.id = w.page_id and p.workspace_id = w.workspace_id
+    left join app.content_roots r on r.id = w.content_root_id and r.deleted_at is null and r.workspace_id = w.workspace_id
     left join lateral (
       select count(*) n, bool_or(i.status = 'failed') any_failed, bool_or(i.status = 'pending_approval') any_pending,
         bool_or(i.status = 'rejected') any_rejected, bool_and(i.status = 'sent') all_sent,
         bool_and(i.status in ('scheduled', 'sent')) all_scheduled_or_sent, bool_and(i.status = 'cancelled') all_cancelled
-      from app.content_items i where i.root_id = r.id and i.deleted_at is null and v_status is not null) st on true
+      from app.content_items i where i.root_id = r.id and i.deleted_at is null and v_status is not null and i.workspace_id = r.workspace_id) st on true
     where w.workspace_id = app.current_workspace_id()
       and (v_page is null or w.page_id = v_page)
       and (v_section is null or w.section_id = v_section)
       and (v_status is null or app.workbench_status_of(r.id is not null, st.n, st.any_failed, st.any_pending, st.any_rejected,
                                                         st.all_sent, st.all_scheduled_or_sent, st.all_cancelled) = v_status)
       and (v_channel is null or exists (select 1 from app.content_items i
-                                        where i.root_id = r.id and i.deleted_at is null and i.integration_id = v_channel))
-      and (v_tag is null or exists (select 1 from app.content_root_tags t where t.root_id = w.content_root_id and t.tag_id = v_tag))
+                                        where i.root_id = r.id and i.deleted_at is null and i.integration_id = v_channel and i.workspace_id = r.workspace_id))
+      and (v_tag is null or exists (select 1 from app.content_root_tags t where t.root_id = w.content_root_id and t.tag_id = v_tag and t.workspace_id = w.workspace_id))
       and (v_from is null or coalesce(w.planned_at, (w.planned_on + time '23:59:59.999') at time zone v_tz) >= v_from)
       and (v_to is null or coalesce(w.planned_at, w.planned_on::timestamp at time zone v_tz) < v_to)
       and ((v_from is null and v_to is null) or w.planned_at is not null or w.planned_on is not null))
@@ -23285,12 +23327,12 @@ begin
     'unusedLabels', (select coalesce(jsonb_agg(jsonb_build_object('id', l.id, 'name', l.name) order by lower(l.name), l.id), '[]')
                      from app.media_labels l
                      where l.workspace_id = v_ws and l.merged_into_id is null
-                       and not exists (select 1 from app.media_item_labels x join app.media_items m on m.id = x.media_id
+                       and not exists (select 1 from app.media_item_labels x join app.media_items m on m.id = x.media_id and m.workspace_id = x.workspace_id
                                        where x.label_id = l.id and m.state = 'active')),
     'emptyGroups', (select coalesce(jsonb_agg(jsonb_build_object('id', g.id, 'name', g.name) order by g.position, g.id), '[]')
                     from app.media_label_groups g
                     where g.workspace_id = v_ws
-                      and not exists (select 1 from app.media_labels l where l.group_id = g.id and l.merged_into_id is null)),
+                      and not exists (select 1 from app.media_labels l where l.group_id = g.id and l.merged_into_id is null and l.workspace_id = g.workspace_id)),
     'similarLabels', (select coalesce(jsonb_agg(jsonb_build_object('key', s.key, 'labels', s.labels) order by s.key), '[]')
                       from (select regexp_replace(lower(l.name), '[^[:alnum:]]+', '', 'g') as key,
                                    jsonb_agg(jsonb_build_object('id', l.id, 'name', l.name) order by lower(l.name), l.id) as labels
@@ -23300,7 +23342,7 @@ begin
     'media', (select jsonb_build_object('total', t.total, 'labeled', l.labeled, 'unlabeled', t.total - l.labeled)
               from (select count(*)::int as total from app.media_items m where m.workspace_id = v_ws and m.state = 'active') t,
                    (select count(distinct x.media_id)::int as labeled from app.media_item_labels x
-                    join app.media_items m on m.id = x.media_id
+                    join app.media_items m on m.id = x.media_id and m.workspace_id = x.workspace_id
                     where x.workspace_id = v_ws and m.state = 'active') l));
 end
 $function$;
@@ -23328,7 +23370,7 @@ begin
       select count(*) filter (where m.state = 'active')::int as active,
              count(*) filter (where m.state = 'deleted')::int as binned,
              max(x.created_at) as last_at
-      from app.media_item_labels x join app.media_items m on m.id = x.media_id
+      from app.media_item_labels x join app.media_items m on m.id = x.media_id and m.workspace_id = x.workspace_id
       where x.label_id = l.id) c
     where l.workspace_id = app.current_workspace_id() and l.merged_into_id is null);
 end
@@ -23982,7 +24024,7 @@ begin
   for v_ref in select e from jsonb_array_elements(v_refs) e loop
     begin
       if v_ref ? 'contentId' then
-        select r.* into v_root from app.content_items i join app.content_roots r on r.id = i.root_id
+        select r.* into v_root from app.content_items i join app.content_roots r on r.id = i.root_id and r.workspace_id = i.workspace_id
         where i.id = (v_ref ->> 'contentId')::uuid and i.workspace_id = app.current_workspace_id() and i.deleted_at is null and r.deleted_at is null;
         if v_root.id is null then
           perform app.raise_not_found('content', (v_ref ->> 'contentId')::uuid);
@@ -24776,7 +24818,7 @@ begin
   end if;
   return coalesce((select jsonb_agg(app.review_item_json(row(r.*)::app.reviews, row(it.*)::app.review_items)
                       || jsonb_build_object('reviewTitle', r.title, 'reviewStatus', r.status) order by it.created_at desc, it.id desc)
-                   from app.review_items it join app.reviews r on r.id = it.review_id
+                   from app.review_items it join app.reviews r on r.id = it.review_id and r.workspace_id = it.workspace_id
                    where it.content_id = p_content_id), '[]');
 end
 $function$;
@@ -24908,9 +24950,9 @@ begin
         'scheduledAt', coalesce(i.scheduled_at, i.intended_publish_at),
         'media', app.review_link_media_json(app.content_item_media_ids(i.id, i.root_id, i.own_media))) order by it.created_at, it.id)
       from app.review_items it
-      join app.content_items i on i.id = it.content_id
-      join app.content_roots cr on cr.id = i.root_id
-      join app.integrations g on g.id = i.integration_id
+      join app.content_items i on i.id = it.content_id and i.workspace_id = it.workspace_id
+      join app.content_roots cr on cr.id = i.root_id and cr.workspace_id = i.workspace_id
+      join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
       where it.review_id = r.id and it.state <> 'removed'), '[]'));
 end
 $function$;
@@ -25153,7 +25195,7 @@ begin
     from x left join app.workbench_rows r on r.id = x.id and r.workspace_id = app.current_workspace_id()
   ), ed as (
     select i.root_id, jsonb_agg(jsonb_build_array(i.id, i.integration_id) order by g.created_at, g.id) as eds
-    from app.content_items i join app.integrations g on g.id = i.integration_id
+    from app.content_items i join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
     where i.root_id in (select content_root_id from w where content_root_id is not null) and i.deleted_at is null
     group by i.root_id
   ), live as (
@@ -25664,10 +25706,10 @@ begin
     if v_choice = 'workflow' and not exists (
          select 1 from app.approval_workflows w
          join app.content_items i on i.id = (v_item ->> 'contentId')::uuid
-         join app.content_roots cr on cr.id = i.root_id
+         join app.content_roots cr on cr.id = i.root_id and cr.workspace_id = i.workspace_id
          where w.id = (v_item -> 'choice' ->> 'workflowId')::uuid and w.workspace_id = app.current_workspace_id() and w.active
            and app.workflow_matches(w.match, i.integration_id, v_res ->> 'platform',
-                 array(select t.tag_id from app.content_root_tags t where t.root_id = cr.id), cr.campaign_id)) then
+                 array(select t.tag_id from app.content_root_tags t where t.root_id = cr.id and t.workspace_id = cr.workspace_id), cr.campaign_id)) then
       perform app.raise(409, 'REVIEW_WORKFLOW_UNAVAILABLE',
         'The chosen workflow is inactive, gone, or no longer matches this channel; resolve again.',
         jsonb_build_object('contentId', v_item ->> 'contentId', 'workflowId', v_item -> 'choice' ->> 'workflowId',

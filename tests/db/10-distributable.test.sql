@@ -3,7 +3,7 @@
 -- policy holds one (db/migrations/committed/000036-policies-without-subqueries.sql rewrote them);
 -- a new table whose policy would not distribute fails here, on one node.
 begin;
-select plan(30);
+select plan(32);
 -- @include personas.sql
 
 create temporary view policy_subqueries as
@@ -256,6 +256,40 @@ select is(array(select fault from insert_selects_by_copy order by 1),
   array['app.distributable_insert_probe(uuid[]): insert into app.api_key_workspaces'],
   '... and finds one written the old way');
 drop function app.distributable_insert_probe(uuid[]);
+
+-- Citus runs a join of two distributed tables only when the join pairs their distribution
+-- column, so a join of a workspace table on another row's id or key pairs workspace_id too
+-- (db/migrations/committed/000052-joins-pair-the-workspace.sql). A text search of app's and
+-- api's functions: `join app.<workspace table> x on x.<col> = y.<col>` with no workspace_id in
+-- the condition.
+create temporary view joins_without_workspace as
+  with ws as (select string_agg(relname, '|') as names from pg_class
+               where relnamespace = 'app'::regnamespace and relkind in ('r', 'p') and app.is_workspace_table(oid)),
+  joins as (
+    select p.oid, p.prosrc, m[1] as tbl, m[2] as alias, m[3] as cond
+      from pg_proc p
+      cross join lateral regexp_matches(p.prosrc,
+        '\mjoin\s+app\.([a-z_]+)\s+([a-z_][a-z0-9_]*)\s+on\s+((?:(?!\m(?:join|left|right|inner|cross|full|where|group|order|limit|union|returning)\M)[^;()]|\([^;()]*\))*)', 'gi') m
+     where p.pronamespace in ('app'::regnamespace, 'api'::regnamespace))
+  select distinct j.oid::regprocedure::text || ': join app.' || j.tbl || ' ' || j.alias as fault
+    from joins j cross join ws
+    cross join lateral regexp_matches(j.cond, '([a-z_][a-z0-9_]*)\.[a-z_]+', 'gi') o
+   where j.tbl ~ ('^(' || ws.names || ')$')
+     and j.cond !~* 'workspace_id'
+     and o[1] <> j.alias
+     -- the other row is a workspace table's (not a value, a CTE or a derived table)
+     and j.prosrc ~* ('\m(from|join)\s+app\.(' || ws.names || ')\s+(as\s+)?' || o[1] || '\M')
+     and j.prosrc !~* ('\)\s+(as\s+)?' || o[1] || '\M')
+     and j.prosrc !~* ('\m' || o[1] || '\s+as\s+(not\s+)?(materialized\s+)?\(');
+select is(array(select fault from joins_without_workspace order by 1), '{}'::text[],
+  'every join of a workspace table on another row''s column pairs workspace_id');
+create function app.distributable_join_probe() returns bigint language plpgsql stable as $$
+begin
+  return (select count(*) from app.content_items i join app.content_roots r on r.id = i.root_id);
+end $$;
+select is(array(select fault from joins_without_workspace order by 1), array['app.distributable_join_probe(): join app.content_roots r'],
+  '... and finds one written the old way');
+drop function app.distributable_join_probe();
 
 select * from finish();
 rollback;
