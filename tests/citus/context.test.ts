@@ -18,24 +18,17 @@
 // Environment: CITUS_URL (the coordinator, e.g. postgres://postgres@127.0.0.1:9700/postgres;
 // default `scripts/citus/cluster.sh url`); CITUS_DIR and CITUS_PORT_BASE as for
 // cluster.sh; CITUS_KEEP_DB=1 keeps the database afterwards.
-import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import type { DatabasePool } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { applyCurrentMigrations, migrate } from '../../server/db/migrate.ts';
 import { openPool, sql } from '../../server/db/pool.ts';
 import { setContext, type Principal } from '../../server/http/pipeline.ts';
+import { cluster, clusterDatabase } from './support.ts';
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const CLUSTER = path.join(ROOT, 'scripts/citus/cluster.sh');
 const CITUS_DIR = process.env.CITUS_DIR ?? '/var/tmp/pressroom-citus';
-
-function cluster(...args: string[]): string {
-  return execFileSync(CLUSTER, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
-}
 
 function urlOf(base: string, opts: { database?: string; user?: string; port?: number; host?: string }): string {
   const u = new URL(base);
@@ -100,9 +93,7 @@ async function asRequest(p: Principal | null, workspace: string | null, role: st
 }
 
 beforeAll(async () => {
-  if (spawnSync(CLUSTER, ['status'], { stdio: 'ignore' }).status !== 0) cluster('start');
-  base = process.env.CITUS_URL ?? cluster('url');
-  cluster('createdb', db);
+  base = clusterDatabase(db).base;
   ownerUrl = urlOf(base, { database: db });
   await migrate(ownerUrl, { quiet: true, waitMs: 0 });
   await applyCurrentMigrations(ownerUrl);

@@ -6,24 +6,13 @@
 //
 // Environment: CITUS_URL (the coordinator; default `scripts/citus/cluster.sh
 // url`); CITUS_KEEP_DB=1 keeps the database afterwards.
-import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DATABASE_SETTINGS } from '../../server/db/distribute.ts';
 import { applyCurrentMigrations, migrate } from '../../server/db/migrate.ts';
 import { installQueues } from '../../server/jobs/queues.ts';
-
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-const CLUSTER = path.join(ROOT, 'scripts/citus/cluster.sh');
-const run = promisify(execFile);
-
-function cluster(...args: string[]): string {
-  return execFileSync(CLUSTER, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
-}
+import { cluster, clusterDatabase, distributeCli } from './support.ts';
 
 const db = `pressroom_dist_${randomBytes(4).toString('hex')}`;
 let ownerUrl = '';
@@ -40,17 +29,9 @@ interface Distributed {
   settings: Record<string, string>;
 }
 
-/** `pressroom distribute` as an operator runs it: the CLI, DATABASE_URL the coordinator. */
+/** `pressroom distribute` as an operator runs it (tests/citus/support.ts). */
 async function distribute(): Promise<{ code: number; out: Distributed }> {
-  try {
-    const r = await run(process.execPath, [path.join(ROOT, 'server/cli/pressroom.ts'), 'distribute'], {
-      cwd: ROOT, env: { ...process.env, DATABASE_URL: ownerUrl, LOG_LEVEL: 'error' }, maxBuffer: 16 << 20,
-    });
-    return { code: 0, out: JSON.parse(r.stdout) as Distributed };
-  } catch (e) {
-    const err = e as { code?: number; stdout?: string; stderr?: string };
-    throw new Error(`pressroom distribute exited ${err.code}: ${err.stdout} ${err.stderr?.slice(-2000)}`);
-  }
+  return { code: 0, out: await distributeCli<Distributed>(ownerUrl) };
 }
 
 const foreignKeys = async () =>
@@ -62,12 +43,7 @@ const foreignKeys = async () =>
       where con.contype = 'f' and con.connamespace = 'app'::regnamespace order by 1`)).rows.map((r) => r.fk);
 
 beforeAll(async () => {
-  if (spawnSync(CLUSTER, ['status'], { stdio: 'ignore' }).status !== 0) cluster('start');
-  const base = process.env.CITUS_URL ?? cluster('url');
-  cluster('createdb', db);
-  const u = new URL(base);
-  u.pathname = `/${db}`;
-  ownerUrl = u.toString();
+  ownerUrl = clusterDatabase(db).url;
   await migrate(ownerUrl, { quiet: true, waitMs: 0 });
   await applyCurrentMigrations(ownerUrl);
   await installQueues(ownerUrl);
