@@ -45,6 +45,25 @@ export interface DistributeResult {
   workers: number;
   /** The settings this database gives every new session (DATABASE_SETTINGS), as set. */
   settings: Record<string, string>;
+  /**
+   * Per worker, the internal roles that cannot log in there (INTERNAL_ROLES), which Citus needs
+   * for every query they run: empty when all can. Citus gives the workers the roles as the
+   * coordinator has them (without LOGIN) whenever a migration creates a function they own, so
+   * this is checked on every run (docs/citus.md, "Distributing").
+   */
+  workersWithoutLogin: { node: string; roles: string[] }[];
+}
+
+/** The roles the service's queries run as, which must log in on the workers (and only there). */
+export const INTERNAL_ROLES = ['pressroom_api', 'pressroom_definer', 'pressroom_request', 'pressroom_worker'];
+
+async function workersWithoutLogin(client: pg.ClientBase): Promise<{ node: string; roles: string[] }[]> {
+  const check = `select coalesce(string_agg(rolname, ',' order by rolname), '') from pg_roles where not rolcanlogin and rolname in (${INTERNAL_ROLES.map((r) => `'${r}'`).join(', ')})`;
+  const r = await client.query<{ node: string; success: boolean; result: string }>(
+    `select nodename || ':' || nodeport as node, success, result from run_command_on_workers($1) order by 1`, [check]);
+  return r.rows
+    .map((w) => ({ node: w.node, roles: w.success ? (w.result ? w.result.split(',') : []) : [`(not checked: ${w.result})`] }))
+    .filter((w) => w.roles.length > 0);
 }
 
 /**
@@ -119,8 +138,9 @@ export async function distributeSchema(client: pg.ClientBase): Promise<Distribut
   for (const [name, value] of Object.entries(DATABASE_SETTINGS)) {
     await client.query(`alter database ${quoteIdent(database)} set ${name} = ${quoteLiteral(value)}`);
   }
+  const logins = await workersWithoutLogin(client);
   const result = (foreignKeysRemade: number, shardCount: number | null): DistributeResult => ({
-    citusVersion, workers, foreignKeysRemade, shardCount, settings: { ...DATABASE_SETTINGS },
+    citusVersion, workers, foreignKeysRemade, shardCount, settings: { ...DATABASE_SETTINGS }, workersWithoutLogin: logins,
     distributed: { now: toDistribute, before: before.filter((t) => t.state === 'distributed').map((t) => t.name) },
     reference: { now: toReference, before: before.filter((t) => t.state === 'reference').map((t) => t.name) },
   });

@@ -27,6 +27,7 @@ interface Distributed {
   foreignKeysRemade: number;
   shardCount: number | null;
   settings: Record<string, string>;
+  workersWithoutLogin: { node: string; roles: string[] }[];
 }
 
 /** `pressroom distribute` as an operator runs it (tests/citus/support.ts). */
@@ -92,6 +93,7 @@ describe('pressroom distribute', () => {
 
   it('sets the database so that every new session of the service runs with DATABASE_SETTINGS', async () => {
     expect(first.settings).toEqual(DATABASE_SETTINGS);
+    expect(first.workersWithoutLogin).toEqual([]);
     const r = await owner.query<{ setconfig: string[] }>(
       `select setconfig from pg_db_role_setting where setrole = 0 and setdatabase = (select oid from pg_database where datname = current_database())`);
     expect([...r.rows[0].setconfig].sort()).toEqual(Object.entries(DATABASE_SETTINGS).map(([k, v]) => `${k}=${v}`).sort());
@@ -139,4 +141,27 @@ describe('pressroom distribute', () => {
     expect(out.foreignKeysRemade).toBe(0);
     expect(await foreignKeys()).toEqual(foreignKeysBefore);
   }, 120_000);
+
+  it('names the internal roles that cannot log in on a worker (as after a migration), until they can again', async () => {
+    // On one worker, over a connection of its own (a role is the whole node's: the change is
+    // undone right after, on every worker).
+    const node = (await owner.query<{ node: string }>(
+      `select nodename || ':' || nodeport as node from pg_dist_node where noderole = 'primary' and groupid <> 0 order by 1 limit 1`)).rows[0].node;
+    const workerUrl = new URL(ownerUrl);
+    workerUrl.host = node;
+    const worker = new pg.Client({ connectionString: workerUrl.toString() });
+    await worker.connect();
+    try {
+      await worker.query(`alter role pressroom_worker nologin`);
+    } finally {
+      await worker.end();
+    }
+    try {
+      const { out } = await distribute();
+      expect(out.workersWithoutLogin).toContainEqual({ node, roles: ['pressroom_worker'] });
+    } finally {
+      cluster('roles', db);
+    }
+    expect((await distribute()).out.workersWithoutLogin).toEqual([]);
+  }, 180_000);
 });
