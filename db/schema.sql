@@ -14195,11 +14195,15 @@ CREATE OR REPLACE FUNCTION app.set_request_context(p_actor_kind text, p_user uui
 AS $function$
 begin
   -- Citus hands the transaction's SET LOCALs to its workers only with propagate_set_commands;
-  -- without Citus it is a placeholder setting that nothing reads.
+  -- without Citus it is a placeholder setting that nothing reads. The lists the
+  -- organization-level policies read are remembered per context, on first use (app.recall_ids):
+  -- a new context starts without them.
   execute format('set local citus.propagate_set_commands = local; '
     'set local pressroom.actor_kind = %L; set local pressroom.user_id = %L; set local pressroom.session_id = %L; '
     'set local pressroom.api_key_id = %L; set local pressroom.review_link_id = %L; set local pressroom.organization_id = %L; '
-    'set local pressroom.workspace_id = %L; set local pressroom.workspace_role = %L; set local pressroom.request_id = %L',
+    'set local pressroom.workspace_id = %L; set local pressroom.workspace_role = %L; set local pressroom.request_id = %L; '
+    'set local pressroom.accessible_workspaces = ''''; set local pressroom.managed_workspaces = ''''; '
+    'set local pressroom.administrable_api_keys = ''''',
     coalesce(p_actor_kind, ''), coalesce(p_user::text, ''), coalesce(p_session::text, ''), coalesce(p_api_key::text, ''),
     coalesce(p_review_link::text, ''), coalesce(p_organization::text, ''), coalesce(p_workspace::text, ''),
     coalesce(p_role, ''), coalesce(p_request_id, ''));
@@ -14210,10 +14214,6 @@ begin
     case when p_workspace is null then ''
          when app.current_workspace_accessible() then app.context_key()
          else '!' || app.context_key() end);
-  -- The lists the organization-level policies read are remembered per context, on first use
-  -- (app.recall_ids); a new context starts without them.
-  execute 'set local pressroom.accessible_workspaces = ''''; set local pressroom.managed_workspaces = ''''; '
-    'set local pressroom.administrable_api_keys = ''''';
   -- Last, and not with SET LOCAL (committed/000040-request-context-with-set-local.sql says why).
   perform set_config('role', 'pressroom_request', true);
 end
