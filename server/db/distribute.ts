@@ -51,19 +51,27 @@ export interface DistributeResult {
    * coordinator has them (without LOGIN) whenever a migration creates a function they own, so
    * this is checked on every run (docs/citus.md, "Distributing").
    */
-  workersWithoutLogin: { node: string; roles: string[] }[];
+  workersWithoutLogin: WorkerLogins[];
+}
+
+/** A worker where internal roles cannot log in: those roles, or why the check could not run there. */
+export interface WorkerLogins {
+  node: string;
+  roles: string[];
+  error?: string;
 }
 
 /** The roles the service's queries run as, which must log in on the workers (and only there). */
 export const INTERNAL_ROLES = ['pressroom_api', 'pressroom_definer', 'pressroom_request', 'pressroom_worker'];
 
-async function workersWithoutLogin(client: pg.ClientBase): Promise<{ node: string; roles: string[] }[]> {
+async function workersWithoutLogin(client: pg.ClientBase): Promise<WorkerLogins[]> {
   const check = `select coalesce(string_agg(rolname, ',' order by rolname), '') from pg_roles where not rolcanlogin and rolname in (${INTERNAL_ROLES.map((r) => `'${r}'`).join(', ')})`;
   const r = await client.query<{ node: string; success: boolean; result: string }>(
     `select nodename || ':' || nodeport as node, success, result from run_command_on_workers($1) order by 1`, [check]);
-  return r.rows
-    .map((w) => ({ node: w.node, roles: w.success ? (w.result ? w.result.split(',') : []) : [`(not checked: ${w.result})`] }))
-    .filter((w) => w.roles.length > 0);
+  return r.rows.flatMap((w): WorkerLogins[] => {
+    if (!w.success) return [{ node: w.node, roles: [], error: w.result }];
+    return w.result ? [{ node: w.node, roles: w.result.split(',') }] : [];
+  });
 }
 
 /**

@@ -11,27 +11,16 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../server/db/migrate.ts';
+import { client } from '../support/http.ts';
 import { cluster, clusterDatabase, distributeCli, ROOT } from './support.ts';
 
 const db = `pressroom_calls_${randomBytes(4).toString('hex')}`;
 let ownerUrl = '';
 let server: ChildProcess | null = null;
-let base = '';
 let serverLog = '';
-
-interface Answer {
-  status: number;
-  body: { data?: any; error?: { code: string; message: string } } & Record<string, any>;
-}
-
-async function call(method: string, url: string, token: string | null, body?: unknown): Promise<Answer> {
-  const res = await fetch(`${base}${url}`, {
-    method,
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body ? { 'content-type': 'application/json' } : {}) },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  return { status: res.status, body: (await res.json()) as Answer['body'] };
-}
+/** Requests to the server, each answer checked against openapi.yaml (tests/support/http.ts). */
+const running = { baseUrl: '' };
+const api = client(running);
 
 beforeAll(async () => {
   ownerUrl = clusterDatabase(db).url;
@@ -48,10 +37,11 @@ beforeAll(async () => {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   server.stderr!.on('data', (c) => (serverLog += c));
-  base = await new Promise<string>((resolve, reject) => {
+  running.baseUrl = await new Promise<string>((resolve, reject) => {
     server!.stdout!.on('data', (c: Buffer) => {
       serverLog += c;
-      for (const line of serverLog.split('\n')) {
+      // Whole lines only: a chunk may end inside one.
+      for (const line of serverLog.split('\n').slice(0, -1)) {
         if (!line.startsWith('{')) continue;
         const l = JSON.parse(line) as { msg?: string; url?: string };
         if (l.msg === 'listening' && l.url) resolve(l.url);
@@ -76,48 +66,45 @@ describe('the service on a distributed database', () => {
   let ws = '';
 
   it('signs up an organization and lists its workspace with the session', async () => {
-    const signup = await call('POST', '/v1/auth/signup', null,
-      { email: 'ada@example.com', password, organizationName: 'Acme', workspaceName: 'Marketing' });
+    const signup = await api.post('/v1/auth/signup', { email: 'ada@example.com', password, organizationName: 'Acme', workspaceName: 'Marketing' });
     expect(signup.status, JSON.stringify(signup.body)).toBe(201);
     session = signup.body.data.session.token;
     ws = signup.body.data.workspace.id;
-    const list = await call('GET', '/v1/workspaces', session);
+    const list = await api.get('/v1/workspaces', { token: session });
     expect(list.status, JSON.stringify(list.body)).toBe(200);
     expect(list.body.data).toEqual([expect.objectContaining({ id: ws, name: 'Marketing', role: 'manager' })]);
   });
 
   it('another organization sees only its own workspace', async () => {
-    const other = await call('POST', '/v1/auth/signup', null,
-      { email: 'grace@example.com', password, organizationName: 'Other', workspaceName: 'Sales' });
+    const other = await api.post('/v1/auth/signup', { email: 'grace@example.com', password, organizationName: 'Other', workspaceName: 'Sales' });
     expect(other.status, JSON.stringify(other.body)).toBe(201);
-    const list = await call('GET', '/v1/workspaces', other.body.data.session.token);
+    const list = await api.get('/v1/workspaces', { token: other.body.data.session.token });
     expect(list.status).toBe(200);
     expect(list.body.data.map((w: { name: string }) => w.name)).toEqual(['Sales']);
-    const foreign = await call('GET', `/v1/workspaces/${ws}/api-keys`, other.body.data.session.token);
+    const foreign = await api.get(`/v1/workspaces/${ws}/api-keys`, { token: other.body.data.session.token });
     expect(foreign.status, JSON.stringify(foreign.body)).toBe(403);
   });
 
   it('creates an API key, which then reads the workspace, its channels and content, is listed, and stops at its revocation', async () => {
-    const created = await call('POST', `/v1/workspaces/${ws}/api-keys`, session,
-      { name: 'Getting started', workspaceIds: [ws], role: 'manager' });
+    const created = await api.post(`/v1/workspaces/${ws}/api-keys`, { name: 'Getting started', workspaceIds: [ws], role: 'manager' }, { token: session });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     const key: string = created.body.data.key;
     expect(key).toMatch(/^prk_/);
-    const withKey = await call('GET', '/v1/workspaces', key);
+    const withKey = await api.get('/v1/workspaces', { token: key });
     expect(withKey.status, JSON.stringify(withKey.body)).toBe(200);
     expect(withKey.body.data).toEqual([expect.objectContaining({ id: ws, role: 'manager' })]);
-    const listed = await call('GET', `/v1/workspaces/${ws}/api-keys`, session);
+    const listed = await api.get(`/v1/workspaces/${ws}/api-keys`, { token: session });
     expect(listed.status, JSON.stringify(listed.body)).toBe(200);
     expect(listed.body.data.map((k: { id: string }) => k.id)).toEqual([created.body.data.id]);
     // The lists a key reads first: channels and content (empty on a new workspace).
-    const channels = await call('GET', `/v1/workspaces/${ws}/integrations`, key);
+    const channels = await api.get(`/v1/workspaces/${ws}/integrations`, { token: key });
     expect(channels.status, JSON.stringify(channels.body)).toBe(200);
     expect(channels.body.data).toEqual([]);
-    const content = await call('GET', `/v1/workspaces/${ws}/content?status=scheduled`, key);
+    const content = await api.get(`/v1/workspaces/${ws}/content?status=scheduled`, { token: key });
     expect(content.status, JSON.stringify(content.body)).toBe(200);
     expect(content.body).toMatchObject({ data: [], meta: { total: 0, hasMore: false } });
-    const revoked = await call('DELETE', `/v1/workspaces/${ws}/api-keys/${created.body.data.id}`, session);
+    const revoked = await api.delete(`/v1/workspaces/${ws}/api-keys/${created.body.data.id}`, { token: session });
     expect(revoked.status, JSON.stringify(revoked.body)).toBe(200);
-    expect((await call('GET', '/v1/workspaces', key)).status).toBe(401);
+    expect((await api.get('/v1/workspaces', { token: key })).status).toBe(401);
   });
 });

@@ -29,7 +29,8 @@ export interface RequestOptions {
   unchecked?: boolean;
 }
 
-export function client(server: TestServer) {
+/** A client of the server at `server.baseUrl`: a test server, or any real one (the Citus tests' server/main.ts). */
+export function client(server: Pick<TestServer, 'baseUrl'>) {
   async function request<T = any>(method: string, path: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = { ...(opts.headers ?? {}) };
     if (opts.token) headers.authorization = `Bearer ${opts.token}`;
