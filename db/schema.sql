@@ -8349,18 +8349,29 @@ CREATE OR REPLACE FUNCTION app.grid_in_time_order(p_tile_id uuid)
  STABLE
 AS $function$
 #variable_conflict use_column
+declare
+  v record;
 begin
-  return (
-    select not exists (
-      select 1
-      from app.grid_tiles me
-      join app.content_items mi on mi.id = me.content_item_id and mi.workspace_id = me.workspace_id
-      join app.grid_tiles t on t.integration_id = me.integration_id and t.id <> me.id and t.position_key is not null and t.workspace_id = me.workspace_id
-      join app.content_items i on i.id = t.content_item_id and i.status = 'scheduled' and i.deleted_at is null and i.workspace_id = t.workspace_id
-      where me.id = p_tile_id
-        and ((t.position_key < me.position_key and i.scheduled_at > mi.scheduled_at)
-          or (t.position_key > me.position_key and i.scheduled_at < mi.scheduled_at)))
-  );
+  select me.workspace_id, me.integration_id, me.position_key, mi.scheduled_at into v
+  from app.grid_tiles me
+  join app.content_items mi on mi.id = me.content_item_id and mi.workspace_id = me.workspace_id
+  where me.id = p_tile_id;
+  if not found then
+    return true;
+  end if;
+  -- Each tile's edition is looked up by its key, one lateral look-up each (offset 0): given the
+  -- workspace as a value, the planner otherwise reads the workspace's editions for every tile.
+  return not exists (
+    select 1
+    from app.grid_tiles t
+    cross join lateral (select i.scheduled_at from app.content_items i
+                        where i.id = t.content_item_id and i.workspace_id = t.workspace_id
+                          and i.status = 'scheduled' and i.deleted_at is null
+                        offset 0) i
+    where t.workspace_id = v.workspace_id and t.integration_id = v.integration_id
+      and t.id <> p_tile_id and t.position_key is not null
+      and ((t.position_key < v.position_key and i.scheduled_at > v.scheduled_at)
+        or (t.position_key > v.position_key and i.scheduled_at < v.scheduled_at)));
 end
 $function$;
 comment on function app.grid_in_time_order(uuid) is 'Whether no scheduled tile of the channel sorts on the other side of this one than its time says.';
