@@ -199,7 +199,16 @@ it('SIGKILL mid-publish, restart: every edition reached each platform exactly on
   worker = await startChild();
   const settledQuery = `select count(*)::int n from app.content_items i left join app.publishing_states s on s.content_item_id = i.id
      where i.workspace_id = $1 and not (i.status = 'sent' or (i.status = 'scheduled' and coalesce(s.state, '') = 'awaiting_confirmation'))`;
-  const deadline = Date.now() + 90_000;
+  // The dead worker's jobs come back through pg-boss's heartbeat monitor (heartbeat 10 s, supervisor
+  // every 2 s), long before their expiry (expire_seconds) would return them: settling within a bound
+  // well under that expiry shows the heartbeat path did it, however busy the machine is.
+  const [{ expire_seconds: expireSeconds }] = await q(
+    `select min(j.expire_seconds)::int as expire_seconds from pgboss.job j join app.content_items i on i.publish_job_id = j.id where i.workspace_id = $1`,
+    [o.workspaceId],
+  );
+  const settleBoundMs = 180_000;
+  expect(settleBoundMs).toBeLessThan(expireSeconds * 1000);
+  const deadline = killedAt + settleBoundMs;
   while ((await q(settledQuery, [o.workspaceId]))[0].n > 0) {
     if (Date.now() > deadline) {
       const stuck = await q(
@@ -265,6 +274,4 @@ it('SIGKILL mid-publish, restart: every edition reached each platform exactly on
       `webhook ${whSent.length} sent (each received once), ${whWaiting.length} awaiting confirmation (${waitingReceived} of them did reach the receiver, ${whWaiting.length - waitingReceived} did not); ` +
       `no edition received twice; no edition lost.`,
   );
-  // The dead worker's jobs came back well within 60 s (heartbeat 10 s, supervisor every 2 s).
-  expect(recoveredMs).toBeLessThan(60_000);
-}, 240_000);
+}, 330_000);

@@ -85,9 +85,24 @@ async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>
   for (;;) {
     const v = await fn();
     if (v) return v as T;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}; the workspace's deliveries then: ${await deliveryState()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+/** What the outbox and the delivery queue held, for a wait that timed out (a full run once took > 80 s). */
+async function deliveryState(): Promise<string> {
+  const q = async (text: string) => (await server.owner.query(text, [owner.workspaceId])).rows;
+  return JSON.stringify({
+    pending: await q(`select d.seq, e.type, d.attempts, d.next_attempt_at, d.last_status, d.last_error, d.created_at
+                      from app.webhook_deliveries d join app.webhook_events e on e.id = d.event_id and e.workspace_id = d.workspace_id
+                      where d.workspace_id = $1 and d.state = 'pending' order by d.seq limit 10`),
+    attempts: await q(`select l.kind, l.attempt, l.response_status, l.error, l.duration_ms, l.created_at from app.webhook_delivery_log l
+                       where l.workspace_id = $1 order by l.seq desc limit 5`),
+    jobs: await q(`select j.state, j.start_after, j.started_on, j.completed_on, j.retry_count, j.output::text, now() as now from ${PGBOSS_SCHEMA}.job j
+                   where j.name = 'webhooks.deliver' and j.singleton_key in (select s.id::text from app.webhook_subscriptions s where s.workspace_id = $1)
+                   order by j.created_on desc limit 5`),
+  });
 }
 
 const ws = () => `/v1/workspaces/${owner.workspaceId}`;
