@@ -1149,6 +1149,37 @@ grant insert, update (color) on table app.formats to pressroom_api;
 grant insert (created_at) on table app.formats to pressroom_api;
 grant insert, update (updated_at) on table app.formats to pressroom_api;
 
+create table app.grid_locks (
+  workspace_id uuid not null,
+  organization_id uuid not null,
+  created_at timestamp with time zone default now() not null,
+  constraint grid_locks_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint grid_locks_pkey PRIMARY KEY (workspace_id),
+  constraint grid_locks_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.grid_locks is 'One row per workspace that has placed a grid tile: what the grid writes of the workspace lock (for no key update), one at a time, in every function and trigger that places, moves or promotes tiles (app.grid_lock_workspace). A workspace table, so on a Citus cluster the lock is on the workspace''s shard, where the grid trigger runs. Tenant policies of app.apply_tenant_policies (select, insert, update; writes need editor).';
+CREATE INDEX grid_locks_organization_id_idx ON app.grid_locks USING btree (organization_id);
+alter table app.grid_locks enable row level security;
+alter table app.grid_locks force row level security;
+create policy grid_locks_api_insert on app.grid_locks as permissive for insert to pressroom_api
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
+create policy grid_locks_api_select on app.grid_locks as permissive for select to pressroom_api
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+create policy grid_locks_api_update on app.grid_locks as permissive for update to pressroom_api
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)))
+  with check (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 2)));
+create policy grid_locks_definer on app.grid_locks as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy grid_locks_worker on app.grid_locks as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant delete, insert, select, update on table app.grid_locks to pressroom_definer;
+grant delete, insert, select, update on table app.grid_locks to pressroom_worker;
+grant insert, select (workspace_id) on table app.grid_locks to pressroom_api;
+grant insert, select, update (organization_id) on table app.grid_locks to pressroom_api;
+grant insert (created_at) on table app.grid_locks to pressroom_api;
+
 create table app.grid_tile_media (
   tile_id uuid not null,
   position integer not null,
@@ -1770,11 +1801,13 @@ create table app.integration_credentials (
   constraint integration_credentials_pkey PRIMARY KEY (workspace_id, integration_id),
   constraint integration_credentials_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
-comment on table app.integration_credentials is 'A connected account''s tokens (access, refresh, expiry, scopes, and what the connector keeps with them), as one vault ciphertext bound to integration:<id> (server/platforms/vault.ts, AES-256-GCM, key_version for rotation), with the expiry times in clear for the refresh job and has_refresh_token so that no write replaces a refresh token with none (409 REFRESH_TOKEN_DROPPED). Never granted to requests or BI, never in an answer, a log, an audit row or an idempotency replay: written by pressroom_definer functions (connect, reconnect, the worker''s credentials_store), read by the worker (app.credentials_for, app.credentials_lock).';
+comment on table app.integration_credentials is 'A connected account''s tokens (access, refresh, expiry, scopes, and what the connector keeps with them), as one vault ciphertext bound to integration:<id> (server/platforms/vault.ts, AES-256-GCM, key_version for rotation), with the expiry times in clear for the refresh job and has_refresh_token so that no write replaces a refresh token with none (409 REFRESH_TOKEN_DROPPED). The ciphertext and key_version are never granted to requests, pressroom_api or BI, never in an answer, a log, an audit row or an idempotency replay: written by pressroom_definer functions (connect, reconnect, the worker''s credentials_store), read by the worker (app.credentials_for, app.credentials_lock). pressroom_api reads the state columns (expiry, refresh failures and error) in the request''s workspace, for the channel''s connection state (app.integration_connection_json, 000055).';
 CREATE INDEX integration_credentials_organization_id_idx ON app.integration_credentials USING btree (organization_id);
 CREATE INDEX integration_credentials_refresh_idx ON app.integration_credentials USING btree (next_refresh_at) WHERE refreshable;
 alter table app.integration_credentials enable row level security;
 alter table app.integration_credentials force row level security;
+create policy integration_credentials_api_select on app.integration_credentials as permissive for select to pressroom_api
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy integration_credentials_definer on app.integration_credentials as permissive for all to pressroom_definer
   using (true)
   with check (true);
@@ -1784,6 +1817,15 @@ create policy integration_credentials_worker on app.integration_credentials as p
 CREATE TRIGGER integration_credentials_10_set_updated_at BEFORE UPDATE ON app.integration_credentials FOR EACH ROW EXECUTE FUNCTION app.tg_set_updated_at();
 grant delete, insert, select, update on table app.integration_credentials to pressroom_definer;
 grant select on table app.integration_credentials to pressroom_worker;
+grant select (workspace_id) on table app.integration_credentials to pressroom_api;
+grant select (integration_id) on table app.integration_credentials to pressroom_api;
+grant select (organization_id) on table app.integration_credentials to pressroom_api;
+grant select (expires_at) on table app.integration_credentials to pressroom_api;
+grant select (refresh_expires_at) on table app.integration_credentials to pressroom_api;
+grant select (refreshable) on table app.integration_credentials to pressroom_api;
+grant select (has_refresh_token) on table app.integration_credentials to pressroom_api;
+grant select (refresh_failures) on table app.integration_credentials to pressroom_api;
+grant select (last_refresh_error) on table app.integration_credentials to pressroom_api;
 
 create table app.integration_limits (
   workspace_id uuid not null,
@@ -1797,16 +1839,19 @@ create table app.integration_limits (
   constraint integration_limits_pkey PRIMARY KEY (workspace_id, integration_id),
   constraint integration_limits_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
-comment on table app.integration_limits is 'A connected account''s own limits, as its platform states them (PlatformModule.readLimits): {captionMaxLength, maxMedia, imageMaxBytes, videoMaxBytes}, each a positive integer when present (app.account_limits_clean). Written only by pressroom_definer functions (app.connection_save at connect and reconnect, app.integration_limits_store after a refresh); read by app.integration_platform_rules, which app.content_item_problems applies over app.platforms. No row: the platform''s defaults.';
+comment on table app.integration_limits is 'A connected account''s own limits, as its platform states them (PlatformModule.readLimits): {captionMaxLength, maxMedia, imageMaxBytes, videoMaxBytes}, each a positive integer when present (app.account_limits_clean). Written only by pressroom_definer functions (app.connection_save at connect and reconnect, app.integration_limits_store after a refresh); read by app.integration_platform_rules, which app.content_item_problems applies over app.platforms, as its caller: pressroom_api reads them in the request''s workspace (000056). No row: the platform''s defaults.';
 CREATE INDEX integration_limits_organization_id_idx ON app.integration_limits USING btree (organization_id);
 alter table app.integration_limits enable row level security;
 alter table app.integration_limits force row level security;
+create policy integration_limits_api_select on app.integration_limits as permissive for select to pressroom_api
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
 create policy integration_limits_definer on app.integration_limits as permissive for all to pressroom_definer
   using (true)
   with check (true);
 create policy integration_limits_worker on app.integration_limits as permissive for all to pressroom_worker
   using (true)
   with check (true);
+grant select on table app.integration_limits to pressroom_api;
 grant delete, insert, select, update on table app.integration_limits to pressroom_definer;
 grant select on table app.integration_limits to pressroom_worker;
 
@@ -2040,6 +2085,53 @@ grant select (instance_url) on table app.integrations to pressroom_api;
 grant insert, select (connection_state) on table app.integrations to pressroom_api;
 grant select (connection_reason) on table app.integrations to pressroom_api;
 grant select (connection_changed_at) on table app.integrations to pressroom_api;
+
+create table app.job_outbox (
+  workspace_id uuid not null,
+  organization_id uuid not null,
+  seq bigint default nextval('app.job_outbox_seq_seq'::regclass) not null,
+  op text not null,
+  job_id uuid not null,
+  name text not null,
+  data jsonb,
+  start_after timestamp with time zone,
+  singleton_key text,
+  on_taken text,
+  guard jsonb,
+  created_at timestamp with time zone default clock_timestamp() not null,
+  constraint job_outbox_on_taken_check CHECK ((on_taken = ANY (ARRAY['nothing'::text, 'raise'::text, 'advance'::text]))),
+  constraint job_outbox_op_check CHECK ((op = ANY (ARRAY['send'::text, 'cancel'::text]))),
+  constraint job_outbox_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
+  constraint job_outbox_pkey PRIMARY KEY (seq, workspace_id),
+  constraint job_outbox_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
+);
+comment on table app.job_outbox is 'pg-boss operations (send a job, cancel one) written where pg-boss is not: by a trigger on a Citus worker, in the transaction of the change. Applied in seq order and deleted on the coordinator by app.drain_job_outbox: at the end of the request transaction (api.drain_job_outbox) or within a second by the worker (app.drain_job_outboxes). Empty on a single PostgreSQL, where the operations act on pg-boss at once. Requests read and delete their own workspace''s rows only (tenant policies: select, delete).';
+CREATE INDEX job_outbox_created_at_idx ON app.job_outbox USING btree (created_at);
+CREATE INDEX job_outbox_organization_id_idx ON app.job_outbox USING btree (organization_id);
+alter table app.job_outbox enable row level security;
+alter table app.job_outbox force row level security;
+create policy job_outbox_api_delete on app.job_outbox as permissive for delete to pressroom_api
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+create policy job_outbox_api_select on app.job_outbox as permissive for select to pressroom_api
+  using (((organization_id = app.current_organization_id()) AND (workspace_id = app.current_accessible_workspace_id()) AND (app.role_rank(app.current_workspace_role()) >= 1)));
+create policy job_outbox_definer on app.job_outbox as permissive for all to pressroom_definer
+  using (true)
+  with check (true);
+create policy job_outbox_worker on app.job_outbox as permissive for all to pressroom_worker
+  using (true)
+  with check (true);
+grant delete on table app.job_outbox to pressroom_api;
+grant delete, insert, select, update on table app.job_outbox to pressroom_definer;
+grant select (workspace_id) on table app.job_outbox to pressroom_api;
+grant select (seq) on table app.job_outbox to pressroom_api;
+grant select (op) on table app.job_outbox to pressroom_api;
+grant select (job_id) on table app.job_outbox to pressroom_api;
+grant select (name) on table app.job_outbox to pressroom_api;
+grant select (data) on table app.job_outbox to pressroom_api;
+grant select (start_after) on table app.job_outbox to pressroom_api;
+grant select (singleton_key) on table app.job_outbox to pressroom_api;
+grant select (on_taken) on table app.job_outbox to pressroom_api;
+grant select (guard) on table app.job_outbox to pressroom_api;
 
 create table app.media_folders (
   id uuid default gen_random_uuid() not null,
@@ -5948,17 +6040,22 @@ revoke all on function app.assert_not_in_review(app.content_items) from public;
 CREATE OR REPLACE FUNCTION app.assert_publishable(p_item_ids uuid[], p_prefixes text[])
  RETURNS void
  LANGUAGE plpgsql
- STABLE SECURITY DEFINER
+ STABLE
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
 declare
   v_out jsonb := '[]';
   v_ids uuid[] := '{}';
   v_problems jsonb;
+  v_scheduled jsonb;
 begin
+  -- The scheduled ones of the editions, with their workspaces, in one query; then each is checked
+  -- by its workspace.
+  select coalesce(jsonb_object_agg(i.id::text, i.workspace_id), '{}') into v_scheduled
+  from app.content_items i where i.id = any (p_item_ids) and i.status = 'scheduled' and i.deleted_at is null;
   for i in 1 .. coalesce(cardinality(p_item_ids), 0) loop
-    if exists (select 1 from app.content_items where id = p_item_ids[i] and status = 'scheduled' and deleted_at is null) then
-      v_problems := app.content_item_problems(p_item_ids[i], coalesce(p_prefixes[i], ''));
+    if v_scheduled ? p_item_ids[i]::text then
+      v_problems := app.content_item_problems((v_scheduled ->> p_item_ids[i]::text)::uuid, p_item_ids[i], coalesce(p_prefixes[i], ''));
       if jsonb_array_length(v_problems) > 0 then
         v_out := v_out || v_problems;
         v_ids := v_ids || p_item_ids[i];
@@ -5970,7 +6067,7 @@ begin
 end
 $function$;
 alter function app.assert_publishable(uuid[],text[]) owner to pressroom_definer;
-comment on function app.assert_publishable(uuid[],text[]) is 'Raises 400 VALIDATION_FAILED with the platform-rule problems (app.content_item_problems, field names under each edition''s prefix; an integration''s own limits over its platform''s) of those of the editions that are scheduled, and details.contentIds. Security definer (pressroom_definer), like app.content_item_problems: its callers hold the editions.';
+comment on function app.assert_publishable(uuid[],text[]) is 'Raises 400 VALIDATION_FAILED with the platform-rule problems (app.content_item_problems, field names under each edition''s prefix; an integration''s own limits over its platform''s) of those of the editions that are scheduled, and details.contentIds. Runs as its caller (000056), who holds the editions.';
 grant execute on function app.assert_publishable(uuid[],text[]) to pressroom_api;
 grant execute on function app.assert_publishable(uuid[],text[]) to pressroom_worker;
 revoke all on function app.assert_publishable(uuid[],text[]) from public;
@@ -6388,30 +6485,38 @@ CREATE OR REPLACE FUNCTION app.content_detail_json(p_id uuid)
  STABLE
 AS $function$
 #variable_conflict use_column
+declare
+  v_i app.content_items;
+  v_r app.content_roots;
+  v_g record;
+  v_media uuid[];
 begin
-  return (
-    select app.content_list_item_json(row(i.*)::app.content_items, row(r.*)::app.content_roots, g.platform, cardinality(app.content_item_media_ids(i.id, i.root_id, i.own_media)),
-             app.content_recurring_metadata(i.root_id), true) || jsonb_build_object(
-      'integration', jsonb_build_object('id', g.id, 'platform', g.platform, 'connector', g.connector, 'name', g.name,
-                                        'username', g.username, 'status', case when g.deleted_at is not null then 'deleted' else g.status end),
-      'captionOverride', i.caption,
-      'rootCaption', r.caption,
-      'ownMedia', i.own_media,
-      'mediaIds', to_jsonb(app.content_item_media_ids(i.id, i.root_id, i.own_media)),
-      'media', app.content_media_json(app.content_item_media_ids(i.id, i.root_id, i.own_media)),
+  select * into v_i from app.content_items i where i.id = p_id;
+  if not found then
+    return null;
+  end if;
+  select * into v_r from app.content_roots r where r.workspace_id = v_i.workspace_id and r.id = v_i.root_id;
+  -- Not g.*: the webhook secret is not readable.
+  select g.id, g.platform, g.connector, g.name, g.username, g.status, g.deleted_at into v_g
+  from app.integrations g where g.workspace_id = v_i.workspace_id and g.id = v_i.integration_id;
+  v_media := app.content_item_media_ids(v_i.workspace_id, v_i.id, v_i.root_id, v_i.own_media);
+  return app.content_list_item_json(v_i, v_r, v_g.platform, cardinality(v_media),
+           app.content_recurring_metadata(v_i.root_id), true) || jsonb_build_object(
+      'integration', jsonb_build_object('id', v_g.id, 'platform', v_g.platform, 'connector', v_g.connector, 'name', v_g.name,
+                                        'username', v_g.username, 'status', case when v_g.deleted_at is not null then 'deleted' else v_g.status end),
+      'captionOverride', v_i.caption,
+      'rootCaption', v_r.caption,
+      'ownMedia', v_i.own_media,
+      'mediaIds', to_jsonb(v_media),
+      'media', app.content_media_json(v_media),
       'thread', (select coalesce(jsonb_agg(jsonb_build_object('caption', coalesce(e ->> 'caption', ''),
                    'mediaIds', coalesce(e -> 'mediaIds', '[]'),
                    'media', app.content_media_json(app.jsonb_uuids(coalesce(e -> 'mediaIds', '[]')))) order by n), '[]')
-                 from jsonb_array_elements(i.thread) with ordinality t (e, n)),
-      'settings', app.sanitize_settings(g.platform, i.settings),
-      'metadata', app.content_root_metadata_json(r.id),
-      'notes', r.notes #>> '{}',
-      'platformPostId', i.platform_post_id)
-    from app.content_items i
-    join app.content_roots r on r.id = i.root_id and r.workspace_id = i.workspace_id
-    join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
-    where i.id = p_id
-  );
+                 from jsonb_array_elements(v_i.thread) with ordinality t (e, n)),
+      'settings', app.sanitize_settings(v_g.platform, v_i.settings),
+      'metadata', app.content_root_metadata_json(v_r.id),
+      'notes', v_r.notes #>> '{}',
+      'platformPostId', v_i.platform_post_id);
 end
 $function$;
 grant execute on function app.content_detail_json(uuid) to pressroom_api;
@@ -6450,19 +6555,20 @@ grant execute on function app.content_item_for_update(uuid) to pressroom_definer
 grant execute on function app.content_item_for_update(uuid) to pressroom_worker;
 revoke all on function app.content_item_for_update(uuid) from public;
 
-CREATE OR REPLACE FUNCTION app.content_item_media_ids(p_item_id uuid, p_root_id uuid, p_own boolean)
+CREATE OR REPLACE FUNCTION app.content_item_media_ids(p_workspace_id uuid, p_item_id uuid, p_root_id uuid, p_own boolean)
  RETURNS uuid[]
  LANGUAGE sql
  STABLE
 AS $function$
-  select case when p_own then app.content_item_own_media_ids(p_item_id) else app.content_root_media_ids(p_root_id) end
+  select case when p_own then app.content_item_own_media_ids(p_workspace_id, p_item_id)
+         else app.content_root_media_ids(p_workspace_id, p_root_id) end
 $function$;
-grant execute on function app.content_item_media_ids(uuid,uuid,boolean) to pressroom_api;
-grant execute on function app.content_item_media_ids(uuid,uuid,boolean) to pressroom_definer;
-grant execute on function app.content_item_media_ids(uuid,uuid,boolean) to pressroom_worker;
-revoke all on function app.content_item_media_ids(uuid,uuid,boolean) from public;
+grant execute on function app.content_item_media_ids(uuid,uuid,uuid,boolean) to pressroom_api;
+grant execute on function app.content_item_media_ids(uuid,uuid,uuid,boolean) to pressroom_definer;
+grant execute on function app.content_item_media_ids(uuid,uuid,uuid,boolean) to pressroom_worker;
+revoke all on function app.content_item_media_ids(uuid,uuid,uuid,boolean) from public;
 
-CREATE OR REPLACE FUNCTION app.content_item_own_media_ids(p_item_id uuid)
+CREATE OR REPLACE FUNCTION app.content_item_own_media_ids(p_workspace_id uuid, p_item_id uuid)
  RETURNS uuid[]
  LANGUAGE plpgsql
  STABLE
@@ -6470,19 +6576,20 @@ AS $function$
 #variable_conflict use_column
 begin
   return (
-    select coalesce(array_agg(media_id order by position), '{}') from app.content_item_media where content_item_id = p_item_id
+    select coalesce(array_agg(media_id order by position), '{}') from app.content_item_media
+    where workspace_id = p_workspace_id and content_item_id = p_item_id
   );
 end
 $function$;
-grant execute on function app.content_item_own_media_ids(uuid) to pressroom_api;
-grant execute on function app.content_item_own_media_ids(uuid) to pressroom_definer;
-grant execute on function app.content_item_own_media_ids(uuid) to pressroom_worker;
-revoke all on function app.content_item_own_media_ids(uuid) from public;
+grant execute on function app.content_item_own_media_ids(uuid,uuid) to pressroom_api;
+grant execute on function app.content_item_own_media_ids(uuid,uuid) to pressroom_definer;
+grant execute on function app.content_item_own_media_ids(uuid,uuid) to pressroom_worker;
+revoke all on function app.content_item_own_media_ids(uuid,uuid) from public;
 
-CREATE OR REPLACE FUNCTION app.content_item_problems(p_item_id uuid, p_prefix text DEFAULT ''::text)
+CREATE OR REPLACE FUNCTION app.content_item_problems(p_workspace_id uuid, p_item_id uuid, p_prefix text DEFAULT ''::text)
  RETURNS jsonb
  LANGUAGE plpgsql
- STABLE SECURITY DEFINER
+ STABLE
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
 declare
@@ -6500,11 +6607,11 @@ begin
   from app.content_items i
   join app.content_roots r on r.id = i.root_id and r.workspace_id = i.workspace_id
   join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
-  where i.id = p_item_id;
+  where i.workspace_id = p_workspace_id and i.id = p_item_id;
   if v.id is null then
     return '[]';
   end if;
-  v_platform := app.integration_platform_rules(v.platform, v.integration_id);
+  v_platform := app.integration_platform_rules(v.platform, v.workspace_id, v.integration_id);
   if v.integration_deleted_at is not null or v.integration_status <> 'active' then
     v_out := v_out || app.field_problem(p_prefix || 'integrationId', 'integration_unavailable',
       'The channel is disconnected or deleted; reconnect it or choose another channel.');
@@ -6515,7 +6622,7 @@ begin
     return v_out;
   end if;
   v_caption := coalesce(v.caption, v.root_caption, '');
-  select app.content_item_media_ids(v.id, v.root_id, v.own_media) into v_media;
+  select app.content_item_media_ids(v.workspace_id, v.id, v.root_id, v.own_media) into v_media;
   if length(v_caption) > v_platform.caption_max_length then
     v_out := v_out || app.field_problem(p_prefix || 'caption', 'caption_too_long',
       format('%s captions have at most %s characters; this one has %s.', v_platform.name,
@@ -6551,11 +6658,11 @@ begin
   return v_out;
 end
 $function$;
-alter function app.content_item_problems(uuid,text) owner to pressroom_definer;
-comment on function app.content_item_problems(uuid,text) is 'The platform-rule problems of one edition (caption length, empty, media rules, threads, channel available, required settings) as field problems under p_prefix, against its integration''s rules (app.integration_platform_rules: the account''s own limits over the platform''s defaults). Security definer (pressroom_definer): it reads the one edition its caller (a trigger, app.assert_publishable) already holds, without evaluating the tenant policies in each of its statements.';
-grant execute on function app.content_item_problems(uuid,text) to pressroom_api;
-grant execute on function app.content_item_problems(uuid,text) to pressroom_worker;
-revoke all on function app.content_item_problems(uuid,text) from public;
+comment on function app.content_item_problems(uuid,uuid,text) is 'The platform-rule problems of one edition of workspace p_workspace_id (caption length, empty, media rules, threads, channel available, required settings) as field problems under p_prefix, against its integration''s rules (app.integration_platform_rules: the account''s own limits over the platform''s defaults). Runs as its caller (000056): a request reads the edition under its tenant policies, in its own workspace.';
+grant execute on function app.content_item_problems(uuid,uuid,text) to pressroom_api;
+grant execute on function app.content_item_problems(uuid,uuid,text) to pressroom_definer;
+grant execute on function app.content_item_problems(uuid,uuid,text) to pressroom_worker;
+revoke all on function app.content_item_problems(uuid,uuid,text) from public;
 
 CREATE OR REPLACE FUNCTION app.content_list_item_json(i app.content_items, r app.content_roots, p_platform text, p_media_count integer, p_recurring jsonb, p_review boolean)
  RETURNS jsonb
@@ -6995,7 +7102,7 @@ grant execute on function app.content_root_json(uuid) to pressroom_definer;
 grant execute on function app.content_root_json(uuid) to pressroom_worker;
 revoke all on function app.content_root_json(uuid) from public;
 
-CREATE OR REPLACE FUNCTION app.content_root_media_ids(p_root_id uuid)
+CREATE OR REPLACE FUNCTION app.content_root_media_ids(p_workspace_id uuid, p_root_id uuid)
  RETURNS uuid[]
  LANGUAGE plpgsql
  STABLE
@@ -7003,14 +7110,15 @@ AS $function$
 #variable_conflict use_column
 begin
   return (
-    select coalesce(array_agg(media_id order by position), '{}') from app.content_root_media where root_id = p_root_id
+    select coalesce(array_agg(media_id order by position), '{}') from app.content_root_media
+    where workspace_id = p_workspace_id and root_id = p_root_id
   );
 end
 $function$;
-grant execute on function app.content_root_media_ids(uuid) to pressroom_api;
-grant execute on function app.content_root_media_ids(uuid) to pressroom_definer;
-grant execute on function app.content_root_media_ids(uuid) to pressroom_worker;
-revoke all on function app.content_root_media_ids(uuid) from public;
+grant execute on function app.content_root_media_ids(uuid,uuid) to pressroom_api;
+grant execute on function app.content_root_media_ids(uuid,uuid) to pressroom_definer;
+grant execute on function app.content_root_media_ids(uuid,uuid) to pressroom_worker;
+revoke all on function app.content_root_media_ids(uuid,uuid) from public;
 
 CREATE OR REPLACE FUNCTION app.content_root_metadata_json(p_root_id uuid)
  RETURNS jsonb
@@ -7024,9 +7132,9 @@ begin
       'title', r.organizational_title,
       'campaignId', r.campaign_id,
       'phaseId', r.phase_id,
-      'tagIds', to_jsonb(array(select tag_id from app.content_root_tags where root_id = r.id order by tag_id)),
-      'pillarIds', to_jsonb(array(select pillar_id from app.content_root_pillars where root_id = r.id order by pillar_id)),
-      'formatIds', to_jsonb(array(select format_id from app.content_root_formats where root_id = r.id order by format_id)))
+      'tagIds', to_jsonb(array(select tag_id from app.content_root_tags where workspace_id = r.workspace_id and root_id = r.id order by tag_id)),
+      'pillarIds', to_jsonb(array(select pillar_id from app.content_root_pillars where workspace_id = r.workspace_id and root_id = r.id order by pillar_id)),
+      'formatIds', to_jsonb(array(select format_id from app.content_root_formats where workspace_id = r.workspace_id and root_id = r.id order by format_id)))
     from app.content_roots r where r.id = p_root_id
   );
 end
@@ -7113,7 +7221,7 @@ grant execute on function app.content_roots_json(uuid[]) to pressroom_definer;
 grant execute on function app.content_roots_json(uuid[]) to pressroom_worker;
 revoke all on function app.content_roots_json(uuid[]) from public;
 
-CREATE OR REPLACE FUNCTION app.content_snapshot(p_item_id uuid)
+CREATE OR REPLACE FUNCTION app.content_snapshot(p_workspace_id uuid, p_item_id uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
  STABLE
@@ -7127,17 +7235,17 @@ begin
       'thread', i.thread,
       'settings', i.settings,
       'ownMedia', i.own_media,
-      'mediaIds', to_jsonb(app.content_item_own_media_ids(i.id)),
-      'effectiveMediaIds', to_jsonb(app.content_item_media_ids(i.id, i.root_id, i.own_media)))
+      'mediaIds', to_jsonb(app.content_item_own_media_ids(i.workspace_id, i.id)),
+      'effectiveMediaIds', to_jsonb(app.content_item_media_ids(i.workspace_id, i.id, i.root_id, i.own_media)))
     from app.content_items i join app.content_roots r on r.id = i.root_id and r.workspace_id = i.workspace_id
-    where i.id = p_item_id
+    where i.workspace_id = p_workspace_id and i.id = p_item_id
   );
 end
 $function$;
-grant execute on function app.content_snapshot(uuid) to pressroom_api;
-grant execute on function app.content_snapshot(uuid) to pressroom_definer;
-grant execute on function app.content_snapshot(uuid) to pressroom_worker;
-revoke all on function app.content_snapshot(uuid) from public;
+grant execute on function app.content_snapshot(uuid,uuid) to pressroom_api;
+grant execute on function app.content_snapshot(uuid,uuid) to pressroom_definer;
+grant execute on function app.content_snapshot(uuid,uuid) to pressroom_worker;
+revoke all on function app.content_snapshot(uuid,uuid) from public;
 
 CREATE OR REPLACE FUNCTION app.content_transition_allowed(p_from text, p_to text)
  RETURNS boolean
@@ -7261,15 +7369,15 @@ begin
     if s.intent = 'schedule' then
       begin
         update app.content_items set status = 'scheduled', scheduled_at = p_starts_at where id = v_id;
-        if jsonb_array_length(app.content_item_problems(v_id, '')) > 0 then
+        if jsonb_array_length(app.content_item_problems(s.workspace_id, v_id, '')) > 0 then
           raise exception using errcode = 'PT400', message = 'The edition breaks its platform''s rules.',
-            detail = 'VALIDATION_FAILED', hint = jsonb_build_object('fields', app.content_item_problems(v_id, ''))::text;
+            detail = 'VALIDATION_FAILED', hint = jsonb_build_object('fields', app.content_item_problems(s.workspace_id, v_id, ''))::text;
         end if;
       exception when sqlstate 'PT400' or sqlstate 'PT404' or sqlstate 'PT409' then
         get stacked diagnostics v_msg = message_text;
         update app.content_items set error = left('Could not be scheduled: ' || v_msg || coalesce(
           ' ' || (select string_agg(p ->> 'field' || ': ' || (p ->> 'message'), '; ')
-                  from jsonb_array_elements(app.content_item_problems(v_id, '')) p), ''), 2000)
+                  from jsonb_array_elements(app.content_item_problems(s.workspace_id, v_id, '')) p), ''), 2000)
         where id = v_id;
       end;
     end if;
@@ -7913,6 +8021,89 @@ grant execute on function app.defer_content_checks() to pressroom_definer;
 grant execute on function app.defer_content_checks() to pressroom_worker;
 revoke all on function app.defer_content_checks() from public;
 
+CREATE OR REPLACE FUNCTION app.dequeue_job(p_workspace_id uuid, p_name text, p_id uuid, p_guard jsonb DEFAULT NULL::jsonb)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_org uuid;
+begin
+  if app.jobs_here() then
+    perform app.job_cancel(p_name, p_id, p_guard);
+    return;
+  end if;
+  select w.organization_id into v_org from app.workspaces w where w.id = p_workspace_id;
+  insert into app.job_outbox (workspace_id, organization_id, op, job_id, name, guard)
+  values (p_workspace_id, v_org, 'cancel', p_id, p_name, p_guard);
+end
+$function$;
+alter function app.dequeue_job(uuid,text,uuid,jsonb) owner to pressroom_definer;
+comment on function app.dequeue_job(uuid,text,uuid,jsonb) is 'Cancels a waiting pg-boss job in the caller''s transaction (app.job_cancel: with p_guard, a running job raises that 409), at once where pg-boss is or through workspace p_workspace_id''s outbox on a Citus worker (000058).';
+revoke all on function app.dequeue_job(uuid,text,uuid,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION app.drain_job_outbox(p_workspace_id uuid)
+ RETURNS integer
+ LANGUAGE plpgsql
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_ops jsonb;
+  v record;
+  v_n int := 0;
+begin
+  -- The workspace's operations, read into a value first (no statement inside a loop over an open
+  -- query on a distributed table), applied in order, then deleted.
+  select coalesce(jsonb_agg(jsonb_build_object('seq', o.seq, 'op', o.op, 'jobId', o.job_id, 'name', o.name, 'data', o.data,
+           'startAfter', o.start_after, 'singletonKey', o.singleton_key, 'onTaken', o.on_taken, 'guard', o.guard) order by o.seq), '[]')
+  into v_ops
+  from app.job_outbox o where o.workspace_id = p_workspace_id;
+  for v in select e from jsonb_array_elements(v_ops) e loop
+    if v.e ->> 'op' = 'send' then
+      perform app.job_send((v.e ->> 'jobId')::uuid, v.e ->> 'name', v.e -> 'data', (v.e ->> 'startAfter')::timestamptz,
+        v.e ->> 'singletonKey', v.e ->> 'onTaken');
+    else
+      perform app.job_cancel(v.e ->> 'name', (v.e ->> 'jobId')::uuid, nullif(v.e -> 'guard', 'null'::jsonb));
+    end if;
+    v_n := v_n + 1;
+  end loop;
+  if v_n > 0 then
+    delete from app.job_outbox o where o.workspace_id = p_workspace_id
+      and o.seq <= (select max((e ->> 'seq')::bigint) from jsonb_array_elements(v_ops) e);
+  end if;
+  return v_n;
+end
+$function$;
+comment on function app.drain_job_outbox(uuid) is 'Applies workspace p_workspace_id''s outbox (app.job_outbox) to pg-boss, in order (app.job_send, app.job_cancel), and deletes what it applied; returns how many. Runs as its caller, on the coordinator: api.drain_job_outbox (the request''s workspace) and app.drain_job_outboxes (the worker).';
+grant execute on function app.drain_job_outbox(uuid) to pressroom_api;
+grant execute on function app.drain_job_outbox(uuid) to pressroom_definer;
+revoke all on function app.drain_job_outbox(uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.drain_job_outboxes(p_limit integer DEFAULT 100)
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_ws uuid[];
+  v uuid;
+  v_n int := 0;
+begin
+  -- The workspaces with operations, oldest first (one read of every shard), then each one's.
+  v_ws := array(select o.workspace_id from app.job_outbox o group by o.workspace_id order by min(o.created_at) limit p_limit);
+  foreach v in array v_ws loop
+    v_n := v_n + app.drain_job_outbox(v);
+  end loop;
+  return v_n;
+end
+$function$;
+alter function app.drain_job_outboxes(integer) owner to pressroom_definer;
+comment on function app.drain_job_outboxes(integer) is 'The worker''s sweep (server/jobs/worker.ts, every second on a distributed database): applies the outboxes of up to p_limit workspaces, oldest first, for the changes jobs made (a request drains its own). Returns how many operations.';
+grant execute on function app.drain_job_outboxes(integer) to pressroom_worker;
+revoke all on function app.drain_job_outboxes(integer) from public;
+
 CREATE OR REPLACE FUNCTION app.emoji_pattern()
  RETURNS text
  LANGUAGE sql
@@ -7960,37 +8151,33 @@ grant execute on function app.emoji_pattern() to pressroom_definer;
 grant execute on function app.emoji_pattern() to pressroom_worker;
 revoke all on function app.emoji_pattern() from public;
 
-CREATE OR REPLACE FUNCTION app.enqueue_job(p_name text, p_data jsonb, p_start_after timestamp with time zone DEFAULT now(), p_singleton_key text DEFAULT NULL::text)
+CREATE OR REPLACE FUNCTION app.enqueue_job(p_workspace_id uuid, p_name text, p_data jsonb, p_start_after timestamp with time zone DEFAULT now(), p_singleton_key text DEFAULT NULL::text, p_on_taken text DEFAULT 'nothing'::text)
  RETURNS uuid
  LANGUAGE plpgsql
  SECURITY DEFINER
- SET search_path TO 'pg_catalog'
+ SET search_path TO 'pg_catalog', 'app'
 AS $function$
 declare
-  v_queue record;
   v_job uuid := gen_random_uuid();
-  v_rows int;
+  v_org uuid;
 begin
-  -- plpgsql, and a record: pgboss.queue is created by pg-boss after the migrations.
-  select * into v_queue from pgboss.queue q where q.name = p_name;
-  if v_queue.name is null then
-    raise exception 'pg-boss queue % is not installed (server/jobs/queues.ts installQueues)', p_name;
+  if app.jobs_here() then
+    return app.job_send(v_job, p_name, p_data, p_start_after, p_singleton_key, p_on_taken);
   end if;
-  insert into pgboss.job (id, name, data, priority, start_after, singleton_key, singleton_on, group_id, group_tier,
-    expire_seconds, deletion_seconds, keep_until, retry_limit, retry_delay, retry_backoff, retry_delay_max, policy,
-    dead_letter, heartbeat_seconds)
-  values (v_job, p_name, p_data, 0, p_start_after, p_singleton_key, null, null, null,
-    v_queue.expire_seconds, v_queue.deletion_seconds, p_start_after + v_queue.retention_seconds * interval '1 second',
-    v_queue.retry_limit, v_queue.retry_delay, v_queue.retry_backoff, v_queue.retry_delay_max, v_queue.policy,
-    v_queue.dead_letter, v_queue.heartbeat_seconds)
-  on conflict do nothing;
-  get diagnostics v_rows = row_count;
-  return case when v_rows = 1 then v_job end;
+  if p_workspace_id is null then
+    raise exception 'app.enqueue_job: a job of queue % queued on a node without pg-boss needs its workspace', p_name;
+  end if;
+  -- The organization first, then the row by value (an INSERT ... SELECT from the reference table
+  -- would be planned across every shard, which a trigger on a worker may not reach).
+  select w.organization_id into v_org from app.workspaces w where w.id = p_workspace_id;
+  insert into app.job_outbox (workspace_id, organization_id, op, job_id, name, data, start_after, singleton_key, on_taken)
+  values (p_workspace_id, v_org, 'send', v_job, p_name, p_data, p_start_after, p_singleton_key, p_on_taken);
+  return v_job;
 end
 $function$;
-alter function app.enqueue_job(text,jsonb,timestamp with time zone,text) owner to pressroom_definer;
-comment on function app.enqueue_job(text,jsonb,timestamp with time zone,text) is 'Writes a pg-boss job of queue p_name into pgboss.job in the caller''s transaction, as pg-boss''s send would (priority 0; retries, expiry, retention, deletion, policy, dead letter and heartbeat from the queue''s row in pgboss.queue). Returns the job id, or null when the queue''s policy refused the singleton key (nothing added). The only function that inserts into pgboss.job; written for pg-boss schema version 43 (tests/db/98-enqueue-job.test.sql).';
-revoke all on function app.enqueue_job(text,jsonb,timestamp with time zone,text) from public;
+alter function app.enqueue_job(uuid,text,jsonb,timestamp with time zone,text,text) owner to pressroom_definer;
+comment on function app.enqueue_job(uuid,text,jsonb,timestamp with time zone,text,text) is 'Queues a pg-boss job of queue p_name in the caller''s transaction: at once where pg-boss is (app.job_send; null when the singleton is taken and p_on_taken is nothing or advance), or on a Citus worker through workspace p_workspace_id''s outbox (app.job_outbox; the job''s id, which app.drain_job_outbox gives the job, unless the singleton is taken then). The one way SQL queues jobs (000058).';
+revoke all on function app.enqueue_job(uuid,text,jsonb,timestamp with time zone,text,text) from public;
 
 CREATE OR REPLACE FUNCTION app.expire_due_reviews()
  RETURNS integer
@@ -8311,29 +8498,29 @@ begin
   if p_item.status = 'scheduled' then
     select t.position_key into v_prev
     from app.grid_tiles t join app.content_items i on i.id = t.content_item_id and i.workspace_id = t.workspace_id
-    where t.integration_id = p_item.integration_id and t.position_key is not null and t.id is distinct from p_exclude
+    where t.workspace_id = p_item.workspace_id and t.integration_id = p_item.integration_id and t.position_key is not null and t.id is distinct from p_exclude
       and i.status = 'scheduled' and i.deleted_at is null and i.id <> p_item.id and i.scheduled_at <= p_item.scheduled_at
     order by i.scheduled_at desc, t.position_key desc limit 1;
     if v_prev is null then
       select t.position_key into v_next
       from app.grid_tiles t join app.content_items i on i.id = t.content_item_id and i.workspace_id = t.workspace_id
-      where t.integration_id = p_item.integration_id and t.position_key is not null and t.id is distinct from p_exclude
+      where t.workspace_id = p_item.workspace_id and t.integration_id = p_item.integration_id and t.position_key is not null and t.id is distinct from p_exclude
         and i.status = 'scheduled' and i.deleted_at is null and i.id <> p_item.id
       order by t.position_key limit 1;
       if v_next is null then
         select min(position_key) into v_next from app.grid_tiles
-        where integration_id = p_item.integration_id and position_key is not null and id is distinct from p_exclude;
+        where workspace_id = p_item.workspace_id and integration_id = p_item.integration_id and position_key is not null and id is distinct from p_exclude;
       end if;
       select max(position_key) into v_prev from app.grid_tiles
-      where integration_id = p_item.integration_id and position_key < v_next and id is distinct from p_exclude;
+      where workspace_id = p_item.workspace_id and integration_id = p_item.integration_id and position_key < v_next and id is distinct from p_exclude;
       return app.grid_key_between(v_prev, v_next);
     end if;
   else
     select max(t.position_key) into v_prev from app.grid_tiles t
-    where t.integration_id = p_item.integration_id and t.content_item_id is not null and t.id is distinct from p_exclude;
+    where t.workspace_id = p_item.workspace_id and t.integration_id = p_item.integration_id and t.content_item_id is not null and t.id is distinct from p_exclude;
   end if;
   select min(position_key) into v_next from app.grid_tiles
-  where integration_id = p_item.integration_id and position_key > coalesce(v_prev, '') and id is distinct from p_exclude;
+  where workspace_id = p_item.workspace_id and integration_id = p_item.integration_id and position_key > coalesce(v_prev, '') and id is distinct from p_exclude;
   return app.grid_key_between(v_prev, v_next);
 end
 $function$;
@@ -8343,7 +8530,7 @@ grant execute on function app.grid_edition_key(app.content_items,uuid) to pressr
 grant execute on function app.grid_edition_key(app.content_items,uuid) to pressroom_worker;
 revoke all on function app.grid_edition_key(app.content_items,uuid) from public;
 
-CREATE OR REPLACE FUNCTION app.grid_in_time_order(p_tile_id uuid)
+CREATE OR REPLACE FUNCTION app.grid_in_time_order(p_workspace_id uuid, p_tile_id uuid)
  RETURNS boolean
  LANGUAGE plpgsql
  STABLE
@@ -8355,7 +8542,7 @@ begin
   select me.workspace_id, me.integration_id, me.position_key, mi.scheduled_at into v
   from app.grid_tiles me
   join app.content_items mi on mi.id = me.content_item_id and mi.workspace_id = me.workspace_id
-  where me.id = p_tile_id;
+  where me.workspace_id = p_workspace_id and me.id = p_tile_id;
   if not found then
     return true;
   end if;
@@ -8374,11 +8561,11 @@ begin
         or (t.position_key > v.position_key and i.scheduled_at < v.scheduled_at)));
 end
 $function$;
-comment on function app.grid_in_time_order(uuid) is 'Whether no scheduled tile of the channel sorts on the other side of this one than its time says.';
-grant execute on function app.grid_in_time_order(uuid) to pressroom_api;
-grant execute on function app.grid_in_time_order(uuid) to pressroom_definer;
-grant execute on function app.grid_in_time_order(uuid) to pressroom_worker;
-revoke all on function app.grid_in_time_order(uuid) from public;
+comment on function app.grid_in_time_order(uuid,uuid) is 'Whether no scheduled tile of the channel sorts on the other side of this one (tile p_tile_id of workspace p_workspace_id) than its time says.';
+grant execute on function app.grid_in_time_order(uuid,uuid) to pressroom_api;
+grant execute on function app.grid_in_time_order(uuid,uuid) to pressroom_definer;
+grant execute on function app.grid_in_time_order(uuid,uuid) to pressroom_worker;
+revoke all on function app.grid_in_time_order(uuid,uuid) from public;
 
 CREATE OR REPLACE FUNCTION app.grid_integration(p_id uuid)
  RETURNS app.integrations
@@ -8566,24 +8753,6 @@ grant execute on function app.grid_keys_between(text,text,integer) to pressroom_
 grant execute on function app.grid_keys_between(text,text,integer) to pressroom_worker;
 revoke all on function app.grid_keys_between(text,text,integer) from public;
 
-CREATE OR REPLACE FUNCTION app.grid_lock(p_integration_id uuid)
- RETURNS void
- LANGUAGE plpgsql
- SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'app'
-AS $function$
-begin
-  perform 1 from app.workspaces w
-  where w.id = (select g.workspace_id from app.integrations g where g.id = p_integration_id)
-  for no key update;
-end
-$function$;
-alter function app.grid_lock(uuid) owner to pressroom_definer;
-comment on function app.grid_lock(uuid) is 'Serializes the grid writes of a workspace (placements, moves, placeholders): locks the workspace row of the channel (for no key update). Taken after the content rows a write changes.';
-grant execute on function app.grid_lock(uuid) to pressroom_api;
-grant execute on function app.grid_lock(uuid) to pressroom_worker;
-revoke all on function app.grid_lock(uuid) from public;
-
 CREATE OR REPLACE FUNCTION app.grid_lock_editions(p_ids uuid[])
  RETURNS void
  LANGUAGE plpgsql
@@ -8613,6 +8782,25 @@ grant execute on function app.grid_lock_scheduled(uuid) to pressroom_api;
 grant execute on function app.grid_lock_scheduled(uuid) to pressroom_definer;
 grant execute on function app.grid_lock_scheduled(uuid) to pressroom_worker;
 revoke all on function app.grid_lock_scheduled(uuid) from public;
+
+CREATE OR REPLACE FUNCTION app.grid_lock_workspace(p_workspace_id uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_org uuid;
+begin
+  select w.organization_id into v_org from app.workspaces w where w.id = p_workspace_id;
+  insert into app.grid_locks (workspace_id, organization_id) values (p_workspace_id, v_org)
+  on conflict (workspace_id) do nothing;
+  perform 1 from app.grid_locks where workspace_id = p_workspace_id for no key update;
+end
+$function$;
+comment on function app.grid_lock_workspace(uuid) is 'Serializes the grid writes of a workspace (placements, moves, placeholders): locks the workspace''s row of app.grid_locks (for no key update), made on first use. Taken after the content rows a write changes. Runs as its caller (000057).';
+grant execute on function app.grid_lock_workspace(uuid) to pressroom_api;
+grant execute on function app.grid_lock_workspace(uuid) to pressroom_definer;
+grant execute on function app.grid_lock_workspace(uuid) to pressroom_worker;
+revoke all on function app.grid_lock_workspace(uuid) from public;
 
 CREATE OR REPLACE FUNCTION app.grid_mark_sent(p_ids uuid[])
  RETURNS void
@@ -8698,7 +8886,7 @@ grant execute on function app.grid_media_problems(app.integrations,jsonb,text) t
 grant execute on function app.grid_media_problems(app.integrations,jsonb,text) to pressroom_worker;
 revoke all on function app.grid_media_problems(app.integrations,jsonb,text) from public;
 
-CREATE OR REPLACE FUNCTION app.grid_neighbours_in_time_order(p_tile_id uuid)
+CREATE OR REPLACE FUNCTION app.grid_neighbours_in_time_order(p_workspace_id uuid, p_tile_id uuid)
  RETURNS boolean
  LANGUAGE plpgsql
  STABLE
@@ -8712,7 +8900,8 @@ declare
   v_after timestamptz;
 begin
   select t.integration_id, t.position_key, i.scheduled_at into me
-  from app.grid_tiles t join app.content_items i on i.id = t.content_item_id and i.workspace_id = t.workspace_id where t.id = p_tile_id;
+  from app.grid_tiles t join app.content_items i on i.id = t.content_item_id and i.workspace_id = t.workspace_id
+  where t.workspace_id = p_workspace_id and t.id = p_tile_id;
   if me.position_key is null or me.scheduled_at is null then
     return true;
   end if;
@@ -8720,39 +8909,39 @@ begin
   -- scheduled edition's, walk on to the first one that is (a loop: one statement joining the
   -- editions was planned as a scan of every scheduled edition).
   select t.content_item_id into v_item from app.grid_tiles t
-  where t.integration_id = me.integration_id and t.position_key < me.position_key
+  where t.workspace_id = p_workspace_id and t.integration_id = me.integration_id and t.position_key < me.position_key
   order by t.position_key desc limit 1;
   v_any := found;
-  select i.scheduled_at into v_before from app.content_items i where i.id = v_item and i.status = 'scheduled' and i.deleted_at is null;
+  select i.scheduled_at into v_before from app.content_items i where i.workspace_id = p_workspace_id and i.id = v_item and i.status = 'scheduled' and i.deleted_at is null;
   if v_any and v_before is null then
     for v_item in select t.content_item_id from app.grid_tiles t
-                  where t.integration_id = me.integration_id and t.position_key < me.position_key and t.content_item_id is not null
+                  where t.workspace_id = p_workspace_id and t.integration_id = me.integration_id and t.position_key < me.position_key and t.content_item_id is not null
                   order by t.position_key desc loop
-      select i.scheduled_at into v_before from app.content_items i where i.id = v_item and i.status = 'scheduled' and i.deleted_at is null;
+      select i.scheduled_at into v_before from app.content_items i where i.workspace_id = p_workspace_id and i.id = v_item and i.status = 'scheduled' and i.deleted_at is null;
       exit when v_before is not null;
     end loop;
   end if;
   select t.content_item_id into v_item from app.grid_tiles t
-  where t.integration_id = me.integration_id and t.position_key > me.position_key
+  where t.workspace_id = p_workspace_id and t.integration_id = me.integration_id and t.position_key > me.position_key
   order by t.position_key limit 1;
   v_any := found;
-  select i.scheduled_at into v_after from app.content_items i where i.id = v_item and i.status = 'scheduled' and i.deleted_at is null;
+  select i.scheduled_at into v_after from app.content_items i where i.workspace_id = p_workspace_id and i.id = v_item and i.status = 'scheduled' and i.deleted_at is null;
   if v_any and v_after is null then
     for v_item in select t.content_item_id from app.grid_tiles t
-                  where t.integration_id = me.integration_id and t.position_key > me.position_key and t.content_item_id is not null
+                  where t.workspace_id = p_workspace_id and t.integration_id = me.integration_id and t.position_key > me.position_key and t.content_item_id is not null
                   order by t.position_key loop
-      select i.scheduled_at into v_after from app.content_items i where i.id = v_item and i.status = 'scheduled' and i.deleted_at is null;
+      select i.scheduled_at into v_after from app.content_items i where i.workspace_id = p_workspace_id and i.id = v_item and i.status = 'scheduled' and i.deleted_at is null;
       exit when v_after is not null;
     end loop;
   end if;
   return (v_before is null or v_before <= me.scheduled_at) and (v_after is null or v_after >= me.scheduled_at);
 end
 $function$;
-comment on function app.grid_neighbours_in_time_order(uuid) is 'Whether the scheduled tiles next to this one (by key, either side) are not on the wrong side of its time: app.grid_in_time_order for a tile placed with the other scheduled tiles of its channel in one pass (app.grid_place_editions), which left them in time order.';
-grant execute on function app.grid_neighbours_in_time_order(uuid) to pressroom_api;
-grant execute on function app.grid_neighbours_in_time_order(uuid) to pressroom_definer;
-grant execute on function app.grid_neighbours_in_time_order(uuid) to pressroom_worker;
-revoke all on function app.grid_neighbours_in_time_order(uuid) from public;
+comment on function app.grid_neighbours_in_time_order(uuid,uuid) is 'Whether the scheduled tiles next to this one (tile p_tile_id of workspace p_workspace_id; by key, either side) are not on the wrong side of its time: app.grid_in_time_order for a tile placed with the other scheduled tiles of its channel in one pass (app.grid_place_editions), which left them in time order.';
+grant execute on function app.grid_neighbours_in_time_order(uuid,uuid) to pressroom_api;
+grant execute on function app.grid_neighbours_in_time_order(uuid,uuid) to pressroom_definer;
+grant execute on function app.grid_neighbours_in_time_order(uuid,uuid) to pressroom_worker;
+revoke all on function app.grid_neighbours_in_time_order(uuid,uuid) from public;
 
 CREATE OR REPLACE FUNCTION app.grid_ordered(p_integration_id uuid)
  RETURNS TABLE(tile_id uuid, pos integer, section integer, sent_at timestamp with time zone, position_key text)
@@ -8779,13 +8968,13 @@ declare
   v_eligible boolean;
   v_key text;
 begin
-  select * into v_tile from app.grid_tiles where content_item_id = p_item.id;
+  select * into v_tile from app.grid_tiles where workspace_id = p_item.workspace_id and content_item_id = p_item.id;
   v_eligible := p_item.deleted_at is null and p_item.kind = 'post'
     and p_item.status in ('draft', 'pending_approval', 'scheduled', 'sent')
     and exists (select 1 from app.integrations g join app.platforms p on p.code = g.platform
-                where g.id = p_item.integration_id and p.feed_grid);
+                where g.workspace_id = p_item.workspace_id and g.id = p_item.integration_id and p.feed_grid);
   if v_tile.id is not null and (not v_eligible or v_tile.integration_id <> p_item.integration_id) then
-    delete from app.grid_tiles where id = v_tile.id;
+    delete from app.grid_tiles where workspace_id = p_item.workspace_id and id = v_tile.id;
     v_tile := null;
   end if;
   if not v_eligible then
@@ -8796,17 +8985,17 @@ begin
       insert into app.grid_tiles (organization_id, workspace_id, integration_id, content_item_id, created_by)
       values (p_item.organization_id, p_item.workspace_id, p_item.integration_id, p_item.id, p_item.created_by);
     elsif v_tile.position_key is not null then
-      update app.grid_tiles set position_key = null where id = v_tile.id;
+      update app.grid_tiles set position_key = null where workspace_id = p_item.workspace_id and id = v_tile.id;
     end if;
     return;
   end if;
-  perform app.grid_lock(p_item.integration_id);
+  perform app.grid_lock_workspace(p_item.workspace_id);
   if v_tile.id is not null and v_tile.position_key is not null
      and (p_item.status <> 'scheduled'
           or case when current_setting('pressroom.grid_placed', true) like txid_current()::text || ':%'
                        and strpos(current_setting('pressroom.grid_placed', true), p_item.id::text) > 0
-                  then app.grid_neighbours_in_time_order(v_tile.id)
-                  else app.grid_in_time_order(v_tile.id) end) then
+                  then app.grid_neighbours_in_time_order(p_item.workspace_id, v_tile.id)
+                  else app.grid_in_time_order(p_item.workspace_id, v_tile.id) end) then
     return;
   end if;
   if v_tile.id is null then
@@ -8815,9 +9004,9 @@ begin
     values (p_item.organization_id, p_item.workspace_id, p_item.integration_id, p_item.id, v_key, p_item.created_by);
   else
     v_key := app.grid_edition_key(p_item, v_tile.id);
-    update app.grid_tiles set position_key = v_key where id = v_tile.id;
+    update app.grid_tiles set position_key = v_key where workspace_id = p_item.workspace_id and id = v_tile.id;
   end if;
-  perform app.grid_rebalance(p_item.integration_id);
+  perform app.grid_rebalance(p_item.workspace_id, p_item.integration_id);
 end
 $function$;
 comment on function app.grid_place_edition(app.content_items) is 'Keeps the grid tile of an edition on a feed-grid channel: made when the edition is, removed when it is deleted, cancelled, failed or rejected, unkeyed (published) when sent, and placed by time whenever a scheduled edition''s key no longer agrees with its time (an edition placed by app.grid_place_editions in this transaction is checked against its neighbours only).';
@@ -8834,6 +9023,7 @@ CREATE OR REPLACE FUNCTION app.grid_place_editions(p_ids uuid[])
  SET enable_seqscan TO 'off'
 AS $function$
 declare
+  v_ws uuid;
   v_channel uuid;
   v_tiles uuid[];
   v_items uuid[];
@@ -8848,13 +9038,13 @@ declare
   j int;
 begin
   -- The scheduled post editions among p_ids, by feed-grid channel; the caller holds their rows.
-  for v_channel in
-    select distinct c.integration_id from app.content_items c
+  for v_ws, v_channel in
+    select distinct c.workspace_id, c.integration_id from app.content_items c
     join app.integrations g on g.id = c.integration_id and g.workspace_id = c.workspace_id join app.platforms p on p.code = g.platform
     where c.id = any (p_ids) and c.status = 'scheduled' and c.deleted_at is null and c.kind = 'post' and p.feed_grid
-    order by 1
+    order by 1, 2
   loop
-    perform app.grid_lock(v_channel);
+    perform app.grid_lock_workspace(v_ws);
     -- Each tile of the set with its anchor: the greatest key among the channel's other
     -- scheduled tiles at or before its time (they are in time order), in time order.
     select array_agg(z.tile_id order by z.at, z.item_id), array_agg(z.item_id order by z.at, z.item_id),
@@ -8917,7 +9107,7 @@ begin
     update app.grid_tiles t set position_key = x.k
     from unnest(v_tiles, v_keys) x (id, k)
     where t.id = x.id and t.position_key is distinct from x.k;
-    perform app.grid_rebalance(v_channel);
+    perform app.grid_rebalance(v_ws, v_channel);
     -- The deferred trigger of these editions checks them against their neighbours only.
     -- Session-level (a function's SET clause undoes a local setting at its exit; the trigger runs at
     -- commit), scoped by the transaction id: another transaction of the session reads nothing from it.
@@ -8952,28 +9142,28 @@ grant execute on function app.grid_position(app.grid_tiles) to pressroom_definer
 grant execute on function app.grid_position(app.grid_tiles) to pressroom_worker;
 revoke all on function app.grid_position(app.grid_tiles) from public;
 
-CREATE OR REPLACE FUNCTION app.grid_rebalance(p_integration_id uuid)
+CREATE OR REPLACE FUNCTION app.grid_rebalance(p_workspace_id uuid, p_integration_id uuid)
  RETURNS void
  LANGUAGE plpgsql
 AS $function$
 begin
   -- length(position_key) > 48: the partial index grid_tiles_long_key_idx.
-  if not exists (select 1 from app.grid_tiles where integration_id = p_integration_id and length(position_key) > 48) then
+  if not exists (select 1 from app.grid_tiles where workspace_id = p_workspace_id and integration_id = p_integration_id and length(position_key) > 48) then
     return;
   end if;
   set constraints app.grid_tiles_position_key deferred;
   update app.grid_tiles t set position_key = app.grid_key_at(r.rn * 16)
   from (select id, row_number() over (order by position_key) rn
-        from app.grid_tiles where integration_id = p_integration_id and position_key is not null) r
-  where t.id = r.id;
+        from app.grid_tiles where workspace_id = p_workspace_id and integration_id = p_integration_id and position_key is not null) r
+  where t.workspace_id = p_workspace_id and t.id = r.id;
   set constraints app.grid_tiles_position_key immediate;
 end
 $function$;
-comment on function app.grid_rebalance(uuid) is 'Renumbers a grid''s position keys evenly (order kept, one UPDATE under the deferred unique constraint) when one is longer than 48 characters; a no-op otherwise.';
-grant execute on function app.grid_rebalance(uuid) to pressroom_api;
-grant execute on function app.grid_rebalance(uuid) to pressroom_definer;
-grant execute on function app.grid_rebalance(uuid) to pressroom_worker;
-revoke all on function app.grid_rebalance(uuid) from public;
+comment on function app.grid_rebalance(uuid,uuid) is 'Renumbers a grid''s position keys evenly (order kept, one UPDATE under the deferred unique constraint) when one is longer than 48 characters; a no-op otherwise. The channel p_integration_id of workspace p_workspace_id.';
+grant execute on function app.grid_rebalance(uuid,uuid) to pressroom_api;
+grant execute on function app.grid_rebalance(uuid,uuid) to pressroom_definer;
+grant execute on function app.grid_rebalance(uuid,uuid) to pressroom_worker;
+revoke all on function app.grid_rebalance(uuid,uuid) from public;
 
 CREATE OR REPLACE FUNCTION app.grid_require_movable(t app.grid_tiles)
  RETURNS void
@@ -9015,11 +9205,13 @@ CREATE OR REPLACE FUNCTION app.grid_retime(p_integration_id uuid)
 AS $function$
 declare
   v_plan jsonb;
+  v_ws uuid;
 begin
+  select workspace_id into v_ws from app.integrations where id = p_integration_id;
   with s as (
     select i.id, t.id tile_id, i.scheduled_at, row_number() over (order by t.position_key) rn
     from app.grid_tiles t join app.content_items i on i.id = t.content_item_id and i.workspace_id = t.workspace_id
-    where t.integration_id = p_integration_id and t.position_key is not null
+    where t.workspace_id = v_ws and t.integration_id = p_integration_id and t.position_key is not null
       and i.status = 'scheduled' and i.deleted_at is null),
   times as (select scheduled_at, row_number() over (order by scheduled_at) rn from s)
   select coalesce(jsonb_agg(jsonb_build_object('contentId', s.id, 'tileId', s.tile_id,
@@ -9035,9 +9227,9 @@ begin
   end if;
   update app.content_items c set scheduled_at = (p ->> 'scheduledAt')::timestamptz
   from jsonb_array_elements(v_plan) p
-  where c.id = (p ->> 'contentId')::uuid;
+  where c.workspace_id = v_ws and c.id = (p ->> 'contentId')::uuid;
   -- The move touched these editions: each gets a version (its history shows who moved it, when).
-  perform app.record_content_version((p ->> 'contentId')::uuid, 'update', null, true)
+  perform app.record_content_version(v_ws, (p ->> 'contentId')::uuid, 'update', null, true)
   from jsonb_array_elements(v_plan) p;
   return v_plan;
 end
@@ -9122,9 +9314,10 @@ AS $function$
 begin
   return (
     select case when t.content_item_id is null then
-        (select coalesce(array_agg(m.media_id order by m.position), '{}') from app.grid_tile_media m where m.tile_id = t.id)
+        (select coalesce(array_agg(m.media_id order by m.position), '{}') from app.grid_tile_media m where m.workspace_id = t.workspace_id and m.tile_id = t.id)
       else
-        (select app.content_item_media_ids(i.id, i.root_id, i.own_media) from app.content_items i where i.id = t.content_item_id)
+        (select app.content_item_media_ids(i.workspace_id, i.id, i.root_id, i.own_media) from app.content_items i
+         where i.workspace_id = t.workspace_id and i.id = t.content_item_id)
       end
   );
 end
@@ -9350,7 +9543,7 @@ begin
   if p_queue not in ('inbox.fold', 'inbox.action') then
     raise exception 'app.inbox_enqueue: unknown queue %', p_queue;
   end if;
-  return app.enqueue_job(p_queue, p_data, now(), p_singleton);
+  return app.enqueue_job((p_data ->> 'workspaceId')::uuid, p_queue, p_data, now(), p_singleton);
 end
 $function$;
 alter function app.inbox_enqueue(text,jsonb,text) owner to pressroom_definer;
@@ -9727,7 +9920,7 @@ revoke all on function app.init_media_upload_with_ttl(text,text,bigint,uuid,text
 CREATE OR REPLACE FUNCTION app.integration_connection_json(p_id uuid, p_ws uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
- STABLE SECURITY DEFINER
+ STABLE
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
 #variable_conflict use_column
@@ -9755,7 +9948,7 @@ begin
 end
 $function$;
 alter function app.integration_connection_json(uuid,uuid) owner to pressroom_definer;
-comment on function app.integration_connection_json(uuid,uuid) is 'An integration''s connection for its JSON: accountId, instanceUrl, connectionState (ok; expiring: the hard expiry, the refresh token''s or a token that cannot be refreshed, is within 7 days; refresh_failing: the last refreshes failed and are retried; reconnect_required), connectionReason and credentialsExpireAt. No secret. Called by app.integration_json with the workspace of a row the caller could read.';
+comment on function app.integration_connection_json(uuid,uuid) is 'An integration''s connection for its JSON: accountId, instanceUrl, connectionState (ok; expiring: the hard expiry, the refresh token''s or a token that cannot be refreshed, is within 7 days; refresh_failing: the last refreshes failed and are retried; reconnect_required), connectionReason and credentialsExpireAt. No secret. Runs as its caller (000055: on a Citus cluster a definer here, after the caller wrote the channel as another role, is refused), so the caller reads the credential state columns: pressroom_api in the request''s workspace, the worker and pressroom_definer everywhere.';
 grant execute on function app.integration_connection_json(uuid,uuid) to pressroom_api;
 grant execute on function app.integration_connection_json(uuid,uuid) to pressroom_worker;
 revoke all on function app.integration_connection_json(uuid,uuid) from public;
@@ -9767,37 +9960,40 @@ CREATE OR REPLACE FUNCTION app.integration_json(p_id uuid, p_detail boolean DEFA
 AS $function$
 #variable_conflict use_column
 declare
-  v_ws uuid;
+  v_i record;
+  v_platform_name text;
+  v_can_articles boolean;
   v_connection jsonb;
 begin
-  select workspace_id into v_ws from app.integrations where id = p_id;
-  if v_ws is null then
+  select i.id, i.workspace_id, i.connector, i.platform, i.name, i.username, i.status, i.created_at, i.updated_at,
+         i.settings, i.webhook_url
+    into v_i
+    from app.integrations i where i.id = p_id;
+  if not found then
     return null;
   end if;
-  v_connection := app.integration_connection_json(p_id, v_ws);
-  return (
-    select jsonb_build_object(
-      'id', i.id,
-      'connector', i.connector,
-      'platform', i.platform,
-      'name', i.name,
-      'username', i.username,
-      'status', i.status,
-      'content', jsonb_build_object('canPublishArticles', coalesce((p.capabilities ->> 'canPublishArticles')::boolean, false)),
-      'createdAt', i.created_at,
-      'updatedAt', i.updated_at)
-      || v_connection
-      || case when p_detail then jsonb_build_object(
-        'platformName', p.name,
-        'rules', app.platform_rules_json(i.platform),
-        'capabilities', app.platform_capabilities_json(i.platform),
-        'settings', i.settings,
-        'webhookUrl', i.webhook_url)
-      else '{}'::jsonb end
-    from app.integrations i
-    join app.platforms p on p.code = i.platform
-    where i.id = p_id and i.workspace_id = v_ws
-  );
+  select p.name, coalesce((p.capabilities ->> 'canPublishArticles')::boolean, false)
+    into v_platform_name, v_can_articles
+    from app.platforms p where p.code = v_i.platform;
+  v_connection := app.integration_connection_json(p_id, v_i.workspace_id);
+  return jsonb_build_object(
+      'id', v_i.id,
+      'connector', v_i.connector,
+      'platform', v_i.platform,
+      'name', v_i.name,
+      'username', v_i.username,
+      'status', v_i.status,
+      'content', jsonb_build_object('canPublishArticles', v_can_articles),
+      'createdAt', v_i.created_at,
+      'updatedAt', v_i.updated_at)
+    || v_connection
+    || case when p_detail then jsonb_build_object(
+      'platformName', v_platform_name,
+      'rules', app.platform_rules_json(v_i.platform),
+      'capabilities', app.platform_capabilities_json(v_i.platform),
+      'settings', v_i.settings,
+      'webhookUrl', v_i.webhook_url)
+    else '{}'::jsonb end;
 end
 $function$;
 grant execute on function app.integration_json(uuid,boolean) to pressroom_api;
@@ -9845,10 +10041,10 @@ comment on function app.integration_limits_store(uuid,jsonb) is 'The worker''s w
 grant execute on function app.integration_limits_store(uuid,jsonb) to pressroom_worker;
 revoke all on function app.integration_limits_store(uuid,jsonb) from public;
 
-CREATE OR REPLACE FUNCTION app.integration_platform_rules(p_platform text, p_integration uuid)
+CREATE OR REPLACE FUNCTION app.integration_platform_rules(p_platform text, p_workspace_id uuid, p_integration uuid)
  RETURNS app.platforms
  LANGUAGE plpgsql
- STABLE SECURITY DEFINER
+ STABLE
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
 declare
@@ -9857,7 +10053,7 @@ declare
   r jsonb;
 begin
   select * into v from app.platforms where code = p_platform;
-  select limits into l from app.integration_limits where integration_id = p_integration;
+  select limits into l from app.integration_limits where workspace_id = p_workspace_id and integration_id = p_integration;
   if v.code is null or l is null then
     return v;
   end if;
@@ -9883,11 +10079,11 @@ begin
   return v;
 end
 $function$;
-alter function app.integration_platform_rules(text,uuid) owner to pressroom_definer;
-comment on function app.integration_platform_rules(text,uuid) is 'The rules app.content_item_problems checks an edition of this integration against: the platform''s row of app.platforms, with the account''s own limits (app.integration_limits) over its caption_max_length and media_rules (maxItems, and maxImages/maxVideos/maxGifs never above it; imageMaxBytes, videoMaxBytes). Without limits, the platform''s row as it is.';
-grant execute on function app.integration_platform_rules(text,uuid) to pressroom_api;
-grant execute on function app.integration_platform_rules(text,uuid) to pressroom_worker;
-revoke all on function app.integration_platform_rules(text,uuid) from public;
+comment on function app.integration_platform_rules(text,uuid,uuid) is 'The rules app.content_item_problems checks an edition of this integration (of workspace p_workspace_id) against: the platform''s row of app.platforms, with the account''s own limits (app.integration_limits) over its caption_max_length and media_rules (maxItems, and maxImages/maxVideos/maxGifs never above it; imageMaxBytes, videoMaxBytes). Without limits, the platform''s row as it is. Runs as its caller (000056).';
+grant execute on function app.integration_platform_rules(text,uuid,uuid) to pressroom_api;
+grant execute on function app.integration_platform_rules(text,uuid,uuid) to pressroom_definer;
+grant execute on function app.integration_platform_rules(text,uuid,uuid) to pressroom_worker;
+revoke all on function app.integration_platform_rules(text,uuid,uuid) from public;
 
 CREATE OR REPLACE FUNCTION app.integration_reconnect_required(p_integration uuid, p_reason text)
  RETURNS boolean
@@ -9963,6 +10159,94 @@ AS $function$
 $function$;
 comment on function app.is_workspace_table(regclass) is 'Whether a table is a workspace table (app, with a workspace_id column): the tables whose keys hold workspace_id and whose rows Citus distributes by it (db/migrations/committed/000043-keys-carry-the-workspace.sql, tests/db/10-distributable.test.sql).';
 revoke all on function app.is_workspace_table(regclass) from public;
+
+CREATE OR REPLACE FUNCTION app.job_cancel(p_name text, p_id uuid, p_guard jsonb)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app'
+AS $function$
+declare
+  v_state text;
+begin
+  -- p_guard {code, message, details}: the 409 to raise when the job is running.
+  if p_guard is not null then
+    select state::text into v_state from pgboss.job where name = p_name and id = p_id;
+    if v_state = 'active' then
+      perform app.raise(409, p_guard ->> 'code', p_guard ->> 'message', p_guard -> 'details');
+    end if;
+  end if;
+  update pgboss.job set state = 'cancelled', completed_on = now()
+  where name = p_name and id = p_id and state in ('created', 'retry');
+end
+$function$;
+alter function app.job_cancel(text,uuid,jsonb) owner to pressroom_definer;
+comment on function app.job_cancel(text,uuid,jsonb) is 'Cancels pg-boss job p_id of queue p_name when it waits (created or retry); with p_guard {code, message, details}, raises that 409 when the job is running instead. Called by app.dequeue_job and app.drain_job_outbox only.';
+grant execute on function app.job_cancel(text,uuid,jsonb) to pressroom_api;
+revoke all on function app.job_cancel(text,uuid,jsonb) from public;
+
+CREATE OR REPLACE FUNCTION app.job_send(p_id uuid, p_name text, p_data jsonb, p_start_after timestamp with time zone, p_singleton_key text, p_on_taken text)
+ RETURNS uuid
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog'
+AS $function$
+declare
+  v_queue record;
+  v_rows int;
+begin
+  -- plpgsql, and a record: pgboss.queue is created by pg-boss after the migrations.
+  select * into v_queue from pgboss.queue q where q.name = p_name;
+  if v_queue.name is null then
+    raise exception 'pg-boss queue % is not installed (server/jobs/queues.ts installQueues)', p_name;
+  end if;
+  -- Sent already (an outbox operation applied twice): nothing more.
+  if exists (select 1 from pgboss.job j where j.name = p_name and j.id = p_id) then
+    return p_id;
+  end if;
+  insert into pgboss.job (id, name, data, priority, start_after, singleton_key, singleton_on, group_id, group_tier,
+    expire_seconds, deletion_seconds, keep_until, retry_limit, retry_delay, retry_backoff, retry_delay_max, policy,
+    dead_letter, heartbeat_seconds)
+  values (p_id, p_name, p_data, 0, p_start_after, p_singleton_key, null, null, null,
+    v_queue.expire_seconds, v_queue.deletion_seconds, p_start_after + v_queue.retention_seconds * interval '1 second',
+    v_queue.retry_limit, v_queue.retry_delay, v_queue.retry_backoff, v_queue.retry_delay_max, v_queue.policy,
+    v_queue.dead_letter, v_queue.heartbeat_seconds)
+  on conflict do nothing;
+  get diagnostics v_rows = row_count;
+  if v_rows = 1 then
+    return p_id;
+  end if;
+  if p_on_taken = 'raise' then
+    raise exception using errcode = 'unique_violation',
+      message = format('pg-boss queue %s refused job %s (singleton key %s taken)', p_name, p_id, p_singleton_key);
+  elsif p_on_taken = 'advance' then
+    -- one is queued already: make it due no later than asked (a resume, a new event after a retry wait)
+    update pgboss.job j set start_after = p_start_after
+    where j.name = p_name and j.singleton_key = p_singleton_key and j.state in ('created', 'retry')
+      and j.start_after > p_start_after;
+  end if;
+  return null;
+end
+$function$;
+alter function app.job_send(uuid,text,jsonb,timestamp with time zone,text,text) owner to pressroom_definer;
+comment on function app.job_send(uuid,text,jsonb,timestamp with time zone,text,text) is 'Writes pg-boss job p_id of queue p_name into pgboss.job, as pg-boss''s send would (priority 0; retries, expiry, retention, deletion, policy, dead letter and heartbeat from the queue''s row in pgboss.queue). When the queue''s policy refuses the singleton key: p_on_taken nothing returns null, raise fails with unique_violation, advance makes the queued job due no later than p_start_after and returns null. A job p_id that exists already is not sent again (p_id). The only function that inserts into pgboss.job; written for pg-boss schema version 43 (tests/db/98-enqueue-job.test.sql). Called by app.enqueue_job and app.drain_job_outbox only.';
+grant execute on function app.job_send(uuid,text,jsonb,timestamp with time zone,text,text) to pressroom_api;
+revoke all on function app.job_send(uuid,text,jsonb,timestamp with time zone,text,text) from public;
+
+CREATE OR REPLACE FUNCTION app.jobs_here()
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog'
+AS $function$
+  -- A Citus worker has the citus extension and no pg-boss; one node and the coordinator have pg-boss.
+  select to_regclass('pgboss.job') is not null or to_regclass('pg_catalog.pg_dist_partition') is null
+$function$;
+comment on function app.jobs_here() is 'Whether pg-boss''s tables are on this node (one PostgreSQL, or a Citus coordinator), so that jobs are queued at once; false on a Citus worker, where app.enqueue_job and app.dequeue_job write the workspace''s outbox (app.job_outbox).';
+grant execute on function app.jobs_here() to pressroom_api;
+grant execute on function app.jobs_here() to pressroom_definer;
+grant execute on function app.jobs_here() to pressroom_worker;
+revoke all on function app.jobs_here() from public;
 
 CREATE OR REPLACE FUNCTION app.jsonb_uuids(p jsonb)
  RETURNS uuid[]
@@ -11106,6 +11390,20 @@ $function$;
 alter function app.notifications_page(uuid,uuid,integer,uuid,boolean) owner to pressroom_definer;
 comment on function app.notifications_page(uuid,uuid,integer,uuid,boolean) is 'A page of one person''s notifications (a user''s or a review link''s), newest first, after a cursor (the last id of the previous page), optionally unread only; meta has nextCursor and the unread count.';
 revoke all on function app.notifications_page(uuid,uuid,integer,uuid,boolean) from public;
+
+CREATE OR REPLACE FUNCTION app.now()
+ RETURNS timestamp with time zone
+ LANGUAGE sql
+ STABLE
+ SET search_path TO 'pg_catalog'
+AS $function$
+  select coalesce(nullif(current_setting('pressroom.now', true), '')::timestamptz, now())
+$function$;
+comment on function app.now() is 'The request''s time: the coordinator''s now() as app.set_request_context recorded it (pressroom.now), the same on every node of a Citus cluster; now() outside a request. For rules that triggers check against the time the client''s request started (000059).';
+grant execute on function app.now() to pressroom_api;
+grant execute on function app.now() to pressroom_definer;
+grant execute on function app.now() to pressroom_worker;
+revoke all on function app.now() from public;
 
 CREATE OR REPLACE FUNCTION app.organization_json(o app.organizations)
  RETURNS jsonb
@@ -12425,7 +12723,7 @@ grant execute on function app.recall_ids(text) to pressroom_definer;
 grant execute on function app.recall_ids(text) to pressroom_worker;
 revoke all on function app.recall_ids(text) from public;
 
-CREATE OR REPLACE FUNCTION app.record_content_version(p_item_id uuid, p_source text, p_restored_from integer DEFAULT NULL::integer, p_force boolean DEFAULT false)
+CREATE OR REPLACE FUNCTION app.record_content_version(p_workspace_id uuid, p_item_id uuid, p_source text, p_restored_from integer DEFAULT NULL::integer, p_force boolean DEFAULT false)
  RETURNS integer
  LANGUAGE plpgsql
 AS $function$
@@ -12436,18 +12734,19 @@ declare
   v_next int;
 begin
   select id, workspace_id, organization_id, version, deleted_at into v_item
-  from app.content_items where id = p_item_id for update;
+  from app.content_items where workspace_id = p_workspace_id and id = p_item_id for update;
   if v_item.id is null or v_item.deleted_at is not null then
     return null;
   end if;
-  select app.content_snapshot(p_item_id) into v_snap;
-  select * into v_last from app.content_versions where content_item_id = p_item_id order by version desc limit 1;
+  select app.content_snapshot(p_workspace_id, p_item_id) into v_snap;
+  select * into v_last from app.content_versions
+  where workspace_id = p_workspace_id and content_item_id = p_item_id order by version desc limit 1;
   if v_last.id is not null and v_last.xact = pg_current_xact_id() then
     update app.content_versions
     set snapshot = v_snap,
         restored_from = coalesce(p_restored_from, restored_from),
         source = case when p_restored_from is not null then 'restore' else source end
-    where id = v_last.id;
+    where workspace_id = p_workspace_id and id = v_last.id;
     return v_last.version;
   end if;
   if v_last.id is not null and not p_force
@@ -12460,15 +12759,16 @@ begin
   values (v_item.organization_id, v_item.workspace_id, p_item_id, v_next, v_snap,
     case when v_last.id is null then 'create' else p_source end, p_restored_from, app.current_user_id());
   if v_item.version <> v_next then
-    update app.content_items set version = v_next where id = p_item_id;
+    update app.content_items set version = v_next where workspace_id = p_workspace_id and id = p_item_id;
   end if;
   return v_next;
 end
 $function$;
-grant execute on function app.record_content_version(uuid,text,integer,boolean) to pressroom_api;
-grant execute on function app.record_content_version(uuid,text,integer,boolean) to pressroom_definer;
-grant execute on function app.record_content_version(uuid,text,integer,boolean) to pressroom_worker;
-revoke all on function app.record_content_version(uuid,text,integer,boolean) from public;
+comment on function app.record_content_version(uuid,uuid,text,integer,boolean) is 'Records a version of edition p_item_id of workspace p_workspace_id when its effective content changed (or always, p_force), or folds it into the version this transaction already wrote; sets the edition''s version. Every query carries the workspace, so it runs from a trigger on a Citus shard (000056).';
+grant execute on function app.record_content_version(uuid,uuid,text,integer,boolean) to pressroom_api;
+grant execute on function app.record_content_version(uuid,uuid,text,integer,boolean) to pressroom_definer;
+grant execute on function app.record_content_version(uuid,uuid,text,integer,boolean) to pressroom_worker;
+revoke all on function app.record_content_version(uuid,uuid,text,integer,boolean) from public;
 
 CREATE OR REPLACE FUNCTION app.recurrence_local_times(p_rule jsonb, p_anchor_local timestamp without time zone, p_from integer, p_max integer)
  RETURNS TABLE(occurrence_index integer, local_at timestamp without time zone)
@@ -14214,10 +14514,10 @@ begin
     'set local pressroom.api_key_id = %L; set local pressroom.review_link_id = %L; set local pressroom.organization_id = %L; '
     'set local pressroom.workspace_id = %L; set local pressroom.workspace_role = %L; set local pressroom.request_id = %L; '
     'set local pressroom.accessible_workspaces = ''''; set local pressroom.managed_workspaces = ''''; '
-    'set local pressroom.administrable_api_keys = ''''',
+    'set local pressroom.administrable_api_keys = ''''; set local pressroom.now = %L',
     coalesce(p_actor_kind, ''), coalesce(p_user::text, ''), coalesce(p_session::text, ''), coalesce(p_api_key::text, ''),
     coalesce(p_review_link::text, ''), coalesce(p_organization::text, ''), coalesce(p_workspace::text, ''),
-    coalesce(p_role, ''), coalesce(p_request_id, ''));
+    coalesce(p_role, ''), coalesce(p_request_id, ''), to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'));
   -- The accessibility of the workspace, computed once here (as pressroom_app, before the role
   -- switch), for app.current_accessible_workspace_id on every node: the context's key when the
   -- principal may act in it, '!' and the key when it may not.
@@ -14430,13 +14730,8 @@ AS $function$
 declare
   v_job uuid;
 begin
-  v_job := app.enqueue_job('analytics.report', jsonb_build_object('reportId', new.id, 'workspaceId', new.workspace_id),
-    now(), new.id::text);
-  if v_job is null then
-    -- (the insert of pgboss.job failed here before the helper returned null instead)
-    raise exception using errcode = 'unique_violation',
-      message = format('pg-boss queue analytics.report refused the job of report %s (singleton key taken)', new.id);
-  end if;
+  v_job := app.enqueue_job(new.workspace_id, 'analytics.report', jsonb_build_object('reportId', new.id, 'workspaceId', new.workspace_id),
+    now(), new.id::text, 'raise');
   new.job_id := v_job;
   new.status := 'queued';
   return new;
@@ -14595,6 +14890,7 @@ CREATE OR REPLACE FUNCTION app.tg_check_publishable()
  LANGUAGE plpgsql
 AS $function$
 declare
+  v_ws uuid := case when tg_op = 'DELETE' then old.workspace_id else new.workspace_id end;
   v_ids uuid[];
   v_id uuid;
   v_problems jsonb;
@@ -14610,15 +14906,15 @@ begin
     v_ids := array[case when tg_op = 'DELETE' then old.content_item_id else new.content_item_id end];
   elsif tg_table_name = 'content_roots' then
     v_ids := array(select id from app.content_items
-                   where root_id = new.id and caption is null and status = 'scheduled' and deleted_at is null);
+                   where workspace_id = new.workspace_id and root_id = new.id and caption is null and status = 'scheduled' and deleted_at is null);
   elsif tg_table_name = 'content_root_media' then
     v_ids := array(select id from app.content_items
-                   where root_id = case when tg_op = 'DELETE' then old.root_id else new.root_id end
+                   where workspace_id = v_ws and root_id = case when tg_op = 'DELETE' then old.root_id else new.root_id end
                      and not own_media and status = 'scheduled' and deleted_at is null);
   end if;
   foreach v_id in array coalesce(v_ids, '{}') loop
-    if exists (select 1 from app.content_items where id = v_id and status = 'scheduled' and deleted_at is null) then
-      v_problems := app.content_item_problems(v_id, '');
+    if exists (select 1 from app.content_items where workspace_id = v_ws and id = v_id and status = 'scheduled' and deleted_at is null) then
+      v_problems := app.content_item_problems(v_ws, v_id, '');
       if jsonb_array_length(v_problems) > 0 then
         perform app.raise_field_problems(v_problems, 'Scheduled content must satisfy its platform''s rules; see details.fields.',
           jsonb_build_object('contentIds', jsonb_build_array(v_id)));
@@ -14639,7 +14935,8 @@ CREATE OR REPLACE FUNCTION app.tg_content_item_media_record_version()
  LANGUAGE plpgsql
 AS $function$
 begin
-  perform app.record_content_version(case when tg_op = 'DELETE' then old.content_item_id else new.content_item_id end, 'update');
+  perform app.record_content_version(case when tg_op = 'DELETE' then old.workspace_id else new.workspace_id end,
+    case when tg_op = 'DELETE' then old.content_item_id else new.content_item_id end, 'update');
   return null;
 end
 $function$;
@@ -14719,8 +15016,9 @@ begin
   end if;
   -- KEY SHARE: a concurrent delete_integration (FOR UPDATE) waits for us,
   -- and we see its committed deleted_at.
-  select i.workspace_id, i.deleted_at into v from app.integrations i where i.id = new.integration_id for key share;
-  if not found or v.workspace_id <> new.workspace_id then
+  select i.deleted_at into v from app.integrations i
+  where i.workspace_id = new.workspace_id and i.id = new.integration_id for key share;
+  if not found then
     perform app.raise(404, 'INTEGRATION_NOT_FOUND', 'No integration with this id in this workspace.',
       jsonb_build_object('integrationId', new.integration_id));
   end if;
@@ -14743,37 +15041,48 @@ CREATE OR REPLACE FUNCTION app.tg_content_items_count()
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
 declare
-  v_rows bigint;
+  v_deltas jsonb;
+  v_gone uuid[];
+  v_d record;
+  v_rows bigint := 0;
   v_ws uuid;
 begin
   -- old_rows / new_rows: the statement's transition tables (an insert has only new_rows, a delete only old_rows).
   if tg_op = 'INSERT' then
-    insert into app.content_item_counts (organization_id, workspace_id, integration_id, status, n)
-    select x.organization_id, x.workspace_id, x.integration_id, x.status, count(*)
-    from new_rows x where x.deleted_at is null group by 1, 2, 3, 4;
+    select jsonb_agg(jsonb_build_array(organization_id, workspace_id, integration_id, status, n)) into v_deltas
+    from (select x.organization_id, x.workspace_id, x.integration_id, x.status, count(*) as n
+          from new_rows x where x.deleted_at is null group by 1, 2, 3, 4) d;
   elsif tg_op = 'DELETE' then
     -- Not for a workspace being deleted with its editions: its counts go with it.
-    insert into app.content_item_counts (organization_id, workspace_id, integration_id, status, n)
-    select o.organization_id, o.workspace_id, o.integration_id, o.status, -count(*)
-    from old_rows o where o.deleted_at is null and exists (select 1 from app.workspaces w where w.id = o.workspace_id)
-    group by 1, 2, 3, 4;
+    v_gone := array(select distinct o.workspace_id from old_rows o);
+    v_gone := array(select g from unnest(v_gone) g
+                    where not exists (select 1 from app.workspaces w where w.id = g));
+    select jsonb_agg(jsonb_build_array(organization_id, workspace_id, integration_id, status, n)) into v_deltas
+    from (select o.organization_id, o.workspace_id, o.integration_id, o.status, -count(*) as n
+          from old_rows o where o.deleted_at is null and o.workspace_id <> all (v_gone) group by 1, 2, 3, 4) d;
   else
     -- Only editions whose status, deletion or channel changed: -1 as they were, +1 as they are.
-    insert into app.content_item_counts (organization_id, workspace_id, integration_id, status, n)
-    select d.organization_id, d.workspace_id, d.integration_id, d.status, sum(d.n)
-    from old_rows o join new_rows x on x.id = o.id
-    cross join lateral (
-      select o.organization_id, o.workspace_id, o.integration_id, o.status, -1 as n where o.deleted_at is null
-      union all
-      select x.organization_id, x.workspace_id, x.integration_id, x.status, 1 where x.deleted_at is null) d
-    where x.status is distinct from o.status or x.deleted_at is distinct from o.deleted_at
-       or x.integration_id is distinct from o.integration_id
-    group by 1, 2, 3, 4 having sum(d.n) <> 0;
+    select jsonb_agg(jsonb_build_array(organization_id, workspace_id, integration_id, status, n)) into v_deltas
+    from (select d.organization_id, d.workspace_id, d.integration_id, d.status, sum(d.n) as n
+          from old_rows o join new_rows x on x.id = o.id
+          cross join lateral (
+            select o.organization_id, o.workspace_id, o.integration_id, o.status, -1 as n where o.deleted_at is null
+            union all
+            select x.organization_id, x.workspace_id, x.integration_id, x.status, 1 where x.deleted_at is null) d
+          where x.status is distinct from o.status or x.deleted_at is distinct from o.deleted_at
+             or x.integration_id is distinct from o.integration_id
+          group by 1, 2, 3, 4 having sum(d.n) <> 0) d;
   end if;
-  get diagnostics v_rows = row_count;
+  for v_d in select (e ->> 0)::uuid as organization_id, (e ->> 1)::uuid as workspace_id, (e ->> 2)::uuid as integration_id,
+                    e ->> 3 as status, (e ->> 4)::bigint as n
+             from jsonb_array_elements(coalesce(v_deltas, '[]')) e loop
+    insert into app.content_item_counts (organization_id, workspace_id, integration_id, status, n)
+    values (v_d.organization_id, v_d.workspace_id, v_d.integration_id, v_d.status, v_d.n);
+    v_rows := v_rows + 1;
+    v_ws := v_d.workspace_id;
+  end loop;
   -- Now and then, fold the deltas (about one changed edition in 500).
   if v_rows > 0 and random() < 0.002 * v_rows then
-    select workspace_id into v_ws from app.content_item_counts order by id desc limit 1;
     perform app.compact_content_item_counts(v_ws);
   end if;
   return null;
@@ -14836,7 +15145,7 @@ declare
   v app.content_items;
 begin
   -- Deferred to commit: the edition as the transaction leaves it.
-  select * into v from app.content_items where id = new.id;
+  select * into v from app.content_items where workspace_id = new.workspace_id and id = new.id;
   if v.id is not null then
     perform app.grid_place_edition(v);
   end if;
@@ -14887,7 +15196,7 @@ AS $function$
 declare
   v_live boolean := new.status = 'scheduled' and new.deleted_at is null;
   v_was boolean := tg_op = 'UPDATE' and old.status = 'scheduled' and old.deleted_at is null;
-  v_state text;
+  v_guard jsonb;
   v_start timestamptz;
   v_job uuid;
 begin
@@ -14897,25 +15206,22 @@ begin
     if old.publish_job_id is not null then
       -- The engine's own outcome (sent, failed) passes; any other move waits for it.
       if new.status not in ('sent', 'failed') then
-        select state::text into v_state from pgboss.job where name = 'content.publish' and id = old.publish_job_id;
-        if v_state = 'active' then
-          perform app.raise(409, 'PUBLISHING_IN_PROGRESS',
-            'This content is being published right now; wait for the outcome, then try again.',
-            jsonb_build_object('contentId', old.id));
-        end if;
+        -- A running job refuses the move (checked where pg-boss is: app.job_cancel).
+        v_guard := jsonb_build_object('code', 'PUBLISHING_IN_PROGRESS',
+          'message', 'This content is being published right now; wait for the outcome, then try again.',
+          'details', jsonb_build_object('contentId', old.id));
         -- The last attempt may have reached the platform: its outcome is
         -- recorded first (resolve-publishing-result), so nothing is published twice.
         if exists (
              select 1 from app.publishing_states ps
-             where ps.content_item_id = old.id and ps.state = 'awaiting_confirmation'
+             where ps.workspace_id = old.workspace_id and ps.content_item_id = old.id and ps.state = 'awaiting_confirmation'
                and ps.job_id is not distinct from old.publish_job_id) then
           perform app.raise(409, 'PUBLISHING_AWAITS_CONFIRMATION',
             'The outcome of the last publish attempt is unknown; record it with resolve-publishing-result first.',
             jsonb_build_object('contentId', old.id));
         end if;
       end if;
-      update pgboss.job set state = 'cancelled', completed_on = now()
-      where name = 'content.publish' and id = old.publish_job_id and state in ('created', 'retry');
+      perform app.dequeue_job(old.workspace_id, 'content.publish', old.publish_job_id, v_guard);
     end if;
     -- A sent or failed edition keeps the id of the job that published it.
     if new.status not in ('sent', 'failed') then
@@ -14924,14 +15230,9 @@ begin
   end if;
   if v_live and (not v_was or new.scheduled_at is distinct from old.scheduled_at) then
     v_start := greatest(new.scheduled_at, now());
-    v_job := app.enqueue_job('content.publish',
+    v_job := app.enqueue_job(new.workspace_id, 'content.publish',
       jsonb_build_object('contentId', new.id, 'workspaceId', new.workspace_id, 'version', new.version),
-      v_start, new.id::text);
-    if v_job is null then
-      -- (the insert of pgboss.job failed here before the helper returned null instead)
-      raise exception using errcode = 'unique_violation',
-        message = format('pg-boss queue content.publish refused the publish job of content %s (singleton key taken)', new.id);
-    end if;
+      v_start, new.id::text, 'raise');
     new.publish_job_id := v_job;
   end if;
   return new;
@@ -14947,7 +15248,7 @@ CREATE OR REPLACE FUNCTION app.tg_content_items_record_version()
  LANGUAGE plpgsql
 AS $function$
 begin
-  perform app.record_content_version(new.id, case when tg_op = 'INSERT' then 'create' else 'update' end);
+  perform app.record_content_version(new.workspace_id, new.id, case when tg_op = 'INSERT' then 'create' else 'update' end);
   return null;
 end
 $function$;
@@ -15017,7 +15318,7 @@ begin
         'no connected channel with this id in this workspace')));
     end if;
     new.publish_job_id := null;
-    if new.status = 'scheduled' and new.scheduled_at < now() then
+    if new.status = 'scheduled' and new.scheduled_at < app.now() then
       perform app.raise_field_problems(jsonb_build_array(app.field_problem('scheduledAt', 'in_past', 'a time in the past cannot be scheduled')));
     end if;
     return new;
@@ -15049,14 +15350,14 @@ begin
   if new.status = 'sent' and old.status <> 'sent' then
     new.sent_at := coalesce(new.sent_at, now());
     if new.caption is null then
-      select caption into v_root_caption from app.content_roots where id = new.root_id;
+      select caption into v_root_caption from app.content_roots where workspace_id = new.workspace_id and id = new.root_id;
       new.caption := coalesce(v_root_caption, '');
     end if;
     new.own_media := true;
   end if;
   v_becomes_live := new.status = 'scheduled' and new.deleted_at is null
     and (old.status <> 'scheduled' or old.deleted_at is not null or new.scheduled_at is distinct from old.scheduled_at);
-  if v_becomes_live and new.scheduled_at < now() then
+  if v_becomes_live and new.scheduled_at < app.now() then
     perform app.raise_field_problems(jsonb_build_array(app.field_problem('scheduledAt', 'in_past', 'a time in the past cannot be scheduled')),
       'A time in the past cannot be scheduled.');
   end if;
@@ -15162,12 +15463,16 @@ CREATE OR REPLACE FUNCTION app.tg_content_root_media_record_versions()
  LANGUAGE plpgsql
 AS $function$
 declare
+  v_ws uuid := case when tg_op = 'DELETE' then old.workspace_id else new.workspace_id end;
+  v_ids uuid[];
   v_id uuid;
 begin
-  for v_id in select id from app.content_items
-              where root_id = case when tg_op = 'DELETE' then old.root_id else new.root_id end
-                and not own_media and deleted_at is null loop
-    perform app.record_content_version(v_id, 'root');
+  -- The ids first, then a version each (no query inside a loop over an open query).
+  v_ids := array(select id from app.content_items
+                 where workspace_id = v_ws and root_id = case when tg_op = 'DELETE' then old.root_id else new.root_id end
+                   and not own_media and deleted_at is null order by id);
+  foreach v_id in array v_ids loop
+    perform app.record_content_version(v_ws, v_id, 'root');
   end loop;
   return null;
 end
@@ -15381,14 +15686,18 @@ CREATE OR REPLACE FUNCTION app.tg_content_roots_propagate()
  LANGUAGE plpgsql
 AS $function$
 declare
+  v_ids uuid[];
   v_id uuid;
 begin
   if new.caption is distinct from old.caption then
-    for v_id in select id from app.content_items where root_id = new.id and caption is null and deleted_at is null loop
-      perform app.record_content_version(v_id, 'root');
+    -- The ids first, then a version each (no query inside a loop over an open query).
+    v_ids := array(select id from app.content_items
+                   where workspace_id = new.workspace_id and root_id = new.id and caption is null and deleted_at is null order by id);
+    foreach v_id in array v_ids loop
+      perform app.record_content_version(new.workspace_id, v_id, 'root');
     end loop;
   end if;
-  update app.content_items set updated_at = now() where root_id = new.id and deleted_at is null;
+  update app.content_items set updated_at = now() where workspace_id = new.workspace_id and root_id = new.id and deleted_at is null;
   return null;
 end
 $function$;
@@ -16286,7 +16595,7 @@ begin
     insert into app.webhook_deliveries (organization_id, workspace_id, subscription_id, event_id)
     values (p_org, p_ws, v_sub.id, v_event);
     if v_sub.active then
-      perform app.webhook_enqueue(v_sub.id);
+      perform app.webhook_enqueue(v_sub.id, now(), p_ws);
     end if;
   end loop;
   return v_event;
@@ -16298,31 +16607,23 @@ grant execute on function app.webhook_emit(uuid,uuid,text,uuid,jsonb) to pressro
 grant execute on function app.webhook_emit(uuid,uuid,text,uuid,jsonb) to pressroom_worker;
 revoke all on function app.webhook_emit(uuid,uuid,text,uuid,jsonb) from public;
 
-CREATE OR REPLACE FUNCTION app.webhook_enqueue(p_subscription uuid, p_start timestamp with time zone DEFAULT now())
+CREATE OR REPLACE FUNCTION app.webhook_enqueue(p_subscription uuid, p_start timestamp with time zone DEFAULT now(), p_workspace_id uuid DEFAULT NULL::uuid)
  RETURNS uuid
  LANGUAGE plpgsql
  SECURITY DEFINER
  SET search_path TO 'pg_catalog'
 AS $function$
-declare
-  v_job uuid;
 begin
-  v_job := app.enqueue_job('webhooks.deliver', jsonb_build_object('subscriptionId', p_subscription), p_start,
-    p_subscription::text);
-  if v_job is null then
-    -- one is queued already: make it due no later than asked (a resume, a new event after a retry wait)
-    update pgboss.job j set start_after = p_start
-    where j.name = 'webhooks.deliver' and j.singleton_key = p_subscription::text and j.state in ('created', 'retry')
-      and j.start_after > p_start;
-  end if;
-  return v_job;
+  -- One queued per subscription (queue policy stately); one queued already is made due no later than p_start.
+  return app.enqueue_job(p_workspace_id, 'webhooks.deliver', jsonb_build_object('subscriptionId', p_subscription), p_start,
+    p_subscription::text, 'advance');
 end
 $function$;
-alter function app.webhook_enqueue(uuid,timestamp with time zone) owner to pressroom_definer;
-comment on function app.webhook_enqueue(uuid,timestamp with time zone) is 'Queues job webhooks.deliver for a subscription in the caller''s transaction; one queued per subscription (queue policy stately), so a burst of events makes one job; when one is queued already it is made due no later than p_start. Returns the job id or null when one was already queued.';
-grant execute on function app.webhook_enqueue(uuid,timestamp with time zone) to pressroom_api;
-grant execute on function app.webhook_enqueue(uuid,timestamp with time zone) to pressroom_worker;
-revoke all on function app.webhook_enqueue(uuid,timestamp with time zone) from public;
+alter function app.webhook_enqueue(uuid,timestamp with time zone,uuid) owner to pressroom_definer;
+comment on function app.webhook_enqueue(uuid,timestamp with time zone,uuid) is 'Queues job webhooks.deliver for a subscription in the caller''s transaction; one queued per subscription (queue policy stately), so a burst of events makes one job; when one is queued already it is made due no later than p_start. Returns the job id or null when one was already queued (on a Citus worker, through workspace p_workspace_id''s outbox: the id).';
+grant execute on function app.webhook_enqueue(uuid,timestamp with time zone,uuid) to pressroom_api;
+grant execute on function app.webhook_enqueue(uuid,timestamp with time zone,uuid) to pressroom_worker;
+revoke all on function app.webhook_enqueue(uuid,timestamp with time zone,uuid) from public;
 
 CREATE OR REPLACE FUNCTION app.webhook_event_types()
  RETURNS text[]
@@ -18807,7 +19108,7 @@ begin
   begin
     v_created := api.create_content(v_draft);
     for v_i in 0 .. jsonb_array_length(coalesce(v_created -> 'editions', '[]')) - 1 loop
-      v_fields := v_fields || app.content_item_problems((v_created -> 'editions' -> v_i ->> 'id')::uuid, 'channels.' || v_i || '.');
+      v_fields := v_fields || app.content_item_problems(app.current_workspace_id(), (v_created -> 'editions' -> v_i ->> 'id')::uuid, 'channels.' || v_i || '.');
     end loop;
     raise exception using errcode = 'PRCHK', message = 'check_content: rolled back';
   exception
@@ -19534,7 +19835,7 @@ begin
   perform app.require_role('editor');
   v := app.grid_integration(p_integration_id);
   perform app.raise_field_problems(app.grid_media_problems(v, p_body -> 'mediaIds', 'mediaIds'), 'The placeholder is not valid; see details.fields.');
-  perform app.grid_lock(v.id);
+  perform app.grid_lock_workspace(v.workspace_id);
   if p_body ? 'position' and jsonb_typeof(p_body -> 'position') = 'number' then
     v_key := app.grid_key_for_position(v.id, (p_body ->> 'position')::int, null);
   else
@@ -19544,7 +19845,7 @@ begin
   values (v.organization_id, v.workspace_id, v.id, v_key, p_body ->> 'note', app.current_user_id())
   returning * into t;
   perform app.grid_set_placeholder_media(t, app.jsonb_uuids(p_body -> 'mediaIds'));
-  perform app.grid_rebalance(v.id);
+  perform app.grid_rebalance(v.workspace_id, v.id);
   return app.grid_tile_answer(t.id);
 end
 $function$;
@@ -20538,6 +20839,24 @@ grant execute on function api.detach_media_label(uuid,uuid) to pressroom_request
 grant execute on function api.detach_media_label(uuid,uuid) to pressroom_worker;
 revoke all on function api.detach_media_label(uuid,uuid) from public;
 
+CREATE OR REPLACE FUNCTION api.drain_job_outbox()
+ RETURNS integer
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'public', 'pg_temp'
+AS $function$
+begin
+  if app.current_workspace_id() is null then
+    return 0;
+  end if;
+  return app.drain_job_outbox(app.current_workspace_id());
+end
+$function$;
+alter function api.drain_job_outbox() owner to pressroom_api;
+comment on function api.drain_job_outbox() is 'The end of a request transaction on a distributed database (server/http/pipeline.ts): applies the request''s workspace''s outbox to pg-boss (app.drain_job_outbox), as the request''s role, so the jobs commit with the change and a refusal fails the request. 0 without a workspace.';
+grant execute on function api.drain_job_outbox() to pressroom_request;
+revoke all on function api.drain_job_outbox() from public;
+
 CREATE OR REPLACE FUNCTION api.duplicate_workbench_page(p_id uuid, p_body jsonb)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -20605,7 +20924,7 @@ begin
     'scheduledAt', coalesce(to_jsonb(v.planned_at), to_jsonb(v.planned_on::text)));
   if v_root.id is not null then
     v_body := v_body || jsonb_build_object('caption', v_root.caption,
-      'mediaIds', to_jsonb(app.content_root_media_ids(v_root.id)),
+      'mediaIds', to_jsonb(app.content_root_media_ids(v_root.workspace_id, v_root.id)),
       'channels', coalesce((select jsonb_agg(i.integration_id order by g.created_at, g.id) from app.content_items i
                             join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
                             where i.root_id = v_root.id and i.deleted_at is null), '[]'),
@@ -23539,12 +23858,12 @@ begin
   v := app.grid_integration(p_integration_id);
   -- Lock order: the editions a move may retime, then the grid.
   perform app.grid_lock_scheduled(v.id);
-  perform app.grid_lock(v.id);
+  perform app.grid_lock_workspace(v.workspace_id);
   t := app.grid_tile(v.id, p_tile_id, true);
   perform app.grid_require_movable(t);
   if app.grid_position(t) <> p_position then
     update app.grid_tiles set position_key = app.grid_key_for_position(v.id, p_position, t.id) where id = t.id;
-    perform app.grid_rebalance(v.id);
+    perform app.grid_rebalance(v.workspace_id, v.id);
     select status into v_status from app.content_items where id = t.content_item_id;
     if v_status = 'scheduled' then
       v_changes := app.grid_retime(v.id);
@@ -23896,10 +24215,11 @@ declare
   n app.grid_tiles;
   v_content jsonb;
   v_item uuid;
+  v_row app.content_items;
 begin
   perform app.require_role('editor');
   v := app.grid_integration(p_integration_id);
-  perform app.grid_lock(v.id);
+  perform app.grid_lock_workspace(v.workspace_id);
   t := app.grid_tile(v.id, p_tile_id, true);
   perform app.grid_require_placeholder(t);
   -- The content route's function: platform rules, versions, the publish job.
@@ -23914,9 +24234,11 @@ begin
   v_item := (v_content -> 'editions' -> 0 ->> 'id')::uuid;
   -- The placeholder becomes the edition's tile, where its time puts it (placed
   -- now rather than by the deferred trigger, which then finds it in place).
-  perform app.grid_place_edition(row(i.*)::app.content_items) from app.content_items i where i.id = v_item;
-  select * into n from app.grid_tiles where content_item_id = v_item;
-  delete from app.grid_tiles where id = n.id;
+  -- The edition read first, then placed (not a call per row inside a query on the table).
+  select * into v_row from app.content_items i where i.workspace_id = v.workspace_id and i.id = v_item;
+  perform app.grid_place_edition(v_row);
+  select * into n from app.grid_tiles where workspace_id = v.workspace_id and content_item_id = v_item;
+  delete from app.grid_tiles where workspace_id = v.workspace_id and id = n.id;
   update app.grid_tiles set content_item_id = v_item, position_key = coalesce(n.position_key, position_key)
   where id = t.id;
   delete from app.grid_tile_media where tile_id = t.id;
@@ -24647,7 +24969,7 @@ begin
     own_media = coalesce((v_snap ->> 'ownMedia')::boolean, false)
   where id = v.id returning * into v;
   perform app.replace_item_media(v, app.jsonb_uuids(coalesce(v_snap -> 'mediaIds', '[]')));
-  v_new := app.record_content_version(v.id, 'restore', p_version, true);
+  v_new := app.record_content_version(v.workspace_id, v.id, 'restore', p_version, true);
   perform app.assert_publishable(array[v.id], array['']);
   perform app.undefer_content_checks();
   return (select app.content_mutation_json(v.root_id, array[v.id]))
@@ -24959,7 +25281,7 @@ begin
                      'media', app.review_link_media_json(app.jsonb_uuids(coalesce(e -> 'mediaIds', '[]')))) order by n), '[]')
                    from jsonb_array_elements(i.thread) with ordinality t (e, n)),
         'scheduledAt', coalesce(i.scheduled_at, i.intended_publish_at),
-        'media', app.review_link_media_json(app.content_item_media_ids(i.id, i.root_id, i.own_media))) order by it.created_at, it.id)
+        'media', app.review_link_media_json(app.content_item_media_ids(i.workspace_id, i.id, i.root_id, i.own_media))) order by it.created_at, it.id)
       from app.review_items it
       join app.content_items i on i.id = it.content_id and i.workspace_id = it.workspace_id
       join app.content_roots cr on cr.id = i.root_id and cr.workspace_id = i.workspace_id

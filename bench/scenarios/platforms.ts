@@ -211,7 +211,7 @@ async function publishOnce(ctx: ScenarioContext, shape: { platform: Platform; wo
        update app.content_items i set publish_job_id = j.id from j where i.id = j.singleton_key::uuid`,
       [ws],
     );
-    await owner.query(`select count(app.record_content_version(id, 'create')) from app.content_items where workspace_id = $1`, [ws]);
+    await owner.query(`select count(app.record_content_version(workspace_id, id, 'create')) from app.content_items where workspace_id = $1`, [ws]);
     await owner.query('commit');
     await owner.query('vacuum analyze');
     await owner.query('checkpoint');

@@ -235,7 +235,7 @@ async function runOnce(ctx: ScenarioContext, shape: Shape, script: string) {
     );
     // Each edition's first version, as creating it records (app.record_content_version): the move to
     // sent then compares with it instead of writing a first version.
-    await owner.query(`select count(app.record_content_version(id, 'create')) from app.content_items where workspace_id = $1`, [ws]);
+    await owner.query(`select count(app.record_content_version(workspace_id, id, 'create')) from app.content_items where workspace_id = $1`, [ws]);
     await owner.query('commit');
     // Repeatable runs: nothing left for autovacuum to do on the fixture's tables during the
     // window (the cluster's CPU, autovacuum's included, is measured), and a checkpoint now

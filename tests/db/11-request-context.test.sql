@@ -6,7 +6,7 @@
 -- policies answer from, the role, quoting, and that nothing outlives the
 -- transaction (the file commits once, near the end).
 begin;
-select plan(38);
+select plan(41);
 -- @include personas.sql
 
 -- One channel per workspace: the tenant rows the policies filter.
@@ -65,6 +65,12 @@ select is(array[current_setting('pressroom.api_key_id'), current_setting('pressr
 select is(current_setting('pressroom.accessible_workspace'), app.context_key(),
   'the memo holds the key of this context: the editor may act in A1');
 select is(app.current_accessible_workspace_id(), pg_temp.id('A1'), 'app.current_accessible_workspace_id() is A1');
+-- 000059: the request's time, recorded for every node (a Citus worker's now() starts later).
+select is(current_setting('pressroom.now')::timestamptz, now(), 'the context records the request''s time (pressroom.now), to the microsecond');
+select is(app.now(), now(), 'app.now() reads it: on one PostgreSQL the same as now()');
+select set_config('pressroom.now', '2026-01-02T03:04:05.678901Z', true);
+select is(app.now(), '2026-01-02T03:04:05.678901Z'::timestamptz, '... and where it differs (a worker of a cluster), the request''s');
+select set_config('pressroom.now', now()::text, true);
 select is(pg_temp.channels(), array['A1 channel'], 'the tenant rows of A1, and only those, are visible');
 -- The context changed within the transaction (another workspace): checked again, not taken from the memo.
 select set_config('pressroom.workspace_id', pg_temp.id('A2')::text, true);

@@ -3,7 +3,7 @@
 -- connections, the OAuth flow's functions (start, take once, complete),
 -- reconnect rules, the worker's functions and the lifecycle events.
 begin;
-select plan(65);
+select plan(70);
 -- @include personas.sql
 
 -- A credential as the server hands it to SQL (the ciphertext is opaque here).
@@ -66,9 +66,23 @@ select is(
   array(select format('%s:%s', r, t) from unnest(array['pressroom_api', 'pressroom_request', 'pressroom_bi']) r,
           unnest(array['app.integration_credentials', 'app.platform_apps', 'app.oauth_states', 'app.pending_connections']) t
         where has_table_privilege(r, t, 'select, insert, update, delete, truncate, references, trigger')
-           or has_any_column_privilege(r, t, 'select, insert, update, references')
+           or (has_any_column_privilege(r, t, 'select, insert, update, references')
+               and not (r = 'pressroom_api' and t = 'app.integration_credentials'))
         order by 1),
-  '{}'::text[], 'requests, the api role and BI hold no privilege on credentials, platform apps, states or pending connections');
+  '{}'::text[], 'requests, the api role and BI hold no privilege on credentials, platform apps, states or pending connections, but for the next');
+-- 000055: the api role reads a credential's state (for the channel's connection state, as its
+-- caller: a definer there is refused on a Citus cluster), never the secret.
+select is(
+  array(select a.attname::text from pg_attribute a
+        where a.attrelid = 'app.integration_credentials'::regclass and a.attnum > 0 and not a.attisdropped
+          and (has_column_privilege('pressroom_api', a.attrelid, a.attnum, 'insert, update, references')
+               or (has_column_privilege('pressroom_api', a.attrelid, a.attnum, 'select')
+                   and a.attname not in ('workspace_id', 'organization_id', 'integration_id', 'expires_at', 'refresh_expires_at',
+                                         'refreshable', 'has_refresh_token', 'refresh_failures', 'last_refresh_error')))
+        order by 1),
+  '{}'::text[], 'the api role reads only the state columns of credentials (not ciphertext, key_version or the refresh schedule) and writes none');
+select is((select prosecdef from pg_proc where oid = 'app.integration_connection_json(uuid,uuid)'::regprocedure), false,
+  'the connection state helper runs as its caller');
 select ok(has_table_privilege('pressroom_worker', 'app.integration_credentials', 'select')
           and not has_table_privilege('pressroom_worker', 'app.integration_credentials', 'insert, update, delete')
           and not has_table_privilege('pressroom_worker', 'app.oauth_states', 'select')
@@ -166,6 +180,29 @@ select ok((select has_refresh_token and refreshable and key_version = 1 and refr
            from app.integration_credentials where integration_id = (select (r ->> 'integrationId')::uuid from done)),
   'its credential is stored, with the next refresh before expiry');
 select is(pg_temp.sqlerr($$select pg_temp.complete('s3', jsonb_build_array(pg_temp.account('1001')))$$), 'PT409 STATE_USED', 'a state completes once');
+-- As the api role in a request of A1: the state of A1's credential, never its ciphertext; in B1, nothing of A1.
+create function pg_temp.api_reads(p_sql text) returns text
+language plpgsql as $$
+declare v text;
+begin
+  set local role pressroom_api;
+  execute p_sql into v;
+  reset role;
+  return v;
+exception when others then
+  reset role;
+  return sqlstate;
+end
+$$;
+select pg_temp.act_as('A.viewer', 'A1');
+select is(pg_temp.api_reads($$select count(*)::text from app.integration_credentials where refreshable and expires_at is not null$$), '1',
+  'the api role in a request of A1 reads the state of A1''s credential');
+select is(pg_temp.api_reads($$select count(ciphertext)::text from app.integration_credentials$$), '42501',
+  'and never its ciphertext (42501)');
+select pg_temp.act_as('B.owner', 'B1');
+select is(pg_temp.api_reads($$select count(*)::text from app.integration_credentials$$), '0',
+  'in a request of another organization it reads nothing of A1''s');
+select pg_temp.act_as_owner();
 select pg_temp.act_as('A.viewer', 'A1');
 select is((select app.integration_json((r ->> 'integrationId')::uuid) - 'createdAt' - 'updatedAt' - 'id' from done),
   jsonb_build_object('connector', 'x', 'platform', 'x', 'name', 'User 1001', 'username', 'alice', 'status', 'active',

@@ -3,7 +3,7 @@
 -- (app.integration_limits_store), cleaned, engine-only, and used by app.content_item_problems
 -- and app.assert_publishable over the platform's defaults.
 begin;
-select plan(24);
+select plan(27);
 -- @include personas.sql
 -- @include content.sql
 
@@ -36,7 +36,7 @@ $$;
 create function pg_temp.codes(p_item text) returns text[]
 language sql as $$
   select coalesce(array_agg(p ->> 'field' || ':' || (p ->> 'code') order by p ->> 'field', p ->> 'code'), '{}')
-  from jsonb_array_elements(app.content_item_problems(pg_temp.id(p_item))) p
+  from jsonb_array_elements(app.content_item_problems(pg_temp.id('A1'), pg_temp.id(p_item))) p
 $$;
 
 -- Cleaning: positive integers of the known keys only.
@@ -54,7 +54,7 @@ select pg_temp.draft('m800', pg_temp.id('masto:1'), repeat('a', 800));
 select is(pg_temp.codes('m800'), '{}'::text[], 'an 800-character caption fits an instance of 1000 characters (the platform default is 500)');
 select pg_temp.draft('m1001', pg_temp.id('masto:1'), repeat('a', 1001));
 select is(pg_temp.codes('m1001'), array['caption:caption_too_long'], '1001 characters are too long there');
-select matches(app.content_item_problems(pg_temp.id('m1001')) -> 0 ->> 'message', 'at most 1000 characters', 'the message names the instance''s limit');
+select matches(app.content_item_problems(pg_temp.id('A1'), pg_temp.id('m1001')) -> 0 ->> 'message', 'at most 1000 characters', 'the message names the instance''s limit');
 select is(pg_temp.sqlerr(format($$update app.content_items set status = 'scheduled', scheduled_at = now() + interval '1 hour' where id = %L$$, pg_temp.id('m800'))),
   'ok', 'and the 800-character post can be scheduled (app.assert_publishable)');
 
@@ -66,7 +66,7 @@ update app.content_items set own_media = true where id = pg_temp.id('m6img');
 insert into app.content_item_media (content_item_id, media_id, workspace_id, organization_id, position)
 select pg_temp.id('m6img'), pg_temp.id('img' || n), pg_temp.id('A1'), pg_temp.id('A'), n - 1 from generate_series(1, 6) n;
 select is(pg_temp.codes('m6img'), '{}'::text[], 'six images on an instance that takes six (the platform default is four)');
-select is(((app.integration_platform_rules('mastodon', pg_temp.id('masto:1'))).media_rules ->> 'maxVideos')::int, 1,
+select is(((app.integration_platform_rules('mastodon', pg_temp.id('A1'), pg_temp.id('masto:1'))).media_rules ->> 'maxVideos')::int, 1,
   'the platform''s one video per post stays');
 
 -- Reconnect with other limits: replaced; a reconnect without `limits` keeps them.
@@ -92,10 +92,19 @@ select lives_ok($$select app.integration_limits_store(pg_temp.id('masto:1'), nul
 reset role;
 select is(pg_temp.codes('m800'), array['caption:caption_too_long'], 'no limits: the platform default (500) again');
 
--- Engine-only: a request sees no limits row and cannot write one.
+-- Written by the engine only: a request reads its own workspace's limits (no secret; the
+-- platform-rule check runs as its caller, 000056) and cannot write one; another organization's
+-- request reads none of them.
 select pg_temp.save('2', '{"captionMaxLength": 1000}');
 select pg_temp.act_as('A.manager', 'A1');
-select is(pg_temp.sqlerr($$select count(*) from app.integration_limits$$), '42501', 'requests cannot read the limits table');
+select is((select count(*)::int from app.integration_limits where integration_id = pg_temp.id('masto:2')), 1,
+  'a request reads its workspace''s limits');
+select is(pg_temp.sqlerr(format($$update app.integration_limits set limits = '{"captionMaxLength": 5}' where integration_id = %L$$, pg_temp.id('masto:2'))),
+  '42501', 'and cannot change them');
+select is(pg_temp.sqlerr($$insert into app.integration_limits (workspace_id, integration_id, organization_id, limits) select workspace_id, integration_id, organization_id, limits from app.integration_limits$$),
+  '42501', 'nor write any');
+select pg_temp.act_as('B.owner', 'B1');
+select is((select count(*)::int from app.integration_limits), 0, 'another organization''s request reads none');
 select pg_temp.act_as_owner();
 
 -- One token store: a connected account's replies use its credentials, so a hand-set platform

@@ -110,17 +110,17 @@ select is(pg_temp.sqlerr(format($$update app.content_items set caption = repeat(
   'PT400 VALIDATION_FAILED', 'a draft promoted to scheduled is held to the platform rules (281 characters on X)');
 select is(pg_temp.sqlerr(format($$update app.content_items set caption = repeat('x', 281) where id = %L$$, pg_temp.id('rules:x'))),
   'ok', 'a draft is not held to the platform rules');
-select is(app.content_item_problems(pg_temp.id('rules:x'), 'p.') -> 0 ->> 'field', null, 'content_item_problems of a fine X draft is empty');
+select is(app.content_item_problems(pg_temp.id('A1'), pg_temp.id('rules:x'), 'p.') -> 0 ->> 'field', null, 'content_item_problems of a fine X draft is empty');
 
 select pg_temp.draft('rules:insta', 'ig:A1.insta');
 select is(
-  (select array_agg(p ->> 'code' order by p ->> 'code') from jsonb_array_elements(app.content_item_problems(pg_temp.id('rules:insta'))) p),
+  (select array_agg(p ->> 'code' order by p ->> 'code') from jsonb_array_elements(app.content_item_problems(pg_temp.id('A1'), pg_temp.id('rules:insta'))) p),
   array['media_required'], 'Instagram without media: media_required');
 insert into app.content_item_media (content_item_id, media_id, workspace_id, organization_id, position)
 values (pg_temp.id('rules:insta'), pg_temp.id('media:A1.huge'), pg_temp.id('A1'), pg_temp.id('A'), 0);
 update app.content_items set own_media = true where id = pg_temp.id('rules:insta');
 select is(
-  (select array_agg(p ->> 'field' || ':' || (p ->> 'code') order by p ->> 'code') from jsonb_array_elements(app.content_item_problems(pg_temp.id('rules:insta'))) p),
+  (select array_agg(p ->> 'field' || ':' || (p ->> 'code') order by p ->> 'code') from jsonb_array_elements(app.content_item_problems(pg_temp.id('A1'), pg_temp.id('rules:insta'))) p),
   array['mediaIds.0:media_too_large'], 'Instagram with a 20 MB image: media_too_large on mediaIds.0');
 select is(pg_temp.sqlerr(format($$update app.content_items set status = 'scheduled', scheduled_at = now() + interval '1 hour' where id = %L$$, pg_temp.id('rules:insta'))),
   'PT400 VALIDATION_FAILED', 'and it cannot be scheduled');
@@ -132,7 +132,7 @@ insert into app.content_item_media (content_item_id, media_id, workspace_id, org
   (pg_temp.id('rules:pin'), pg_temp.id('media:A1.video'), pg_temp.id('A1'), pg_temp.id('A'), 1);
 select is(
   (select array_agg(x order by x) from (select p ->> 'field' || ':' || (p ->> 'code') as x
-                                        from jsonb_array_elements(app.content_item_problems(pg_temp.id('rules:pin'))) p) q),
+                                        from jsonb_array_elements(app.content_item_problems(pg_temp.id('A1'), pg_temp.id('rules:pin'))) p) q),
   array['mediaIds:mixed_media_not_allowed', 'mediaIds:too_many_media', 'settings.boardId:required_setting_missing'],
   'Pinterest: one entry per problem (too many media, mixed kinds, missing boardId)');
 select is(

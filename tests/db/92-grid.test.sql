@@ -4,7 +4,7 @@
 -- published tiles fixed, swap media (versions recorded), cover, promote, the
 -- placement trigger for content written by the content routes, and roles.
 begin;
-select plan(82);
+select plan(84);
 
 -- @include personas.sql
 -- @include content.sql
@@ -171,7 +171,7 @@ select is((current_setting('grid.move')::jsonb -> 'tile' ->> 'position')::int, 0
 select is(pg_temp.grid_ids('ig:A1.insta'),
   array[pg_temp.tile_of(pg_temp.v('s3')), pg_temp.tile_of(pg_temp.v('s1')), pg_temp.v('p1'), pg_temp.tile_of(pg_temp.v('s2')),
         pg_temp.tile_of(pg_temp.v('d1')), pg_temp.v('p2')], 'the grid in its new order');
-select ok((select bool_and(app.grid_in_time_order(t.id)) from app.grid_tiles t join app.content_items i on i.id = t.content_item_id
+select ok((select bool_and(app.grid_in_time_order(t.workspace_id, t.id)) from app.grid_tiles t join app.content_items i on i.id = t.content_item_id
            where i.status = 'scheduled'), 'every scheduled tile agrees with its time');
 
 -- Moving a scheduled tile past the draft (to the end): times rotate the other way.
@@ -190,7 +190,7 @@ select is(pg_temp.sqlerr($$select api.move_grid_tile(pg_temp.id('ig:A1.insta'), 
 
 -- Content routes: a reschedule places the tile by its new time.
 select lives_ok($$select api.schedule_content(pg_temp.v('s1'), now() + interval '40 hours')$$, 'reschedule through the content route');
-select ok((select bool_and(app.grid_in_time_order(t.id)) from app.grid_tiles t join app.content_items i on i.id = t.content_item_id
+select ok((select bool_and(app.grid_in_time_order(t.workspace_id, t.id)) from app.grid_tiles t join app.content_items i on i.id = t.content_item_id
            where i.status = 'scheduled'), 'the rescheduled tile moved to agree with its time');
 select ok(array_position(pg_temp.grid_ids('ig:A1.insta'), pg_temp.tile_of(pg_temp.v('s1')))
         > array_position(pg_temp.grid_ids('ig:A1.insta'), pg_temp.tile_of(pg_temp.v('s3'))), 'now after the last scheduled one');
@@ -204,7 +204,7 @@ set constraints app.content_items_70_grid_tile deferred;
 select set_config('grid.s4', pg_temp.schedule_insta(60)::text, true);
 select is(pg_temp.tile_of(pg_temp.v('s4')), null, 'deferred: no tile before commit');
 set constraints app.content_items_70_grid_tile immediate;
-select ok(pg_temp.tile_of(pg_temp.v('s4')) is not null and app.grid_in_time_order(pg_temp.tile_of(pg_temp.v('s4'))),
+select ok(pg_temp.tile_of(pg_temp.v('s4')) is not null and app.grid_in_time_order(pg_temp.id('A1'), pg_temp.tile_of(pg_temp.v('s4'))),
   'at commit the edition has its tile, placed by time');
 
 ------------------------------------------------------------------------------
@@ -229,7 +229,7 @@ select is(pg_temp.sqlerr($$select api.update_grid_tile(pg_temp.id('ig:A1.insta')
 ------------------------------------------------------------------------------
 select lives_ok($$select api.swap_grid_tile_media(pg_temp.id('ig:A1.insta'), pg_temp.v('p1'), pg_temp.tile_of(pg_temp.v('s3')))$$,
   'swap a placeholder''s media with a scheduled edition''s');
-select is(app.content_item_media_ids(pg_temp.v('s3'), (select root_id from app.content_items where id = pg_temp.v('s3')), true),
+select is(app.content_item_media_ids((select workspace_id from app.content_items where id = pg_temp.v('s3')), pg_temp.v('s3'), (select root_id from app.content_items where id = pg_temp.v('s3')), true),
   array[pg_temp.id('media:A1.video')], 'the edition has the placeholder''s media');
 select is((select array_agg(media_id) from app.grid_tile_media where tile_id = pg_temp.v('p1')), array[pg_temp.id('media:A1.img')],
   'the placeholder has the edition''s');
@@ -270,7 +270,7 @@ select is((select status || ' ' || coalesce(r.caption, '') from app.content_item
 select pg_temp.act_as_owner();
 select ok(pg_temp.job_start((current_setting('grid.promote')::jsonb -> 'tile' ->> 'contentId')::uuid) is not null, 'with its publish job');
 select pg_temp.act_as('A.editor', 'A1');
-select ok(app.grid_in_time_order(pg_temp.v('p2')), 'placed by its time among the scheduled tiles');
+select ok(app.grid_in_time_order(pg_temp.id('A1'), pg_temp.v('p2')), 'placed by its time among the scheduled tiles');
 select is(pg_temp.sqlerr($$select api.delete_grid_tile(pg_temp.id('ig:A1.insta'), pg_temp.v('p2'))$$), 'PT400 GRID_TILE_NOT_PLACEHOLDER',
   'an edition tile is not deleted here');
 select lives_ok($$select api.delete_grid_tile(pg_temp.id('ig:A1.insta'), pg_temp.v('p1'))$$, 'a placeholder is deleted');
@@ -329,6 +329,14 @@ select is(pg_temp.sqlerr($$select api.get_grid(pg_temp.id('ig:A1.li'), 10, null)
 select pg_temp.act_as_owner();
 select throws_ok(format($$update app.grid_tiles set position_key = (select position_key from app.grid_tiles where id = %L) where id = %L$$,
   pg_temp.tile_of(pg_temp.v('d1')), pg_temp.tile_of(pg_temp.v('s3'))), '23505', null, 'two tiles never share a position');
+
+-- 000057: the workspace's grid writes lock its row of app.grid_locks (a workspace table, on the
+-- workspace's shard on a cluster), made on first use; one row per workspace.
+select pg_temp.act_as_owner();
+select is((select array_agg(workspace_id order by workspace_id) from app.grid_locks where workspace_id = pg_temp.id('A1')),
+  array[pg_temp.id('A1')], 'A1''s grid writes made and locked its one row of app.grid_locks');
+select ok(not exists (select 1 from pg_proc where oid = to_regprocedure('app.grid_lock(uuid)')),
+  'the lock by channel (a row of app.workspaces, a reference table on a cluster) is gone');
 
 select * from finish();
 rollback;

@@ -197,7 +197,7 @@ select is((select count(*)::int from app.grid_tiles t join app.content_items i o
            join app.workbench_rows w on w.content_root_id = i.root_id
            where w.id in (select pg_temp.ref('batch' || n) from generate_series(1, 6) n) and t.position_key is not null), 6,
   'each has its tile');
-select ok((select bool_and(app.grid_in_time_order(t.id)) from app.grid_tiles t join app.content_items i on i.id = t.content_item_id
+select ok((select bool_and(app.grid_in_time_order(t.workspace_id, t.id)) from app.grid_tiles t join app.content_items i on i.id = t.content_item_id
            where t.integration_id = pg_temp.id('ig:A1.x') and i.status = 'scheduled'),
   'every scheduled tile of the channel is in time order (checked against all of them)');
 
