@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import type { DatabaseTransactionConnection, SerializableValue } from 'slonik';
 import type { Config } from '../config.ts';
 import { jsonResult, sql } from '../db/pool.ts';
+import { isDistributed } from '../db/topology.ts';
 import type { AppDeps } from '../deps.ts';
 import type { ConnectorRegistry } from '../platforms/index.ts';
 import { vaultOf, type CredentialService } from '../platforms/credentials.ts';
@@ -393,11 +394,16 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
         connectors: deps.connectors,
         credentials: deps.credentials,
       };
-      // One short transaction with the request's context.
+      // One short transaction with the request's context. On a Citus cluster it ends by applying
+      // the jobs its triggers queued on the workers (api.drain_job_outbox, server/db/topology.ts), so
+      // they commit with the change and a refusal fails the request.
+      const distributed = await isDistributed(pool);
       const inTransaction = <T>(fn: (ctx: HandlerContext) => Promise<T>): Promise<T> =>
         pool.transaction(async (tx) => {
           await setContext(tx, principal, workspaceId, role, requestId);
-          return fn({ ...base, tx, call: (fragment) => tx.oneFirst(sql.type(jsonResult)`select ${fragment} as result`) });
+          const out = await fn({ ...base, tx, call: (fragment) => tx.oneFirst(sql.type(jsonResult)`select ${fragment} as result`) });
+          if (distributed) await tx.query(sql.unsafe`select api.drain_job_outbox()`);
+          return out;
         });
       // The answer, and the Idempotency-Key's record of it in the same transaction.
       const answer = async (ctx: HandlerContext, r: HandlerResult) => {

@@ -3,6 +3,7 @@ import type { DatabasePool } from 'slonik';
 import { sql } from '../db/pool.ts';
 import { asWorker } from '../db/worker.ts';
 import type { AppDeps } from '../deps.ts';
+import { startOutboxSweep } from '../db/topology.ts';
 import { registerAnalyticsJobs } from './analytics.ts';
 import { registerCredentialJobs } from './credentials.ts';
 import { registerInboxJobs } from './inbox.ts';
@@ -49,12 +50,15 @@ export async function startWorker(deps: AppDeps, opts: { ownerUrl: string }) {
   await registerReviewJobs(boss, pool, log); // reviews: expiry
   await registerInboxJobs(boss, deps);
   const lifecycle = await registerLifecycleJobs(boss, deps, { listenUrl: opts.ownerUrl }); // lifecycle webhooks
+  // On a Citus cluster: the jobs that triggers on workers queued through their workspace's outbox.
+  const stopSweep = await startOutboxSweep(pool, log);
   // Upkeep that must not wait for the first cron tick.
   await maintenance.ensureAuditPartitions(pool);
   return {
     boss,
     /** Stops fetching, lets running jobs finish (up to timeoutMs), then closes. */
     stop: async (timeoutMs: number) => {
+      await stopSweep();
       await lifecycle.stop();
       await boss.stop({ graceful: true, timeout: timeoutMs, close: true });
     },
