@@ -88,10 +88,12 @@ Administrator's commands (the database, no server needed; \`pressroom admin <com
                   migrating, and again after a migration that adds a table; tables
                   already distributed are left alone. Prints {citusVersion, workers,
                   distributed: {now, before}, reference: {now, before},
-                  foreignKeysRemade, shardCount, settings, workersWithoutLogin}:
-                  the last lists, per worker, the internal roles that cannot log in
-                  there, which the service needs (run after every migration too).
-                  CITUS_NOT_INSTALLED without Citus.
+                  foreignKeysRemade, shardCount, settings, workersWithoutLogin,
+                  functions: {propagated, grantsMended}}: workersWithoutLogin lists,
+                  per worker, the internal roles that cannot log in there, which the
+                  service needs; functions, those given to the workers now and those
+                  whose grants there were made the coordinator's (run it after every
+                  migration too). CITUS_NOT_INSTALLED without Citus.
   migrate         Applies pending migrations (every command does this first).
   mcp             Runs the MCP server for AI agents on stdin/stdout (docs/mcp.md);
                   PRESSROOM_URL and PRESSROOM_API_KEY from the environment.

@@ -20,7 +20,7 @@
 // tests/db/10-distributable.test.sql keeps them distributable.
 //
 // Idempotent: tables already distributed as wanted are left as they are; a
-// table Citus holds otherwise (a citus-local table, or distributed by another
+// table Citus holds otherwise (a citus-local table someone made so, or distributed by another
 // column) is refused with its name, as is a database without Citus.
 import type pg from 'pg';
 
@@ -52,6 +52,12 @@ export interface DistributeResult {
    * this is checked on every run (docs/citus.md, "Distributing").
    */
   workersWithoutLogin: WorkerLogins[];
+  /**
+   * The functions of app, api and audit that Citus did not have on the workers and were given to
+   * them now (`propagated`), and those whose grants on some worker differed from the
+   * coordinator's and were made the same (`grantsMended`). See propagateFunctions.
+   */
+  functions: { propagated: string[]; grantsMended: string[] };
 }
 
 /** A worker where internal roles cannot log in: those roles, or why the check could not run there. */
@@ -72,6 +78,69 @@ async function workersWithoutLogin(client: pg.ClientBase): Promise<WorkerLogins[
     if (!w.success) return [{ node: w.node, roles: [], error: w.result }];
     return w.result ? [{ node: w.node, roles: w.result.split(',') }] : [];
   });
+}
+
+/** The schemas whose functions the service runs, on the coordinator and (in queries and triggers on shards) on the workers. */
+const FUNCTION_SCHEMAS = ['app', 'api', 'audit'];
+
+/**
+ * Gives the workers every function of FUNCTION_SCHEMAS, with the coordinator's grants.
+ *
+ * Citus creates a function on the workers when it is created on the coordinator, unless it depends
+ * on a table Citus does not hold yet: a function created by the migrations before this step that
+ * takes or returns a table's row (`app.content_edition_json(app.content_items)`, 106 of them when
+ * measured) stays on the coordinator only, and a query on a shard that calls it fails there
+ * (`function app.content_edition_json(app.content_items) does not exist`). Each such function is
+ * given to the workers with create_distributed_function (no distribution argument: created on
+ * every node, no call delegation), in passes, since a worker checks a SQL function's body against
+ * the functions it already has.
+ *
+ * A function Citus creates on a worker gets the grants it knew of, and PUBLIC's default EXECUTE:
+ * the migrations' `revoke all ... from public` ran before, or (for a function a later migration
+ * replaces) only on the coordinator. So each function's grants are compared across the nodes, and
+ * where a worker's differ the coordinator's are given again (REVOKE from PUBLIC, then each GRANT),
+ * which Citus carries to every worker.
+ */
+async function propagateFunctions(client: pg.ClientBase): Promise<{ propagated: string[]; grantsMended: string[] }> {
+  const schemas = FUNCTION_SCHEMAS.map((n) => `'${n}'::regnamespace`).join(', ');
+  const missing = (await client.query<{ fn: string }>(
+    `select p.oid::regprocedure::text as fn from pg_proc p
+      where p.pronamespace in (${schemas}) and p.prokind = 'f'
+        and not exists (select 1 from pg_dist_object o where o.classid = 'pg_proc'::regclass and o.objid = p.oid)
+      order by 1`)).rows.map((r) => r.fn);
+  // A SQL function's body is checked as it is created on a worker, so one that calls another not
+  // there yet fails: passes until nothing is left, or a pass gives nothing (then the first error).
+  let left = missing;
+  while (left.length > 0) {
+    const failed: { fn: string; error: unknown }[] = [];
+    for (const fn of left) {
+      await client.query(`select create_distributed_function($1)`, [fn]).catch((error: unknown) => failed.push({ fn, error }));
+    }
+    if (failed.length === left.length) throw failed[0].error;
+    left = failed.map((f) => f.fn);
+  }
+
+  const acls = `select coalesce(json_object_agg(p.oid::regprocedure::text, coalesce(p.proacl::text, '')), '{}')
+                  from pg_proc p where p.pronamespace in (${schemas}) and p.prokind = 'f'`;
+  const mine = JSON.parse((await client.query<{ j: string }>(`select (${acls})::text as j`)).rows[0].j) as Record<string, string>;
+  const theirs = (await client.query<{ success: boolean; result: string }>(`select success, result from run_command_on_workers($1)`, [acls])).rows;
+  const differing = new Set<string>();
+  for (const w of theirs) {
+    if (!w.success) throw new Error(`reading the functions' grants on a worker failed: ${w.result}`);
+    const acl = JSON.parse(w.result) as Record<string, string>;
+    for (const [fn, a] of Object.entries(mine)) if (acl[fn] !== undefined && acl[fn] !== a) differing.add(fn);
+  }
+  const grantsMended = [...differing].sort();
+  for (const fn of grantsMended) {
+    const grants = (await client.query<{ sql: string }>(
+      `select format('grant %s on function %s to %s', a.privilege_type, $1, quote_ident(r.rolname)) as sql
+         from aclexplode((select proacl from pg_proc where oid = $1::regprocedure)) a
+         join pg_roles r on r.oid = a.grantee
+        where a.grantee <> (select proowner from pg_proc where oid = $1::regprocedure)`, [fn])).rows;
+    await client.query(`revoke all on function ${fn} from public`);
+    for (const g of grants) await client.query(g.sql);
+  }
+  return { propagated: missing, grantsMended };
 }
 
 /**
@@ -97,6 +166,12 @@ interface AppTable {
   /** What Citus holds it as: distributed (by column), reference, citus-local, or null (local). */
   state: string | null;
   column: string | null;
+  /**
+   * A citus-local table Citus made so by itself: a table a later migration creates with a foreign
+   * key to a reference table (app.workspaces, app.organizations) becomes one at once. This step
+   * distributes it (or makes it a reference table) as it does a local table.
+   */
+  autoConverted: boolean;
 }
 
 /**
@@ -108,9 +183,9 @@ export const CITUS_TABLE_STATE = `case when p.partmethod = 'h' then 'distributed
                  when p.partmethod = 'n' then 'citus-local' end`;
 
 async function appTables(client: pg.ClientBase): Promise<AppTable[]> {
-  const r = await client.query<{ name: string; workspace: boolean; state: string | null; column: string | null }>(
+  const r = await client.query<AppTable>(
     `select c.oid::regclass::text as name, app.is_workspace_table(c.oid) as workspace,
-            ${CITUS_TABLE_STATE} as state,
+            ${CITUS_TABLE_STATE} as state, coalesce(p.autoconverted, false) as "autoConverted",
             case when p.partmethod = 'h' then column_to_column_name(p.logicalrelid, p.partkey) end as column
        from pg_class c
        left join pg_dist_partition p on p.logicalrelid = c.oid
@@ -131,7 +206,7 @@ export async function distributeSchema(client: pg.ClientBase): Promise<Distribut
 
   const before = await appTables(client);
   const held = before.filter((t) =>
-    t.state === 'citus-local' ||
+    (t.state === 'citus-local' && !t.autoConverted) ||
     (t.workspace && t.state === 'reference') ||
     (t.workspace && t.state === 'distributed' && t.column !== 'workspace_id') ||
     (!t.workspace && t.state === 'distributed'));
@@ -140,15 +215,17 @@ export async function distributeSchema(client: pg.ClientBase): Promise<Distribut
       `Citus already holds ${held.map((t) => `${t.name} as ${t.state}${t.column ? ` by ${t.column}` : ''}`).join(', ')}; undistribute them (undistribute_table) and run distribute again.`,
       { tables: held.map((t) => ({ table: t.name, state: t.state, column: t.column })) });
   }
-  const toDistribute = before.filter((t) => t.workspace && t.state === null).map((t) => t.name);
-  const toReference = before.filter((t) => !t.workspace && t.state === null).map((t) => t.name);
+  const mine = (t: AppTable) => t.state === null || (t.state === 'citus-local' && t.autoConverted);
+  const toDistribute = before.filter((t) => t.workspace && mine(t)).map((t) => t.name);
+  const toReference = before.filter((t) => !t.workspace && mine(t)).map((t) => t.name);
   const database = (await client.query<{ d: string }>(`select current_database() as d`)).rows[0].d;
   for (const [name, value] of Object.entries(DATABASE_SETTINGS)) {
     await client.query(`alter database ${quoteIdent(database)} set ${name} = ${quoteLiteral(value)}`);
   }
   const logins = await workersWithoutLogin(client);
+  let functions = { propagated: [] as string[], grantsMended: [] as string[] };
   const result = (foreignKeysRemade: number, shardCount: number | null): DistributeResult => ({
-    citusVersion, workers, foreignKeysRemade, shardCount, settings: { ...DATABASE_SETTINGS }, workersWithoutLogin: logins,
+    citusVersion, workers, foreignKeysRemade, shardCount, settings: { ...DATABASE_SETTINGS }, workersWithoutLogin: logins, functions,
     distributed: { now: toDistribute, before: before.filter((t) => t.state === 'distributed').map((t) => t.name) },
     reference: { now: toReference, before: before.filter((t) => t.state === 'reference').map((t) => t.name) },
   });
@@ -157,7 +234,10 @@ export async function distributeSchema(client: pg.ClientBase): Promise<Distribut
       `select max(shard_count)::int as n from citus_tables where table_name::text like 'app.%' and citus_table_type = 'distributed'`);
     return r.rows[0].n;
   };
-  if (toDistribute.length === 0 && toReference.length === 0) return result(0, await shards());
+  if (toDistribute.length === 0 && toReference.length === 0) {
+    functions = await propagateFunctions(client);
+    return result(0, await shards());
+  }
 
   await client.query('begin');
   try {
@@ -182,6 +262,9 @@ export async function distributeSchema(client: pg.ClientBase): Promise<Distribut
     }
     for (const fk of fks) await client.query(`alter table ${fk.tbl} add constraint ${quoteIdent(fk.name)} ${fk.def}`);
     await client.query('commit');
+    // After the tables: a function that takes a table's row can be created on the workers only once
+    // the table is Citus's.
+    functions = await propagateFunctions(client);
     return result(fks.length, await shards());
   } catch (e) {
     await client.query('rollback').catch(() => {});

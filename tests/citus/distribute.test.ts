@@ -28,6 +28,7 @@ interface Distributed {
   shardCount: number | null;
   settings: Record<string, string>;
   workersWithoutLogin: { node: string; roles: string[] }[];
+  functions: { propagated: string[]; grantsMended: string[] };
 }
 
 /** `pressroom distribute` as an operator runs it (tests/citus/support.ts). */
@@ -108,6 +109,21 @@ describe('pressroom distribute', () => {
     }
   });
 
+  it('gives every worker every function of app, api and audit, with the coordinator\'s grants', async () => {
+    // Before the step, a function that takes a table's row was on the coordinator only.
+    expect(first.functions.propagated).toContain('app.content_edition_json(app.content_items)');
+    const acls = `select coalesce(json_object_agg(p.oid::regprocedure::text, coalesce(p.proacl::text, '')), '{}')::text
+                    from pg_proc p where p.pronamespace in ('app'::regnamespace, 'api'::regnamespace, 'audit'::regnamespace) and p.prokind = 'f'`;
+    const mine = JSON.parse((await owner.query<{ j: string }>(`select (${acls}) as j`)).rows[0].j) as Record<string, string>;
+    expect(Object.keys(mine).length).toBeGreaterThan(700);
+    const workers = (await owner.query<{ success: boolean; result: string }>(`select success, result from run_command_on_workers($1)`, [acls])).rows;
+    expect(workers).toHaveLength(2);
+    for (const w of workers) {
+      expect(w.success, w.result).toBe(true);
+      expect(JSON.parse(w.result)).toEqual(mine);
+    }
+  });
+
   it('keeps every foreign key, as it was written', async () => {
     expect(await foreignKeys()).toEqual(foreignKeysBefore);
   });
@@ -141,6 +157,24 @@ describe('pressroom distribute', () => {
     expect(out.foreignKeysRemade).toBe(0);
     expect(await foreignKeys()).toEqual(foreignKeysBefore);
   }, 120_000);
+
+  it('after a migration that adds a workspace table (which Citus makes citus-local at once), distributes it on the next run', async () => {
+    await owner.query(`create table app.probe_later (
+      workspace_id uuid not null references app.workspaces (id) on delete cascade,
+      organization_id uuid not null references app.organizations (id) on delete cascade,
+      id uuid not null default gen_random_uuid(), primary key (id, workspace_id))`);
+    const held = await owner.query<{ autoconverted: boolean }>(
+      `select autoconverted from pg_dist_partition where logicalrelid = 'app.probe_later'::regclass and partmethod = 'n'`);
+    expect(held.rows).toEqual([{ autoconverted: true }]);
+    try {
+      const { out } = await distribute();
+      expect(out.distributed.now).toEqual(['app.probe_later']);
+      const r = await owner.query(`select distribution_column as column from citus_tables where table_name = 'app.probe_later'::regclass`);
+      expect(r.rows).toEqual([{ column: 'workspace_id' }]);
+    } finally {
+      await owner.query(`drop table app.probe_later`);
+    }
+  }, 180_000);
 
   it('names the internal roles that cannot log in on a worker (as after a migration), until they can again', async () => {
     // On one worker, over a connection of its own (a role is the whole node's: the change is
