@@ -8,9 +8,13 @@
 // CITUS_KEEP_DB=1 keeps the database afterwards.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import pg from 'pg';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate } from '../../server/db/migrate.ts';
+import { openPool } from '../../server/db/pool.ts';
+import { startOutboxSweep } from '../../server/db/topology.ts';
+import { createLogger } from '../../server/log.ts';
 import { client } from '../support/http.ts';
 import { cluster, clusterDatabase, distributeCli, ROOT } from './support.ts';
 
@@ -64,6 +68,8 @@ describe('the service on a distributed database', () => {
   const password = 'correct horse battery staple';
   let session = '';
   let ws = '';
+  let channel = '';
+  let scheduledId = '';
 
   it('signs up an organization and lists its workspace with the session', async () => {
     const signup = await api.post('/v1/auth/signup', { email: 'ada@example.com', password, organizationName: 'Acme', workspaceName: 'Marketing' });
@@ -106,5 +112,96 @@ describe('the service on a distributed database', () => {
     const revoked = await api.delete(`/v1/workspaces/${ws}/api-keys/${created.body.data.id}`, { token: session });
     expect(revoked.status, JSON.stringify(revoked.body)).toBe(200);
     expect((await api.get('/v1/workspaces', { token: key })).status).toBe(401);
+  });
+
+  it('connects a sandbox channel, which is then listed and read with its connection state', async () => {
+    // The channel is written as the api functions' owner and answered by helpers that run as it
+    // (migration 000055): Citus refuses a shard written in the transaction by another role.
+    const created = await api.post(`/v1/workspaces/${ws}/integrations`, { connector: 'sandbox', platform: 'x', name: 'Acme on X (sandbox)' }, { token: session });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(created.body.data).toMatchObject({ connector: 'sandbox', platform: 'x', connectionState: 'ok', rules: expect.any(Object) });
+    const listed = await api.get(`/v1/workspaces/${ws}/integrations`, { token: session });
+    expect(listed.status, JSON.stringify(listed.body)).toBe(200);
+    expect(listed.body.data.map((c: { id: string }) => c.id)).toEqual([created.body.data.id]);
+    const read = await api.get(`/v1/workspaces/${ws}/integrations/${created.body.data.id}`, { token: session });
+    expect(read.status, JSON.stringify(read.body)).toBe(200);
+    expect(read.body.data).toMatchObject({ id: created.body.data.id, name: 'Acme on X (sandbox)', connectionState: 'ok' });
+    channel = created.body.data.id;
+  });
+
+  it('writes a draft for the channel, which the content list and the content route show', async () => {
+    // The edition's triggers run on its workspace's shard and read only that shard (000056, 000057):
+    // the channel, the version record, the list counters, the grid tile.
+    const created = await api.post(`/v1/workspaces/${ws}/content`, { intent: 'draft', caption: 'Hello from Pressroom', channels: [{ integrationId: channel }] }, { token: session });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const edition = created.body.data.editions[0];
+    expect(edition).toMatchObject({ status: 'draft', integrationId: channel });
+    const list = await api.get(`/v1/workspaces/${ws}/content?status=draft`, { token: session });
+    expect(list.status, JSON.stringify(list.body)).toBe(200);
+    expect(list.body).toMatchObject({ data: [expect.objectContaining({ id: edition.id, caption: 'Hello from Pressroom', version: 1 })], meta: { total: 1 } });
+    const read = await api.get(`/v1/workspaces/${ws}/content/${edition.id}`, { token: session });
+    expect(read.status, JSON.stringify(read.body)).toBe(200);
+    expect(read.body.data).toMatchObject({ id: edition.id, status: 'draft' });
+  });
+
+  it('schedules a post, and "publish now" one: their publish jobs are queued on the coordinator through the workspace\'s outbox', async () => {
+    // The publish job is queued by a trigger on the workspace's shard, on a worker without
+    // pg-boss: it goes to app.job_outbox there, and the request applies it before it commits (000058).
+    const at = new Date(Date.now() + 3_600_000).toISOString();
+    const scheduled = await api.post(`/v1/workspaces/${ws}/content`, { intent: 'schedule', scheduledAt: at, caption: 'Hello from Pressroom', channels: [{ integrationId: channel }] }, { token: session });
+    expect(scheduled.status, JSON.stringify(scheduled.body)).toBe(201);
+    // Scheduled at the request's time, which the trigger on the worker reads too (000059).
+    const now = await api.post(`/v1/workspaces/${ws}/content`, { intent: 'publish_now', caption: 'Now from Pressroom', channels: [{ integrationId: channel }] }, { token: session });
+    expect(now.status, JSON.stringify(now.body)).toBe(201);
+    const ids = [scheduled.body.data.editions[0].id, now.body.data.editions[0].id];
+    const owner = new pg.Client({ connectionString: ownerUrl });
+    await owner.connect();
+    try {
+      const jobs = await owner.query<{ id: string; state: string; start_after: Date; scheduled_at: Date }>(
+        `select i.id, j.state::text as state, j.start_after, i.scheduled_at from app.content_items i
+           join pgboss.job j on j.name = 'content.publish' and j.id = i.publish_job_id
+          where i.workspace_id = $1 and i.id = any ($2::uuid[]) order by i.scheduled_at desc`, [ws, ids]);
+      expect(jobs.rows.map((r) => r.id)).toEqual(ids);
+      expect(jobs.rows[0]).toMatchObject({ state: 'created' });
+      expect(jobs.rows[0].start_after.toISOString()).toBe(at);
+      expect((await owner.query(`select count(*)::int as n from app.job_outbox`)).rows[0].n).toBe(0);
+    } finally {
+      await owner.end();
+    }
+    const list = await api.get(`/v1/workspaces/${ws}/content?status=scheduled`, { token: session });
+    expect(list.status, JSON.stringify(list.body)).toBe(200);
+    expect(list.body.data.map((c: { id: string }) => c.id).sort()).toEqual([...ids].sort());
+    scheduledId = ids[0];
+  });
+
+  it('a change made outside a request leaves its job operations in the outbox, which the worker\'s sweep applies', async () => {
+    // As an operator's SQL would: the edition moved by an hour, on the coordinator, outside any request.
+    const owner = new pg.Client({ connectionString: ownerUrl });
+    await owner.connect();
+    const pool = await openPool(ownerUrl, 2);
+    let stop: (() => Promise<void>) | null = null;
+    try {
+      const before = (await owner.query<{ job: string }>(`select publish_job_id as job from app.content_items where workspace_id = $1 and id = $2`, [ws, scheduledId])).rows[0].job;
+      const at = new Date(Date.now() + 7_200_000);
+      await owner.query(`update app.content_items set scheduled_at = $3 where workspace_id = $1 and id = $2`, [ws, scheduledId, at]);
+      const waiting = await owner.query<{ op: string; job_id: string }>(`select op, job_id from app.job_outbox where workspace_id = $1 order by seq`, [ws]);
+      const after = (await owner.query<{ job: string }>(`select publish_job_id as job from app.content_items where workspace_id = $1 and id = $2`, [ws, scheduledId])).rows[0].job;
+      expect(waiting.rows).toEqual([{ op: 'cancel', job_id: before }, { op: 'send', job_id: after }]);
+      // The sweep the worker runs (server/jobs/worker.ts), on its own pool.
+      stop = await startOutboxSweep(pool, createLogger('silent'), 200);
+      const until = Date.now() + 15_000;
+      while ((await owner.query(`select 1 from app.job_outbox where workspace_id = $1`, [ws])).rowCount! > 0) {
+        if (Date.now() > until) throw new Error('the sweep did not apply the outbox within 15 s');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const jobs = await owner.query<{ id: string; state: string; start_after: Date }>(
+        `select id, state::text as state, start_after from pgboss.job where name = 'content.publish' and id = any ($1::uuid[]) order by created_on`, [[before, after]]);
+      expect(jobs.rows.map((j) => [j.id, j.state])).toEqual([[before, 'cancelled'], [after, 'created']]);
+      expect(jobs.rows[1].start_after.getTime()).toBe(at.getTime());
+    } finally {
+      await stop?.();
+      await pool.end();
+      await owner.end();
+    }
   });
 });
