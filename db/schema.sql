@@ -6314,18 +6314,23 @@ CREATE OR REPLACE FUNCTION app.compact_content_item_counts(p_workspace_id uuid)
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
 declare
-  v_rows int;
+  v_deleted jsonb;
+  v record;
 begin
   -- One compactor per workspace at a time; writers only insert and never wait.
   if not pg_try_advisory_xact_lock(hashtext('app.content_item_counts'), hashtext(p_workspace_id::text)) then
     return 0;
   end if;
-  with d as (delete from app.content_item_counts where workspace_id = p_workspace_id returning *),
-  s as (insert into app.content_item_counts (organization_id, workspace_id, integration_id, status, n)
-        select organization_id, workspace_id, integration_id, status, sum(n) from d
-        group by 1, 2, 3, 4 having sum(n) <> 0 returning 1)
-  select (select count(*) from d) into v_rows;
-  return v_rows;
+  with d as (delete from app.content_item_counts where workspace_id = p_workspace_id
+             returning organization_id, integration_id, status, n)
+  select coalesce(jsonb_agg(jsonb_build_array(organization_id, integration_id, status, n)), '[]') into v_deleted from d;
+  for v in select (e ->> 0)::uuid as organization_id, (e ->> 1)::uuid as integration_id, e ->> 2 as status,
+                  sum((e ->> 3)::bigint) as n
+           from jsonb_array_elements(v_deleted) e group by 1, 2, 3 having sum((e ->> 3)::bigint) <> 0 loop
+    insert into app.content_item_counts (organization_id, workspace_id, integration_id, status, n)
+    values (v.organization_id, p_workspace_id, v.integration_id, v.status, v.n);
+  end loop;
+  return jsonb_array_length(v_deleted);
 end
 $function$;
 alter function app.compact_content_item_counts(uuid) owner to pressroom_definer;
@@ -6340,16 +6345,19 @@ CREATE OR REPLACE FUNCTION app.compact_content_root_counts(p_workspace_id uuid)
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
 declare
-  v_rows int;
+  v_deleted jsonb;
+  v record;
 begin
   if not pg_try_advisory_xact_lock(hashtext('app.content_root_counts'), hashtext(p_workspace_id::text)) then
     return 0;
   end if;
-  with d as (delete from app.content_root_counts where workspace_id = p_workspace_id returning *),
-  s as (insert into app.content_root_counts (organization_id, workspace_id, n)
-        select organization_id, workspace_id, sum(n) from d group by 1, 2 having sum(n) <> 0 returning 1)
-  select (select count(*) from d) into v_rows;
-  return v_rows;
+  with d as (delete from app.content_root_counts where workspace_id = p_workspace_id returning organization_id, n)
+  select coalesce(jsonb_agg(jsonb_build_array(organization_id, n)), '[]') into v_deleted from d;
+  for v in select (e ->> 0)::uuid as organization_id, sum((e ->> 1)::bigint) as n
+           from jsonb_array_elements(v_deleted) e group by 1 having sum((e ->> 1)::bigint) <> 0 loop
+    insert into app.content_root_counts (organization_id, workspace_id, n) values (v.organization_id, p_workspace_id, v.n);
+  end loop;
+  return jsonb_array_length(v_deleted);
 end
 $function$;
 alter function app.compact_content_root_counts(uuid) owner to pressroom_definer;

@@ -4,7 +4,7 @@
 -- app.content_list_total answers what an exact count answers, or null for a
 -- filter it cannot serve.
 begin;
-select plan(20);
+select plan(23);
 -- @include personas.sql
 -- @include content.sql
 
@@ -82,6 +82,13 @@ select is(pg_temp.total('{"reviewState": "open"}'), null::bigint, 'a filter the 
 -- Folding changes no total.
 select ok(app.compact_content_item_counts(pg_temp.id('A1')) > 0, 'the deltas fold');
 select ok(pg_temp.matches('fold'), '... and every total is unchanged');
+-- The roots' counter folds the same way (000060: the deleted rows read back by the DELETE itself).
+create temp table roots_before as select sum(n) as n from app.content_root_counts where workspace_id = pg_temp.id('A1');
+select ok(app.compact_content_root_counts(pg_temp.id('A1')) > 0, 'the roots'' deltas fold');
+select is((select array[sum(n), count(*)] from app.content_root_counts where workspace_id = pg_temp.id('A1')),
+  array[(select n from roots_before), 1::numeric], '... into one row with the same total');
+select is(app.compact_content_item_counts(pg_temp.id('A1')), (select count(*)::int from app.content_item_counts where workspace_id = pg_temp.id('A1')),
+  'folding again reads back exactly the rows it folds');
 
 -- Deleting an organization with content (db/migrations/committed/000027-counts-on-workspace-delete.sql):
 -- its editions and roots go with it, and so do their counts.
