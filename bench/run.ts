@@ -21,13 +21,14 @@ import { grid } from './scenarios/grid.ts';
 import { reviews } from './scenarios/reviews.ts';
 import { workbench } from './scenarios/workbench.ts';
 import { webhooks } from './scenarios/webhooks.ts';
+import { citus } from './scenarios/citus.ts';
 import { readKnobs } from './lib/knobs.ts';
 import { formatReport, machineFacts, noteNoise, writeReport } from './lib/report.ts';
 import type { Scenario } from './lib/scenario.ts';
 import { openCluster } from './lib/stack.ts';
 
 /** The registry: add a scenario here (bench/scenarios/<name>.ts exporting a Scenario). */
-const scenarios: Scenario[] = [foundation, content, media, publishing, lists, analytics, grid, reviews, workbench, inbox, webhooks, platforms, policies, plpgsql];
+const scenarios: Scenario[] = [foundation, content, media, publishing, lists, analytics, grid, reviews, workbench, inbox, webhooks, platforms, policies, plpgsql, citus];
 
 function usage(): string {
   return [
