@@ -5611,7 +5611,7 @@ grant execute on function app.api_key_json(uuid,boolean) to pressroom_definer;
 grant execute on function app.api_key_json(uuid,boolean) to pressroom_worker;
 revoke all on function app.api_key_json(uuid,boolean) from public;
 
-CREATE OR REPLACE FUNCTION app.api_key_workspace_roles(p_api_key_id uuid)
+CREATE OR REPLACE FUNCTION app.api_key_workspace_roles(p_api_key_id uuid, p_workspace_id uuid DEFAULT NULL::uuid)
  RETURNS TABLE(workspace_id uuid, role text)
  LANGUAGE plpgsql
  STABLE SECURITY DEFINER
@@ -5627,18 +5627,22 @@ begin
   if v_key.id is null then
     return;
   end if;
-  v_granted := array(select g.workspace_id from app.api_key_workspaces g where g.api_key_id = p_api_key_id);
+  -- The workspaces granted to the key (app.api_key_workspaces: by workspace, its shard when given).
+  execute format($q$select array(select g.workspace_id from app.api_key_workspaces g where g.api_key_id = $1 %s)$q$,
+    case when p_workspace_id is not null then 'and g.workspace_id = $2' else '' end)
+    into v_granted using p_api_key_id, p_workspace_id;
   return query
   select c.workspace_id,
          case when app.role_rank(v_key.role) <= app.role_rank(c.role) then v_key.role else c.role end
-  from app.user_workspace_roles(v_key.created_by) c
+  from app.user_workspace_roles(v_key.created_by, p_workspace_id) c
   where c.workspace_id = any (v_granted);
 end
 $function$;
-alter function app.api_key_workspace_roles(uuid) owner to pressroom_definer;
-grant execute on function app.api_key_workspace_roles(uuid) to pressroom_api;
-grant execute on function app.api_key_workspace_roles(uuid) to pressroom_worker;
-revoke all on function app.api_key_workspace_roles(uuid) from public;
+alter function app.api_key_workspace_roles(uuid,uuid) owner to pressroom_definer;
+comment on function app.api_key_workspace_roles(uuid,uuid) is 'The workspaces an unrevoked, unexpired API key may act in: those granted to it where its creator may still act, with the lower of the key''s role and the creator''s. With p_workspace_id, that workspace only, read on its shard on a Citus cluster (000061).';
+grant execute on function app.api_key_workspace_roles(uuid,uuid) to pressroom_api;
+grant execute on function app.api_key_workspace_roles(uuid,uuid) to pressroom_worker;
+revoke all on function app.api_key_workspace_roles(uuid,uuid) from public;
 
 CREATE OR REPLACE FUNCTION app.apply_root_taxonomy(p_root app.content_roots, p_body jsonb)
  RETURNS void
@@ -8433,9 +8437,9 @@ begin
 
   if p_workspace_id is not null then
     if v_principal ->> 'actorKind' = 'api_key' then
-      select r.role into v_role from app.api_key_workspace_roles(v_key.id) r where r.workspace_id = p_workspace_id;
+      select r.role into v_role from app.api_key_workspace_roles(v_key.id, p_workspace_id) r where r.workspace_id = p_workspace_id;
     else
-      select r.role into v_role from app.user_workspace_roles(v_user.id) r where r.workspace_id = p_workspace_id;
+      select r.role into v_role from app.user_workspace_roles(v_user.id, p_workspace_id) r where r.workspace_id = p_workspace_id;
     end if;
     if v_role is null then
       return jsonb_build_object('principal', v_principal, 'error', jsonb_build_object('status', 403,
@@ -11651,8 +11655,8 @@ AS $function$
 begin
   return (
     select case
-      when p_key is not null then (select r.role from app.api_key_workspace_roles(p_key) r where r.workspace_id = p_ws)
-      else (select r.role from app.user_workspace_roles(p_user) r
+      when p_key is not null then (select r.role from app.api_key_workspace_roles(p_key, p_ws) r where r.workspace_id = p_ws)
+      else (select r.role from app.user_workspace_roles(p_user, p_ws) r
             join app.users u on u.id = p_user and u.status = 'active'
             where r.workspace_id = p_ws)
     end
@@ -16337,7 +16341,7 @@ grant execute on function app.user_json(app.users) to pressroom_definer;
 grant execute on function app.user_json(app.users) to pressroom_worker;
 revoke all on function app.user_json(app.users) from public;
 
-CREATE OR REPLACE FUNCTION app.user_workspace_roles(p_user_id uuid)
+CREATE OR REPLACE FUNCTION app.user_workspace_roles(p_user_id uuid, p_workspace_id uuid DEFAULT NULL::uuid)
  RETURNS TABLE(workspace_id uuid, role text)
  LANGUAGE plpgsql
  STABLE SECURITY DEFINER
@@ -16345,22 +16349,29 @@ CREATE OR REPLACE FUNCTION app.user_workspace_roles(p_user_id uuid)
 AS $function$
 #variable_conflict use_column
 begin
-  return query
-  select w.id, 'manager'::text
-  from app.users u
-  join app.workspaces w on w.organization_id = u.organization_id
-  where u.id = p_user_id and u.status = 'active' and u.org_role in ('owner', 'admin');
-  return query
-  select m.workspace_id, m.role
-  from app.users u
-  join app.workspace_members m on m.user_id = u.id and m.organization_id = u.organization_id
-  where u.id = p_user_id and u.status = 'active' and u.org_role = 'member';
+  -- Organization owners and admins manage every workspace of their organization (reference tables).
+  return query execute format($q$
+    select w.id, 'manager'::text
+    from app.users u
+    join app.workspaces w on w.organization_id = u.organization_id
+    where u.id = $1 and u.status = 'active' and u.org_role in ('owner', 'admin') %s$q$,
+    case when p_workspace_id is not null then 'and w.id = $2' else '' end)
+    using p_user_id, p_workspace_id;
+  -- Members have the role of their membership (app.workspace_members: by workspace, its shard).
+  return query execute format($q$
+    select m.workspace_id, m.role
+    from app.users u
+    join app.workspace_members m on m.user_id = u.id and m.organization_id = u.organization_id
+    where u.id = $1 and u.status = 'active' and u.org_role = 'member' %s$q$,
+    case when p_workspace_id is not null then 'and m.workspace_id = $2' else '' end)
+    using p_user_id, p_workspace_id;
 end
 $function$;
-alter function app.user_workspace_roles(uuid) owner to pressroom_definer;
-grant execute on function app.user_workspace_roles(uuid) to pressroom_api;
-grant execute on function app.user_workspace_roles(uuid) to pressroom_worker;
-revoke all on function app.user_workspace_roles(uuid) from public;
+alter function app.user_workspace_roles(uuid,uuid) owner to pressroom_definer;
+comment on function app.user_workspace_roles(uuid,uuid) is 'The workspaces a user may act in, with the role: every workspace of the organization as manager for an active owner or admin, the workspaces of its memberships with their role for an active member. With p_workspace_id, that workspace only, read on its shard on a Citus cluster (000061).';
+grant execute on function app.user_workspace_roles(uuid,uuid) to pressroom_api;
+grant execute on function app.user_workspace_roles(uuid,uuid) to pressroom_worker;
+revoke all on function app.user_workspace_roles(uuid,uuid) from public;
 
 CREATE OR REPLACE FUNCTION app.vault_ciphertexts(p_below_version integer)
  RETURNS jsonb

@@ -2,7 +2,7 @@
 -- last-manager rule, a key's role capped by its creator's, key visibility
 -- and revocation.
 begin;
-select plan(72);
+select plan(75);
 
 -- Organizations A and B with their personas, workspaces and keys, and the
 -- helpers pg_temp.id, pg_temp.token, pg_temp.act_as, ...:
@@ -240,5 +240,26 @@ select lives_ok(pg_temp.q($$delete from app.workspaces where id = %L$$, 'A1'),
   'deleting the workspace itself takes its members along (no LAST_MANAGER)');
 
 select pg_temp.act_as_owner();
+-- 000061: the role in one workspace, asked with the workspace (its shard on a cluster), is the
+-- role the whole list gives for it, for every user and key of the fixture and every workspace.
+select pg_temp.act_as_owner();
+select is(
+  array(select format('%s in %s: %s / %s', u.id, w.id, one.role, whole.role)
+        from app.users u cross join app.workspaces w
+        cross join lateral (select string_agg(r.role, ',') as role from app.user_workspace_roles(u.id, w.id) r) one
+        cross join lateral (select string_agg(r.role, ',') as role from app.user_workspace_roles(u.id) r where r.workspace_id = w.id) whole
+        where one.role is distinct from whole.role),
+  '{}'::text[], 'app.user_workspace_roles with a workspace gives what the whole list gives for it, for every user and workspace');
+select is(
+  array(select format('%s in %s: %s / %s', k.id, w.id, one.role, whole.role)
+        from app.api_keys k cross join app.workspaces w
+        cross join lateral (select string_agg(r.role, ',') as role from app.api_key_workspace_roles(k.id, w.id) r) one
+        cross join lateral (select string_agg(r.role, ',') as role from app.api_key_workspace_roles(k.id) r where r.workspace_id = w.id) whole
+        where one.role is distinct from whole.role),
+  '{}'::text[], 'app.api_key_workspace_roles with a workspace gives what the whole list gives for it, for every key and workspace');
+select ok((select count(*) from app.users u cross join app.workspaces w, app.user_workspace_roles(u.id, w.id)) > 0
+          and (select count(*) from app.api_keys k cross join app.workspaces w, app.api_key_workspace_roles(k.id, w.id)) > 0,
+  '... and both give roles in the fixture (the comparison is not of empty lists)');
+
 select * from finish();
 rollback;
