@@ -592,7 +592,7 @@ grant delete, insert, select, update on table app.connectors to pressroom_define
 grant select on table app.connectors to pressroom_worker;
 
 create table app.content_item_counts (
-  id bigint not null,
+  id bigint generated always as identity not null,
   organization_id uuid not null,
   workspace_id uuid not null,
   integration_id uuid not null,
@@ -778,7 +778,7 @@ grant insert, update (deleted_at) on table app.content_items to pressroom_api;
 grant insert, update (own_media) on table app.content_items to pressroom_api;
 
 create table app.content_root_counts (
-  id bigint not null,
+  id bigint generated always as identity not null,
   organization_id uuid not null,
   workspace_id uuid not null,
   n bigint not null,
@@ -1421,7 +1421,7 @@ grant delete, insert, select, update on table app.inbox_deliveries to pressroom_
 grant delete, insert, select, update on table app.inbox_deliveries to pressroom_worker;
 
 create table app.inbox_events (
-  id bigint not null,
+  id bigint generated always as identity not null,
   organization_id uuid not null,
   workspace_id uuid not null,
   integration_id uuid not null,
@@ -2850,7 +2850,7 @@ grant select on table app.platforms to pressroom_definer;
 grant select on table app.platforms to pressroom_worker;
 
 create table app.post_metric_snapshots (
-  id bigint not null,
+  id bigint generated always as identity not null,
   organization_id uuid not null,
   workspace_id uuid not null,
   content_item_id uuid not null,
@@ -4057,7 +4057,7 @@ grant insert, select (updated_at) on table app.users to pressroom_api;
 
 create table app.webhook_deliveries (
   id uuid default gen_random_uuid() not null,
-  seq bigint not null,
+  seq bigint generated always as identity not null,
   organization_id uuid not null,
   workspace_id uuid not null,
   subscription_id uuid not null,
@@ -4117,7 +4117,7 @@ grant insert (created_at) on table app.webhook_deliveries to pressroom_api;
 
 create table app.webhook_delivery_log (
   id uuid default gen_random_uuid() not null,
-  seq bigint not null,
+  seq bigint generated always as identity not null,
   organization_id uuid not null,
   workspace_id uuid not null,
   subscription_id uuid not null,
@@ -4170,7 +4170,7 @@ grant insert (created_at) on table app.webhook_delivery_log to pressroom_api;
 
 create table app.webhook_events (
   id uuid default gen_random_uuid() not null,
-  seq bigint not null,
+  seq bigint generated always as identity not null,
   organization_id uuid not null,
   workspace_id uuid not null,
   type text not null,
