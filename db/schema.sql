@@ -10740,7 +10740,7 @@ revoke all on function app.media_json(app.media_items) from public;
 CREATE OR REPLACE FUNCTION app.media_json_list(p_rows app.media_items[])
  RETURNS jsonb
  LANGUAGE plpgsql
- STABLE SECURITY DEFINER
+ STABLE
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
 declare
@@ -10777,6 +10777,7 @@ begin
 end
 $function$;
 alter function app.media_json_list(app.media_items[]) owner to pressroom_definer;
+comment on function app.media_json_list(app.media_items[]) is 'The JSON of media rows, in order, with the labels and the usage count (roots using each) of those of the request''s workspace. Runs as its caller (000062).';
 grant execute on function app.media_json_list(app.media_items[]) to pressroom_api;
 grant execute on function app.media_json_list(app.media_items[]) to pressroom_worker;
 revoke all on function app.media_json_list(app.media_items[]) from public;
