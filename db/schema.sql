@@ -1255,7 +1255,7 @@ comment on table app.grid_tiles is 'A tile of a channel''s feed grid: an edition
 CREATE INDEX grid_tiles_cover_media_id_idx ON app.grid_tiles USING btree (cover_media_id);
 CREATE INDEX grid_tiles_long_key_idx ON app.grid_tiles USING btree (integration_id) WHERE (length(position_key) > 48);
 CREATE INDEX grid_tiles_organization_id_idx ON app.grid_tiles USING btree (organization_id);
-CREATE INDEX grid_tiles_workspace_id_idx ON app.grid_tiles USING btree (workspace_id);
+CREATE INDEX grid_tiles_workspace_channel_key_idx ON app.grid_tiles USING btree (workspace_id, integration_id, position_key);
 alter table app.grid_tiles enable row level security;
 alter table app.grid_tiles force row level security;
 create policy grid_tiles_api_delete on app.grid_tiles as permissive for delete to pressroom_api
