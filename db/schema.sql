@@ -8065,12 +8065,15 @@ declare
   v record;
   v_n int := 0;
 begin
-  -- The workspace's operations, read into a value first (no statement inside a loop over an open
-  -- query on a distributed table), applied in order, then deleted.
+  -- The workspace's operations, taken (deleted, so a concurrent drain waits and finds none) and
+  -- read into a value in one statement, then applied in order (no statement inside a loop over
+  -- an open query on a distributed table).
+  with o as (delete from app.job_outbox o where o.workspace_id = p_workspace_id
+             returning o.seq, o.op, o.job_id, o.name, o.data, o.start_after, o.singleton_key, o.on_taken, o.guard)
   select coalesce(jsonb_agg(jsonb_build_object('seq', o.seq, 'op', o.op, 'jobId', o.job_id, 'name', o.name, 'data', o.data,
            'startAfter', o.start_after, 'singletonKey', o.singleton_key, 'onTaken', o.on_taken, 'guard', o.guard) order by o.seq), '[]')
   into v_ops
-  from app.job_outbox o where o.workspace_id = p_workspace_id;
+  from o;
   for v in select e from jsonb_array_elements(v_ops) e loop
     if v.e ->> 'op' = 'send' then
       perform app.job_send((v.e ->> 'jobId')::uuid, v.e ->> 'name', v.e -> 'data', (v.e ->> 'startAfter')::timestamptz,
@@ -8080,10 +8083,6 @@ begin
     end if;
     v_n := v_n + 1;
   end loop;
-  if v_n > 0 then
-    delete from app.job_outbox o where o.workspace_id = p_workspace_id
-      and o.seq <= (select max((e ->> 'seq')::bigint) from jsonb_array_elements(v_ops) e);
-  end if;
   return v_n;
 end
 $function$;
@@ -10212,10 +10211,6 @@ begin
   if v_queue.name is null then
     raise exception 'pg-boss queue % is not installed (server/jobs/queues.ts installQueues)', p_name;
   end if;
-  -- Sent already (an outbox operation applied twice): nothing more.
-  if exists (select 1 from pgboss.job j where j.name = p_name and j.id = p_id) then
-    return p_id;
-  end if;
   insert into pgboss.job (id, name, data, priority, start_after, singleton_key, singleton_on, group_id, group_tier,
     expire_seconds, deletion_seconds, keep_until, retry_limit, retry_delay, retry_backoff, retry_delay_max, policy,
     dead_letter, heartbeat_seconds)
@@ -10225,7 +10220,8 @@ begin
     v_queue.dead_letter, v_queue.heartbeat_seconds)
   on conflict do nothing;
   get diagnostics v_rows = row_count;
-  if v_rows = 1 then
+  -- Sent already (an outbox operation applied twice): nothing more.
+  if v_rows = 1 or exists (select 1 from pgboss.job j where j.name = p_name and j.id = p_id) then
     return p_id;
   end if;
   if p_on_taken = 'raise' then

@@ -394,15 +394,16 @@ export function pipeline(op: Operation, route: RouteDefinition, deps: PipelineDe
         connectors: deps.connectors,
         credentials: deps.credentials,
       };
-      // One short transaction with the request's context. On a Citus cluster it ends by applying
-      // the jobs its triggers queued on the workers (api.drain_job_outbox, server/db/topology.ts), so
-      // they commit with the change and a refusal fails the request.
-      const distributed = await isDistributed(pool);
+      // One short transaction with the request's context. On a Citus cluster a write in a
+      // workspace ends by applying the jobs its triggers queued on the workers
+      // (api.drain_job_outbox, server/db/topology.ts), so they commit with the change and a
+      // refusal fails the request; a read queues none, and pays no extra statement.
+      const drains = op.method !== 'GET' && workspaceId !== null && (await isDistributed(pool));
       const inTransaction = <T>(fn: (ctx: HandlerContext) => Promise<T>): Promise<T> =>
         pool.transaction(async (tx) => {
           await setContext(tx, principal, workspaceId, role, requestId);
           const out = await fn({ ...base, tx, call: (fragment) => tx.oneFirst(sql.type(jsonResult)`select ${fragment} as result`) });
-          if (distributed) await tx.query(sql.unsafe`select api.drain_job_outbox()`);
+          if (drains) await tx.query(sql.unsafe`select api.drain_job_outbox()`);
           return out;
         });
       // The answer, and the Idempotency-Key's record of it in the same transaction.
