@@ -20,8 +20,7 @@ import { existsSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { setAppRolePassword } from '../../server/db/open.ts';
-import { migrate } from '../../server/db/migrate.ts';
-import { cluster, clusterDatabase, distributeCli } from '../../tests/citus/support.ts';
+import { cluster, distributedDatabase } from '../../tests/citus/support.ts';
 import { postmasterOf } from '../lib/cpu.ts';
 import { HttpClient, jsonRequest } from '../lib/http.ts';
 import { loadOptions, measureSides, type Side } from '../lib/load.ts';
@@ -98,13 +97,8 @@ async function run(ctx: ScenarioContext): Promise<ScenarioReport> {
 
   const dbName = `bench_citus_${randomBytes(4).toString('hex')}`;
   log(`citus: cluster: database ${dbName}: migrating and distributing (about a minute)`);
-  const { url: citusOwnerUrl } = clusterDatabase(dbName);
   cleanup.add(`drop the cluster's database ${dbName}`, async () => void cluster('dropdb', dbName));
-  await migrate(citusOwnerUrl, { quiet: true, waitMs: 0 });
-  // The migrations' connector declaration and the step run as the internal roles on the workers.
-  cluster('roles', dbName);
-  await distributeCli(citusOwnerUrl);
-  cluster('roles', dbName);
+  const citusOwnerUrl = await distributedDatabase(dbName);
   const password = randomBytes(16).toString('hex');
   await setAppRolePassword(citusOwnerUrl, password);
   const appUrl = new URL(citusOwnerUrl);

@@ -11,12 +11,11 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { migrate } from '../../server/db/migrate.ts';
 import { openPool } from '../../server/db/pool.ts';
 import { startOutboxSweep } from '../../server/db/topology.ts';
 import { createLogger } from '../../server/log.ts';
 import { client } from '../support/http.ts';
-import { cluster, clusterDatabase, distributeCli, ROOT } from './support.ts';
+import { cluster, distributedDatabase, ROOT } from './support.ts';
 
 const db = `pressroom_calls_${randomBytes(4).toString('hex')}`;
 let ownerUrl = '';
@@ -27,12 +26,7 @@ const running = { baseUrl: '' };
 const api = client(running);
 
 beforeAll(async () => {
-  ownerUrl = clusterDatabase(db).url;
-  await migrate(ownerUrl, { quiet: true, waitMs: 0 });
-  await distributeCli(ownerUrl);
-  // After the migrations and the distribute step: Citus gives the workers the roles as the
-  // coordinator has them, without LOGIN (docs/citus.md, "Request context and roles").
-  cluster('roles', db);
+  ownerUrl = await distributedDatabase(db);
   const env: NodeJS.ProcessEnv = { ...process.env };
   for (const v of ['APP_DATABASE_URL', 'DATA_DIR', 'EMBEDDED_PG_PORT', 'METRICS_PORT']) delete env[v];
   server = spawn(process.execPath, [path.join(ROOT, 'server/main.ts')], {

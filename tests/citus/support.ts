@@ -4,6 +4,7 @@ import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { migrate } from '../../server/db/migrate.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const CLUSTER = path.join(ROOT, 'scripts/citus/cluster.sh');
@@ -38,4 +39,18 @@ export async function distributeCli<T>(ownerUrl: string): Promise<T> {
     const err = e as { code?: number; stdout?: string; stderr?: string };
     throw new Error(`pressroom distribute exited ${err.code}: ${err.stdout} ${err.stderr?.slice(-2000)}`);
   }
+}
+
+/**
+ * A new database `db` on the cluster, as an operator makes one: migrated on the coordinator,
+ * distributed by `pressroom distribute`, and the internal roles given their worker logins
+ * (Citus gives the workers the roles without LOGIN after the migrations; docs/citus.md). Its
+ * owner URL.
+ */
+export async function distributedDatabase(db: string): Promise<string> {
+  const url = clusterDatabase(db).url;
+  await migrate(url, { quiet: true, waitMs: 0 });
+  await distributeCli(url);
+  cluster('roles', db);
+  return url;
 }
