@@ -94,6 +94,7 @@ interface MediaLocation {
 interface Edition {
   id: string;
   rootId: string;
+  workspaceId: string;
   caption: string;
   title: string | null;
   settings: Record<string, unknown>;
@@ -139,6 +140,8 @@ interface MediaFacts {
 
 interface Outcome {
   attemptId: string;
+  /** The edition's workspace: the record reads and writes that workspace's rows only. */
+  workspaceId: string;
   outcome: 'published' | 'failed' | 'transient' | 'unknown';
   error: string | null;
   platformPostId: string | null;
@@ -328,7 +331,7 @@ export function createPublishEngine(
     // first of this version, or an attempt re-sent after a worker died).
     const verify = verifiesBeforeResend(connector) && (claim.resend || claim.attempt > 1);
     let since: Date | null = null;
-    if (verify) since = await firstAttemptStart(e.id, claim.token);
+    if (verify) since = await firstAttemptStart(e.workspaceId, e.id, claim.token);
     // Set when the look-up failed: for good (the account cannot be read: NOT_SUPPORTED), or for now.
     let lookupFailed: 'never' | 'now' | null = null;
     const publishAs = (r: IntegrationRef): Promise<PublishResult> =>
@@ -375,10 +378,11 @@ export function createPublishEngine(
         ? // The platform's rate limit: back at its reset, no attempt spent.
           await asWorker<Record<string, unknown>>(
             pool,
-            sql.fragment`app.publish_record_rate_limited(${claim.attemptId}::uuid, ${error}, ${result.retryAt}::timestamptz)`,
+            sql.fragment`app.publish_record_rate_limited(${e.workspaceId}::uuid, ${claim.attemptId}::uuid, ${error}, ${result.retryAt}::timestamptz)`,
           )
         : await recorder.add({
             attemptId: claim.attemptId,
+            workspaceId: e.workspaceId,
             outcome,
             error,
             platformPostId: result.state === 'published' ? result.platformPostId : null,
@@ -390,10 +394,11 @@ export function createPublishEngine(
   }
 
   /** When this edition's version was first tried (its token's first attempt), less a minute for the clocks' skew. */
-  async function firstAttemptStart(contentId: string, token: string): Promise<Date> {
+  async function firstAttemptStart(workspaceId: string, contentId: string, token: string): Promise<Date> {
     const at = await asWorker<string | null>(
       pool,
-      sql.fragment`(select to_jsonb(min(a.started_at)) from app.publish_attempts a where a.content_item_id = ${contentId}::uuid and a.idempotency_token = ${token})`,
+      sql.fragment`(select to_jsonb(min(a.started_at)) from app.publish_attempts a
+        where a.workspace_id = ${workspaceId}::uuid and a.content_item_id = ${contentId}::uuid and a.idempotency_token = ${token})`,
     );
     return new Date((at ? Date.parse(at) : Date.now()) - 60_000);
   }
@@ -401,8 +406,10 @@ export function createPublishEngine(
   /** Sizes, pixel sizes and alt texts of the media a batch sends to connectors that upload files. */
   async function mediaFacts(claims: Claim[], media: MediaLocation[]): Promise<Map<string, { facts: MediaFacts; key: string }>> {
     const ids = new Set<string>();
+    const workspaces = new Set<string>();
     for (const c of claims) {
       if (c.action !== 'send' || !needsAccount(c.edition.integration.connector)) continue;
+      workspaces.add(c.edition.workspaceId);
       for (const m of c.edition.media) ids.add(m.id);
       for (const t of c.edition.thread) for (const id of t.mediaIds) ids.add(id);
     }
@@ -411,7 +418,8 @@ export function createPublishEngine(
     const rows = await asWorker<MediaFacts[]>(
       pool,
       sql.fragment`(select coalesce(jsonb_agg(jsonb_build_object('id', m.id, 'size', m.file_size, 'width', m.width, 'height', m.height,
-        'altText', m.alt_text, 'type', m.type, 'contentType', m.content_type)), '[]') from app.media_items m where m.id = any (${sql.array([...ids], 'uuid')}))`,
+        'altText', m.alt_text, 'type', m.type, 'contentType', m.content_type)), '[]') from app.media_items m
+        where m.workspace_id = any (${sql.array([...workspaces], 'uuid')}) and m.id = any (${sql.array([...ids], 'uuid')}))`,
     );
     const keys = new Map(media.map((m) => [m.id, m.key]));
     for (const f of rows) {
@@ -454,7 +462,7 @@ export function createPublishEngine(
       publishBatchSize.observe(jobs.length);
       const claimed = await asWorker<ClaimBatch>(
         pool,
-        sql.fragment`app.publish_claim_batch(${sql.jsonb(jobs.map((j) => ({ jobId: j.id, contentId: j.data.contentId })))}, ${sql.array(resendable, 'text')})`,
+        sql.fragment`app.publish_claim_batch(${sql.jsonb(jobs.map((j) => ({ jobId: j.id, contentId: j.data.contentId, workspaceId: j.data.workspaceId })))}, ${sql.array(resendable, 'text')})`,
       );
       const urls = await signedMediaUrls(deps, claimed.media);
       let files = new Map<string, { facts: MediaFacts; key: string }>();

@@ -260,11 +260,12 @@ describe('X', () => {
       const r = await api.post(`${base()}/content`, { intent: 'schedule', caption, scheduledAt: new Date(Date.now() + 3600_000).toISOString(), channels: [{ integrationId }] }, { token: owner.token });
       expect(r.status, JSON.stringify(r.body)).toBe(201);
       const contentId: string = r.body.data.editions[0].id;
-      const { rows } = await server.owner.query(`select publish_job_id from app.content_items where id = $1`, [contentId]);
+      const { rows } = await server.owner.query(`select publish_job_id, workspace_id from app.content_items where id = $1`, [contentId]);
       const jobId: string = rows[0].publish_job_id;
+      const workspaceId: string = rows[0].workspace_id;
       await server.owner.query('begin');
       await server.owner.query(`select set_config('role', 'pressroom_worker', true)`);
-      const claim = (await server.owner.query(`select app.publish_claim_batch($1::jsonb, $2::text[]) as c`, [JSON.stringify([{ jobId, contentId }]), ['sandbox']])).rows[0].c;
+      const claim = (await server.owner.query(`select app.publish_claim_batch($1::jsonb, $2::text[]) as c`, [JSON.stringify([{ jobId, contentId, workspaceId }]), ['sandbox']])).rows[0].c;
       await server.owner.query('commit');
       expect(claim.claims[0].action).toBe('send');
       return { contentId, jobId };

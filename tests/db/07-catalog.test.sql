@@ -148,7 +148,7 @@ begin
               values (%L, %L, %L, %L, 'draft', now())$s$, pg_temp.id('A'), pg_temp.id('A1'), pg_temp.id('root'), pg_temp.id('ig:A1.x')),
     format($s$update app.publishing_states set state = 'published' where content_item_id = %L$s$, v_item),
     format($s$insert into app.publish_attempts (content_item_id) values (%L)$s$, v_item),
-    format($s$select app.publish_record(%L, 'published', null, 'p1', 'https://example.test/p')$s$, gen_random_uuid())]
+    format($s$select app.publish_record(%L, %L, 'published', null, 'p1', 'https://example.test/p')$s$, pg_temp.id('A1'), gen_random_uuid())]
   loop
     v_result := pg_temp.write_outcome(v_sql);
     if v_result <> '42501' and not (p_sees_nothing and v_result = 'rows=0') then

@@ -56,7 +56,7 @@ update app.content_items set status = 'scheduled', scheduled_at = now() + interv
 -- The channel is disconnected after the edition was scheduled on it.
 update app.integrations set status = 'disconnected' where id = pg_temp.id('ig:off');
 select is(
-  (select app.publish_claim(pg_temp.id('item'), publish_job_id, '{}') ->> 'reason' from app.content_items where id = pg_temp.id('item')),
+  (select app.publish_claim(workspace_id, pg_temp.id('item'), publish_job_id, '{}') ->> 'reason' from app.content_items where id = pg_temp.id('item')),
   'channel_unavailable', 'the claim of an edition on a disconnected channel sends nothing');
 select is((select status || ': ' || error from app.content_items where id = pg_temp.id('item')),
   'failed: The channel was disconnected or deleted.', '... and fails it permanently, with the reason');

@@ -27,12 +27,15 @@ language plpgsql as $$ begin perform pg_temp.act_as_owner(); set local role pres
 -- The job a worker took (pg-boss marks it active before the handler runs).
 create function pg_temp.take(p_label text) returns void
 language sql as $$ update pgboss.job set state = 'active', started_on = now() where id = pg_temp.job(p_label) $$;
+-- The workspace of a labelled edition (the engine's helpers take it with the id).
+create function pg_temp.ws_of(p_label text) returns uuid
+language sql as $$ select workspace_id from app.content_items where id = pg_temp.id(p_label) $$;
 create function pg_temp.claim(p_label text, p_resendable text[] default '{sandbox}') returns jsonb
 language plpgsql as $$
 declare v jsonb;
 begin
   perform pg_temp.as_worker();
-  v := app.publish_claim(pg_temp.id(p_label), pg_temp.job(p_label), p_resendable);
+  v := app.publish_claim(pg_temp.ws_of(p_label), pg_temp.id(p_label), pg_temp.job(p_label), p_resendable);
   perform pg_temp.act_as_owner();
   return v;
 end
@@ -42,7 +45,7 @@ language plpgsql as $$
 declare v jsonb;
 begin
   perform pg_temp.as_worker();
-  v := app.publish_record(p_attempt, p_outcome, p_error, p_post, case when p_post is not null then 'https://p.example/' || p_post end);
+  v := app.publish_record((select a.workspace_id from app.publish_attempts a where a.id = p_attempt), p_attempt, p_outcome, p_error, p_post, case when p_post is not null then 'https://p.example/' || p_post end);
   perform pg_temp.act_as_owner();
   return v;
 end
@@ -64,7 +67,7 @@ select is((app.publishing_json(pg_temp.id('p1'))) ->> 'attempts', '0', '... with
 
 -- Claim: only with the edition's own job.
 select pg_temp.as_worker();
-select is(app.publish_claim(pg_temp.id('p1'), gen_random_uuid(), '{}') ->> 'reason', 'stale job', 'another job id is refused');
+select is(app.publish_claim(pg_temp.ws_of('p1'), pg_temp.id('p1'), gen_random_uuid(), '{}') ->> 'reason', 'stale job', 'another job id is refused');
 select pg_temp.act_as_owner();
 
 create temp table c1 as select pg_temp.claim('p1') as c;
@@ -138,7 +141,7 @@ select is(pg_temp.sqlerr(format($$select api.retry_content(%L)$$, pg_temp.id('p6
   'PT400 INVALID_CONTENT_STATUS', 'retry of scheduled content: 400');
 select is(pg_temp.sqlerr(format($$select api.resolve_publishing_result(%L, '{"outcome":"published","platformPostId":"x1"}')$$, pg_temp.id('p5'))),
   'ok', 'the editor resolves what awaits confirmation');
-select is(pg_temp.sqlerr(format($$select app.publish_claim(%L, gen_random_uuid(), '{}')$$, pg_temp.id('p6'))),
+select is(pg_temp.sqlerr(format($$select app.publish_claim(%L, %L, gen_random_uuid(), '{}')$$, pg_temp.ws_of('p6'), pg_temp.id('p6'))),
   '42501', 'requests cannot claim');
 select pg_temp.act_as('A.viewer', 'A1');
 select is(pg_temp.sqlerr(format($$select api.publish_content(%L)$$, pg_temp.id('p6'))), 'PT403 ROLE_REQUIRED', 'a viewer cannot publish');

@@ -13,7 +13,7 @@ select plan(38);
 -- @include due.sql
 create function pg_temp.jobs(p_labels text[]) returns jsonb
 language sql as $$
-  select jsonb_agg(jsonb_build_object('jobId', i.publish_job_id, 'contentId', i.id))
+  select jsonb_agg(jsonb_build_object('jobId', i.publish_job_id, 'contentId', i.id, 'workspaceId', i.workspace_id))
   from unnest(p_labels) l join app.content_items i on i.id = pg_temp.id(l)
 $$;
 create function pg_temp.claim_jobs(p_jobs jsonb) returns jsonb
@@ -67,7 +67,7 @@ reset role;
 -- The batch record: one statement, each outcome through app.publish_record.
 select pg_temp.act_as_owner();
 create temp table outcomes as
-  select jsonb_agg(jsonb_build_object('attemptId', c ->> 'attemptId', 'outcome', case when c ->> 'contentId' = pg_temp.id('b1')::text then 'failed' else 'published' end,
+  select jsonb_agg(jsonb_build_object('attemptId', c ->> 'attemptId', 'workspaceId', c #>> '{edition,workspaceId}', 'outcome', case when c ->> 'contentId' = pg_temp.id('b1')::text then 'failed' else 'published' end,
     'error', case when c ->> 'contentId' = pg_temp.id('b1')::text then 'refused' end, 'platformPostId', 'p-' || (c ->> 'contentId'), 'permalink', null)) as v
   from b1, jsonb_array_elements(b1.v -> 'claims') c where c ->> 'action' = 'send';
 create temp table r1 (v jsonb);
@@ -98,11 +98,11 @@ insert into app.publish_attempts (organization_id, workspace_id, content_item_id
 select organization_id, workspace_id, id, 1, 1, publish_job_id, 'sandbox', 'pr_m4_token', integration_id
 from app.content_items where id = pg_temp.id('m4');
 create temp table b3 as select pg_temp.claim_jobs(pg_temp.jobs(array['m1', 'm2', 'm4'])
-  || jsonb_build_array(jsonb_build_object('jobId', gen_random_uuid(), 'contentId', pg_temp.id('m3')))) as v;
+  || jsonb_build_array(jsonb_build_object('jobId', gen_random_uuid(), 'contentId', pg_temp.id('m3'), 'workspaceId', (select workspace_id from app.content_items where id = pg_temp.id('m3'))))) as v;
 select is((select pg_temp.claim_of(v, 'm1') #>> '{action}' || ' ' || (pg_temp.claim_of(v, 'm1') #>> '{resend}')
                   || ' ' || (pg_temp.claim_of(v, 'm1') #>> '{attempt}') from b3), 'send false 1',
   'mixed batch: the common case is sent, a first attempt');
-select is((select pg_temp.claim_of(v, 'm1') -> 'edition' from b3), app.publish_edition_json(pg_temp.id('m1')),
+select is((select pg_temp.claim_of(v, 'm1') -> 'edition' from b3), app.publish_edition_json((select workspace_id from app.content_items where id = pg_temp.id('m1')), pg_temp.id('m1')),
   '... with the edition a claim alone sends');
 select is((select (state, run_attempts, job_id = (select publish_job_id from app.content_items where id = pg_temp.id('m1')))::text
            from app.publishing_states where content_item_id = pg_temp.id('m1')), '(publishing,1,t)',
@@ -121,9 +121,9 @@ select is((select array_agg((c ->> 'contentId')::uuid order by n) from b3, jsonb
 -- Record: an unknown attempt, m4 and m1 published; answers in the order given.
 create temp table outcomes2 as
   select jsonb_build_array(
-    jsonb_build_object('attemptId', gen_random_uuid(), 'outcome', 'published', 'platformPostId', 'p-x', 'permalink', null, 'error', null),
-    jsonb_build_object('attemptId', pg_temp.claim_of(v, 'm4') ->> 'attemptId', 'outcome', 'published', 'platformPostId', 'p-m4', 'permalink', 'https://x/m4', 'error', null),
-    jsonb_build_object('attemptId', pg_temp.claim_of(v, 'm1') ->> 'attemptId', 'outcome', 'published', 'platformPostId', 'p-m1', 'permalink', 'https://x/m1', 'error', null)) as v
+    jsonb_build_object('attemptId', gen_random_uuid(), 'workspaceId', pg_temp.claim_of(v, 'm4') #>> '{edition,workspaceId}', 'outcome', 'published', 'platformPostId', 'p-x', 'permalink', null, 'error', null),
+    jsonb_build_object('attemptId', pg_temp.claim_of(v, 'm4') ->> 'attemptId', 'workspaceId', pg_temp.claim_of(v, 'm4') #>> '{edition,workspaceId}', 'outcome', 'published', 'platformPostId', 'p-m4', 'permalink', 'https://x/m4', 'error', null),
+    jsonb_build_object('attemptId', pg_temp.claim_of(v, 'm1') ->> 'attemptId', 'workspaceId', pg_temp.claim_of(v, 'm1') #>> '{edition,workspaceId}', 'outcome', 'published', 'platformPostId', 'p-m1', 'permalink', 'https://x/m1', 'error', null)) as v
   from b3;
 create temp table r2 (v jsonb);
 grant select on outcomes2 to pressroom_worker;

@@ -19,7 +19,7 @@ language plpgsql as $$
 declare v jsonb;
 begin
   set local role pressroom_worker;
-  v := app.publish_claim_batch((select jsonb_agg(jsonb_build_object('jobId', i.publish_job_id, 'contentId', i.id))
+  v := app.publish_claim_batch((select jsonb_agg(jsonb_build_object('jobId', i.publish_job_id, 'contentId', i.id, 'workspaceId', i.workspace_id))
                                 from unnest(p_labels) l join app.content_items i on i.id = pg_temp.id(l)), '{sandbox}');
   reset role;
   return query select l, (c ->> 'attemptId')::uuid
@@ -32,7 +32,8 @@ declare v jsonb;
 begin
   set local role pressroom_worker;
   v := app.publish_record_batch((select jsonb_agg(jsonb_build_object('attemptId', a, 'outcome', 'published', 'error', null,
-         'platformPostId', 'post-' || a, 'permalink', 'https://example.test/' || a)) from unnest(p_attempts) a));
+         'platformPostId', 'post-' || a, 'permalink', 'https://example.test/' || a,
+         'workspaceId', (select x.workspace_id from app.publish_attempts x where x.id = a))) from unnest(p_attempts) a));
   reset role;
   return v;
 end
@@ -77,7 +78,7 @@ language plpgsql as $$
 declare v jsonb;
 begin
   set local role pressroom_worker;
-  v := app.publish_record(p_attempt, 'published', null, 'post-s4', null);
+  v := app.publish_record((select x.workspace_id from app.publish_attempts x where x.id = p_attempt), p_attempt, 'published', null, 'post-s4', null);
   reset role;
   return v;
 end

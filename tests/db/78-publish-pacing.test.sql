@@ -16,7 +16,7 @@ begin
   perform pg_temp.act_as_owner();
   set local role pressroom_worker;
   v := app.publish_claim_batch(
-    (select jsonb_agg(jsonb_build_object('jobId', i.publish_job_id, 'contentId', i.id) order by l.n)
+    (select jsonb_agg(jsonb_build_object('jobId', i.publish_job_id, 'contentId', i.id, 'workspaceId', i.workspace_id) order by l.n)
      from unnest(p_labels) with ordinality l (label, n) join app.content_items i on i.id = pg_temp.id(l.label)),
     '{sandbox}');
   reset role;
@@ -35,7 +35,7 @@ create function pg_temp.next_at(p_integration text) returns timestamptz
 language sql as $$ select next_at from app.publish_pacing where integration_id = pg_temp.id(p_integration) $$;
 
 -- How long a post holds an in-flight slot: what the integration's finished attempts took.
-select is(app.publish_hold_estimate(pg_temp.id('ig:A1.x'), 500), interval '500 ms', 'no attempt yet: the setting''s default');
+select is(app.publish_hold_estimate(pg_temp.id('A1'), pg_temp.id('ig:A1.x'), 500), interval '500 ms', 'no attempt yet: the setting''s default');
 
 -- In flight: 2 slots on ig:A1.x, no attempt measured yet, publish_limit_retry_ms set to 500 here: one slot about every 250 ms.
 select is(app.setting_int('publish_limit_retry_ms'), 100, 'the default hold is 100 ms');
@@ -68,11 +68,11 @@ update app.publish_attempts set finished_at = started_at + interval '80 ms', out
 where content_item_id = pg_temp.id('p1');
 update app.publish_attempts set finished_at = started_at + interval '120 ms', outcome = 'published'
 where content_item_id = pg_temp.id('p2');
-select is(app.publish_hold_estimate(pg_temp.id('ig:A1.x'), 500), interval '100 ms', 'two finished attempts: their median');
+select is(app.publish_hold_estimate(pg_temp.id('A1'), pg_temp.id('ig:A1.x'), 500), interval '100 ms', 'two finished attempts: their median');
 update app.publish_attempts set finished_at = started_at where content_item_id in (pg_temp.id('p1'), pg_temp.id('p2'));
-select is(app.publish_hold_estimate(pg_temp.id('ig:A1.x'), 500), interval '1 ms', '... at least 1 ms');
+select is(app.publish_hold_estimate(pg_temp.id('A1'), pg_temp.id('ig:A1.x'), 500), interval '1 ms', '... at least 1 ms');
 update app.publish_attempts set finished_at = started_at + interval '2 hours' where content_item_id in (pg_temp.id('p1'), pg_temp.id('p2'));
-select is(app.publish_hold_estimate(pg_temp.id('ig:A1.x'), 500), interval '1 minute', '... at most a minute');
+select is(app.publish_hold_estimate(pg_temp.id('A1'), pg_temp.id('ig:A1.x'), 500), interval '1 minute', '... at most a minute');
 update app.publish_attempts set finished_at = started_at + interval '100 ms' where content_item_id in (pg_temp.id('p1'), pg_temp.id('p2'));
 -- Slots full again (p1, p2 finished; two more claimed), the pace from the measured hold: 100 ms / 2 slots.
 delete from app.publish_pacing where integration_id = pg_temp.id('ig:A1.x');

@@ -17,7 +17,7 @@ declare v jsonb;
 begin
   set local role pressroom_worker;
   v := app.publish_claim_batch(jsonb_build_array(jsonb_build_object('jobId', (select publish_job_id from app.content_items where id = pg_temp.id(p_label)),
-         'contentId', pg_temp.id(p_label))), '{sandbox}');
+         'contentId', pg_temp.id(p_label), 'workspaceId', (select workspace_id from app.content_items where id = pg_temp.id(p_label)))), '{sandbox}');
   reset role;
   return (v #>> '{claims,0,attemptId}')::uuid;
 end
@@ -27,7 +27,7 @@ language plpgsql as $$
 declare v jsonb;
 begin
   set local role pressroom_worker;
-  v := app.publish_record_rate_limited(p_attempt, 'Too many requests (429)', p_at);
+  v := app.publish_record_rate_limited((select x.workspace_id from app.publish_attempts x where x.id = p_attempt), p_attempt, 'Too many requests (429)', p_at);
   reset role;
   return v;
 end
@@ -62,7 +62,7 @@ select pg_temp.limited(pg_temp.claim('w1'), (select at from w_reset));
 select is((select (used, window_start + interval '60 seconds') from app.publish_windows where scope = 'integration' and key = pg_temp.id('ig:A1.li')::text),
   (50, (select at from w_reset)), 'the integration''s window is full until the reset');
 create temp table w2 as select app.publish_claim_batch(jsonb_build_array(jsonb_build_object('jobId', (select publish_job_id from app.content_items where id = pg_temp.id('w2')),
-  'contentId', pg_temp.id('w2'))), '{sandbox}') #> '{claims,0}' as c;
+  'contentId', pg_temp.id('w2'), 'workspaceId', pg_temp.id('A1'))), '{sandbox}') #> '{claims,0}' as c;
 select is((select c ->> 'action' from w2), 'deferred', 'another edition of the integration is put back by the claim');
 select ok((select (c ->> 'until')::timestamptz >= (select at from w_reset) from w2), '... until the reset at the earliest');
 select is((select count(*)::int from app.publish_attempts where content_item_id = pg_temp.id('w2')), 0, '... without an attempt');
@@ -74,7 +74,7 @@ select pg_temp.limited(pg_temp.claim('r3'), now() - interval '1 hour');
 select ok((select next_attempt_at from app.publishing_states where content_item_id = pg_temp.id('r3')) >= now(), 'a reset in the past goes again now');
 
 set local role pressroom_api;
-select throws_ok($$ select app.publish_record_rate_limited(gen_random_uuid(), 'x', now()) $$, '42501', null, 'a request cannot record a publish outcome');
+select throws_ok($$ select app.publish_record_rate_limited(gen_random_uuid(), gen_random_uuid(), 'x', now()) $$, '42501', null, 'a request cannot record a publish outcome');
 reset role;
 
 select * from finish();
