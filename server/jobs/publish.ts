@@ -521,7 +521,10 @@ function declaredLimits(deps: PublishDeps): Record<string, PublishLimits> {
  * (JOB_HEARTBEAT_SECONDS) so a dead worker's jobs return to the queue once its
  * heartbeat is older than that (the supervisor must run at least every ~15 s:
  * superviseIntervalSeconds on the PgBoss instance), and a retry limit that
- * covers such returns.
+ * covers such returns. A batch whose claim or record fails (the database
+ * refused a statement) is retried after 1 s, doubling up to 5 minutes: with no
+ * delay, one failing statement spent the 1,000 retries in about a minute and
+ * left its editions scheduled with a failed job.
  */
 export async function registerPublishJobs(boss: PgBoss, deps: PublishDeps, opts: { pollingIntervalSeconds?: number } = {}) {
   const { config } = deps;
@@ -529,8 +532,9 @@ export async function registerPublishJobs(boss: PgBoss, deps: PublishDeps, opts:
   await boss.updateQueue(QUEUES.publish, {
     heartbeatSeconds: config.JOB_HEARTBEAT_SECONDS,
     retryLimit: 1000,
-    retryDelay: 0,
-    retryBackoff: false,
+    retryDelay: 1,
+    retryBackoff: true,
+    retryDelayMax: 300,
   });
   const engine = createPublishEngine(deps);
   // PUBLISH_FETCH_LOOPS fetch loops of PUBLISH_BATCH_SIZE jobs: one claims or
