@@ -58,6 +58,8 @@ export interface DistributeResult {
    * coordinator's and were made the same (`grantsMended`). See propagateFunctions.
    */
   functions: { propagated: string[]; grantsMended: string[] };
+  /** The functions whose forced generic plans were reset, so Citus can plan them (allowCustomPlans). */
+  customPlans: string[];
 }
 
 /** A worker where internal roles cannot log in: those roles, or why the check could not run there. */
@@ -144,6 +146,29 @@ async function propagateFunctions(client: pg.ClientBase): Promise<{ propagated: 
 }
 
 /**
+ * Lets Citus plan the engine's batch functions with their parameters' values.
+ *
+ * On one PostgreSQL the publish engine's batch functions (app.publish_claim_batch,
+ * app.publish_record_batch, app.sandbox_receive_posts) plan with `plan_cache_mode =
+ * force_generic_plan` (db/migrations/committed/000020-publish-throughput-set-based-claim-and-record.sql:
+ * a custom plan per call cost about 2 ms). Citus plans a statement that has parameters only in a
+ * custom plan, where the parameters are values: with a generic plan it answers `could not create
+ * distributed plan` (its distributed_planner.c leaves the error for PostgreSQL to replan with a
+ * custom plan, which the forced mode forbids). So on a distributed database every function of
+ * FUNCTION_SCHEMAS that forces generic plans has the setting reset (ALTER FUNCTION, which Citus
+ * carries to the workers); a migration that sets it again is reset by the next run of this step.
+ */
+async function allowCustomPlans(client: pg.ClientBase): Promise<string[]> {
+  const schemas = FUNCTION_SCHEMAS.map((n) => `'${n}'::regnamespace`).join(', ');
+  const fns = (await client.query<{ fn: string }>(
+    `select p.oid::regprocedure::text as fn from pg_proc p
+      where p.pronamespace in (${schemas}) and 'plan_cache_mode=force_generic_plan' = any (p.proconfig)
+      order by 1`)).rows.map((r) => r.fn);
+  for (const fn of fns) await client.query(`alter function ${fn} reset plan_cache_mode`);
+  return fns;
+}
+
+/**
  * What every session of the service on the coordinator runs with (set on the database, so the
  * API, the workers and the CLI get them alike; docs/citus.md, "Distributing"):
  * - multi_shard_modify_mode sequential: a request may read several workspaces' shards (the
@@ -224,8 +249,9 @@ export async function distributeSchema(client: pg.ClientBase): Promise<Distribut
   }
   const logins = await workersWithoutLogin(client);
   let functions = { propagated: [] as string[], grantsMended: [] as string[] };
+  let customPlans: string[] = [];
   const result = (foreignKeysRemade: number, shardCount: number | null): DistributeResult => ({
-    citusVersion, workers, foreignKeysRemade, shardCount, settings: { ...DATABASE_SETTINGS }, workersWithoutLogin: logins, functions,
+    citusVersion, workers, foreignKeysRemade, shardCount, settings: { ...DATABASE_SETTINGS }, workersWithoutLogin: logins, functions, customPlans,
     distributed: { now: toDistribute, before: before.filter((t) => t.state === 'distributed').map((t) => t.name) },
     reference: { now: toReference, before: before.filter((t) => t.state === 'reference').map((t) => t.name) },
   });
@@ -236,6 +262,7 @@ export async function distributeSchema(client: pg.ClientBase): Promise<Distribut
   };
   if (toDistribute.length === 0 && toReference.length === 0) {
     functions = await propagateFunctions(client);
+    customPlans = await allowCustomPlans(client);
     return result(0, await shards());
   }
 
@@ -265,6 +292,7 @@ export async function distributeSchema(client: pg.ClientBase): Promise<Distribut
     // After the tables: a function that takes a table's row can be created on the workers only once
     // the table is Citus's.
     functions = await propagateFunctions(client);
+    customPlans = await allowCustomPlans(client);
     return result(fks.length, await shards());
   } catch (e) {
     await client.query('rollback').catch(() => {});

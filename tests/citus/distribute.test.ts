@@ -29,6 +29,7 @@ interface Distributed {
   settings: Record<string, string>;
   workersWithoutLogin: { node: string; roles: string[] }[];
   functions: { propagated: string[]; grantsMended: string[] };
+  customPlans: string[];
 }
 
 /** `pressroom distribute` as an operator runs it (tests/citus/support.ts). */
@@ -121,6 +122,19 @@ describe('pressroom distribute', () => {
     for (const w of workers) {
       expect(w.success, w.result).toBe(true);
       expect(JSON.parse(w.result)).toEqual(mine);
+    }
+  });
+
+  it('lets Citus plan the engine\'s batch functions with custom plans, on every node', async () => {
+    // One node forces generic plans on them (000020); Citus plans parameters only in custom plans.
+    expect(first.customPlans).toEqual(expect.arrayContaining(['app.publish_claim_batch(jsonb,text[])', 'app.publish_record_batch(jsonb)']));
+    const forced = `select coalesce(json_agg(p.oid::regprocedure::text order by 1), '[]')::text from pg_proc p
+                      where p.pronamespace in ('app'::regnamespace, 'api'::regnamespace, 'audit'::regnamespace)
+                        and 'plan_cache_mode=force_generic_plan' = any (p.proconfig)`;
+    expect(JSON.parse((await owner.query<{ j: string }>(`select (${forced}) as j`)).rows[0].j)).toEqual([]);
+    for (const w of (await owner.query<{ success: boolean; result: string }>(`select success, result from run_command_on_workers($1)`, [forced])).rows) {
+      expect(w.success, w.result).toBe(true);
+      expect(JSON.parse(w.result)).toEqual([]);
     }
   });
 
