@@ -64,6 +64,9 @@ describe('the service on a distributed database', () => {
   let ws = '';
   let channel = '';
   let scheduledId = '';
+  let nowId = '';
+  let otherSession = '';
+  let otherWs = '';
 
   it('signs up an organization and lists its workspace with the session', async () => {
     const signup = await api.post('/v1/auth/signup', { email: 'ada@example.com', password, organizationName: 'Acme', workspaceName: 'Marketing' });
@@ -78,6 +81,8 @@ describe('the service on a distributed database', () => {
   it('another organization sees only its own workspace', async () => {
     const other = await api.post('/v1/auth/signup', { email: 'grace@example.com', password, organizationName: 'Other', workspaceName: 'Sales' });
     expect(other.status, JSON.stringify(other.body)).toBe(201);
+    otherSession = other.body.data.session.token;
+    otherWs = other.body.data.workspace.id;
     const list = await api.get('/v1/workspaces', { token: other.body.data.session.token });
     expect(list.status).toBe(200);
     expect(list.body.data.map((w: { name: string }) => w.name)).toEqual(['Sales']);
@@ -166,6 +171,7 @@ describe('the service on a distributed database', () => {
     expect(list.status, JSON.stringify(list.body)).toBe(200);
     expect(list.body.data.map((c: { id: string }) => c.id).sort()).toEqual([...ids].sort());
     scheduledId = ids[0];
+    nowId = ids[1];
   });
 
   it('a change made outside a request leaves its job operations in the outbox, which the worker\'s sweep applies', async () => {
@@ -198,4 +204,57 @@ describe('the service on a distributed database', () => {
       await owner.end();
     }
   });
+  it('the publishing worker publishes each workspace\'s "publish now" edition once, in one claim batch', async () => {
+    // A second workspace's edition due at the same time: the worker's batch holds both, and the
+    // claim and the record read and lock each workspace's rows on its own shard (000065).
+    const ch = await api.post(`/v1/workspaces/${otherWs}/integrations`, { connector: 'sandbox', platform: 'bluesky', name: 'Other on Bluesky' }, { token: otherSession });
+    expect(ch.status, JSON.stringify(ch.body)).toBe(201);
+    const other = await api.post(`/v1/workspaces/${otherWs}/content`, { intent: 'publish_now', caption: 'Now from the other workspace', channels: [{ integrationId: ch.body.data.id }] }, { token: otherSession });
+    expect(other.status, JSON.stringify(other.body)).toBe(201);
+    const otherId: string = other.body.data.editions[0].id;
+    // The worker alone (RUN_API=false), as a deployment runs it beside the API processes.
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    for (const v of ['APP_DATABASE_URL', 'DATA_DIR', 'EMBEDDED_PG_PORT', 'METRICS_PORT']) delete env[v];
+    let workerLog = '';
+    const worker = spawn(process.execPath, [path.join(ROOT, 'server/main.ts')], {
+      cwd: ROOT,
+      env: { ...env, DATABASE_URL: ownerUrl, RUN_API: 'false', RUN_WORKER: 'true', ALLOW_SIGNUP: 'true', LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    worker.stdout!.on('data', (c) => (workerLog += c));
+    worker.stderr!.on('data', (c) => (workerLog += c));
+    const owner = new pg.Client({ connectionString: ownerUrl });
+    await owner.connect();
+    try {
+      const until = Date.now() + 60_000;
+      const states = async () =>
+        (await owner.query<{ id: string; status: string }>(
+          `select id, status from app.content_items where (workspace_id, id) in (($1::uuid, $2::uuid), ($3::uuid, $4::uuid)) order by id`,
+          [ws, nowId, otherWs, otherId])).rows;
+      while ((await states()).some((r) => r.status !== 'sent')) {
+        if (Date.now() > until) throw new Error(`not published within 60 s: ${JSON.stringify(await states())}\n${workerLog.slice(-4000)}`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+      for (const [space, id, token] of [[ws, nowId, session], [otherWs, otherId, otherSession]]) {
+        const read = await api.get(`/v1/workspaces/${space}/content/${id}`, { token });
+        expect(read.status, JSON.stringify(read.body)).toBe(200);
+        expect(read.body.data).toMatchObject({ status: 'sent', permalink: expect.stringMatching(/^https:\/\/sandbox\./) });
+        // Once: one attempt, one post on the platform, delivered once.
+        const attempts = await owner.query(`select outcome from app.publish_attempts where workspace_id = $1 and content_item_id = $2`, [space, id]);
+        expect(attempts.rows).toEqual([{ outcome: 'published' }]);
+        const posts = await owner.query(`select deliveries from app.sandbox_posts where workspace_id = $1 and content_item_id = $2`, [space, id]);
+        expect(posts.rows).toEqual([{ deliveries: 1 }]);
+      }
+      const batches = await owner.query(`select distinct claim_batch from app.publish_attempts where content_item_id = any ($1::uuid[])`, [[nowId, otherId]]);
+      expect(batches.rowCount).toBe(1);
+      // The edition scheduled for later is left alone.
+      const later = await owner.query(`select status from app.content_items where workspace_id = $1 and id = $2`, [ws, scheduledId]);
+      expect(later.rows).toEqual([{ status: 'scheduled' }]);
+    } finally {
+      await owner.end();
+      const exited = new Promise((r) => worker.once('exit', r));
+      worker.kill('SIGTERM');
+      await exited;
+    }
+  }, 120_000);
 });
