@@ -4613,11 +4613,12 @@ AS $function$
 declare
   v_org uuid := app.current_organization_id();
   v_managed uuid[];
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
 begin
   if app.current_actor_kind() is distinct from 'user' then
     return;
   end if;
-  if exists (select 1 from app.users u where u.id = app.current_user_id() and u.org_role in ('owner', 'admin')) then
+  if exists (select 1 from app.users u where u.id = v_ctx_user and u.org_role in ('owner', 'admin')) then
     return query select k.id from app.api_keys k where k.organization_id = v_org;
     return;
   end if;
@@ -5381,12 +5382,14 @@ CREATE OR REPLACE FUNCTION app.analytics_report_insert(p_from date, p_to date, p
 AS $function$
 declare
   v_report app.analytics_reports;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
-  if app.current_workspace_id() is null or not app.current_workspace_accessible() then
+  if v_ctx_workspace is null or not app.current_workspace_accessible() then
     perform app.raise(403, 'WORKSPACE_REQUIRED', 'A report belongs to a workspace the caller may use.');
   end if;
   insert into app.analytics_reports (organization_id, workspace_id, period_from, period_to, integration_ids, created_by, api_key_id)
-  values (app.current_organization_id(), app.current_workspace_id(), p_from, p_to, p_ids,
+  values (v_ctx_organization, v_ctx_workspace, p_from, p_to, p_ids,
     nullif(current_setting('pressroom.user_id', true), '')::uuid, nullif(current_setting('pressroom.api_key_id', true), '')::uuid)
   returning * into v_report;
   return app.analytics_report_json(v_report);
@@ -5777,19 +5780,20 @@ CREATE OR REPLACE FUNCTION app.article_for(p_id uuid, p_lock boolean)
 AS $function$
 declare
   v app.articles;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   if p_lock then
     perform 1 from app.content_items i
-    where i.id = p_id and i.workspace_id = app.current_workspace_id() and i.deleted_at is null and i.kind = 'article'
+    where i.id = p_id and i.workspace_id = v_ctx_workspace and i.deleted_at is null and i.kind = 'article'
     for update;
     select a.* into v from app.articles a
     join app.content_items i on i.id = a.content_item_id and i.workspace_id = a.workspace_id
-    where a.content_item_id = p_id and a.workspace_id = app.current_workspace_id() and i.deleted_at is null
+    where a.content_item_id = p_id and a.workspace_id = v_ctx_workspace and i.deleted_at is null
     for update of a;
   else
     select a.* into v from app.articles a
     join app.content_items i on i.id = a.content_item_id and i.workspace_id = a.workspace_id
-    where a.content_item_id = p_id and a.workspace_id = app.current_workspace_id() and i.deleted_at is null;
+    where a.content_item_id = p_id and a.workspace_id = v_ctx_workspace and i.deleted_at is null;
   end if;
   if v.content_item_id is null then
     perform app.raise_not_found('article', p_id);
@@ -6126,8 +6130,9 @@ CREATE OR REPLACE FUNCTION app.campaign_for_update(p_id uuid)
 AS $function$
 declare
   v app.campaigns;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
-  select * into v from app.campaigns c where c.id = p_id and c.workspace_id = app.current_workspace_id() for update;
+  select * into v from app.campaigns c where c.id = p_id and c.workspace_id = v_ctx_workspace for update;
   if v.id is null then
     perform app.raise(404, 'NOT_FOUND', 'No campaign with this id in this workspace.', jsonb_build_object('id', p_id));
   end if;
@@ -6212,9 +6217,11 @@ CREATE OR REPLACE FUNCTION app.campaign_search_ids(p_pattern text)
  SET plan_cache_mode TO 'force_custom_plan'
 AS $function$
 #variable_conflict use_column
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   return query
-  select c.id from app.campaigns c where c.workspace_id = app.current_workspace_id() and c.name ilike p_pattern;
+  select c.id from app.campaigns c where c.workspace_id = v_ctx_workspace and c.name ilike p_pattern;
 end
 $function$;
 alter function app.campaign_search_ids(text) owner to pressroom_definer;
@@ -6229,8 +6236,9 @@ CREATE OR REPLACE FUNCTION app.campaign_visible(p_id uuid)
 AS $function$
 declare
   v app.campaigns;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
-  select * into v from app.campaigns c where c.id = p_id and c.workspace_id = app.current_workspace_id();
+  select * into v from app.campaigns c where c.id = p_id and c.workspace_id = v_ctx_workspace;
   if v.id is null then
     perform app.raise(404, 'NOT_FOUND', 'No campaign with this id in this workspace.', jsonb_build_object('id', p_id));
   end if;
@@ -6251,7 +6259,7 @@ declare
   v_kept uuid[];
 begin
   if o.root_id is not null then
-    perform 1 from app.content_items where root_id = o.root_id and deleted_at is null for update;
+    perform 1 from app.content_items where workspace_id = o.workspace_id and root_id = o.root_id and deleted_at is null for update;
     v_cancelled := array(select id from app.content_items
                          where root_id = o.root_id and deleted_at is null and status in ('draft', 'scheduled') order by id);
     update app.content_items set status = 'cancelled' where id = any (v_cancelled);
@@ -6552,9 +6560,10 @@ CREATE OR REPLACE FUNCTION app.content_item_for_update(p_id uuid)
 AS $function$
 declare
   v app.content_items;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   select * into v from app.content_items
-  where id = p_id and workspace_id = app.current_workspace_id() and deleted_at is null
+  where id = p_id and workspace_id = v_ctx_workspace and deleted_at is null
   for update;
   if v.id is null then
     perform app.raise_not_found('content', p_id);
@@ -6769,6 +6778,7 @@ declare
   v_integration uuid := (p_query ->> 'integrationId')::uuid;
   v_due bigint := 0;
   v_total bigint;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   -- Only the filters the counters know; any other (since, or one added later) is counted exactly by the caller.
   if exists (select 1 from jsonb_object_keys(p_query) k
@@ -6796,20 +6806,20 @@ begin
     -- ones are few (the engine is sending them), counted on the index.
     if ('scheduled' = any (v_workflow)) <> ('publishing' = any (v_workflow)) then
       select count(*) into v_due from app.content_items i
-      where i.workspace_id = app.current_workspace_id() and i.status = 'scheduled' and i.deleted_at is null
+      where i.workspace_id = v_ctx_workspace and i.status = 'scheduled' and i.deleted_at is null
         and i.scheduled_at <= now() and (v_integration is null or i.integration_id = v_integration);
     end if;
   else
     v_statuses := array['draft', 'scheduled', 'sent', 'failed'];
   end if;
   select coalesce(sum(c.n), 0) into v_total from app.content_item_counts c
-  where c.workspace_id = app.current_workspace_id() and c.status = any (v_statuses)
+  where c.workspace_id = v_ctx_workspace and c.status = any (v_statuses)
     and (v_integration is null or c.integration_id = v_integration);
   if v_workflow is not null and 'scheduled' = any (v_workflow) and not 'publishing' = any (v_workflow) then
     v_total := v_total - v_due;
   elsif v_workflow is not null and 'publishing' = any (v_workflow) and not 'scheduled' = any (v_workflow) then
     v_total := v_total - (select coalesce(sum(c.n), 0) from app.content_item_counts c
-                          where c.workspace_id = app.current_workspace_id() and c.status = 'scheduled'
+                          where c.workspace_id = v_ctx_workspace and c.status = 'scheduled'
                             and (v_integration is null or c.integration_id = v_integration)) + v_due;
   end if;
   return v_total;
@@ -6884,13 +6894,14 @@ declare
   v_out jsonb := '[]';
   v_msg jsonb;
   v_i int := 0;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   if p_payload ? 'mediaIds' and jsonb_typeof(p_payload -> 'mediaIds') = 'array' then
-    v_out := v_out || (select app.media_ref_problems(app.current_workspace_id(), app.jsonb_uuids(p_payload -> 'mediaIds'), p_prefix || 'mediaIds'));
+    v_out := v_out || (select app.media_ref_problems(v_ctx_workspace, app.jsonb_uuids(p_payload -> 'mediaIds'), p_prefix || 'mediaIds'));
   end if;
   if jsonb_typeof(p_payload -> 'thread') = 'array' then
     for v_msg in select e from jsonb_array_elements(p_payload -> 'thread') e loop
-      v_out := v_out || (select app.media_ref_problems(app.current_workspace_id(), app.jsonb_uuids(coalesce(v_msg -> 'mediaIds', '[]')),
+      v_out := v_out || (select app.media_ref_problems(v_ctx_workspace, app.jsonb_uuids(coalesce(v_msg -> 'mediaIds', '[]')),
                                                        p_prefix || 'thread.' || v_i || '.mediaIds'));
       v_i := v_i + 1;
     end loop;
@@ -7333,13 +7344,14 @@ CREATE OR REPLACE FUNCTION app.create_edition(p_root app.content_roots, p_channe
 AS $function$
 declare
   v_item app.content_items;
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
 begin
   insert into app.content_items (organization_id, workspace_id, root_id, integration_id, status, scheduled_at,
     intended_publish_at, caption, thread, settings, own_media, created_by)
   values (p_root.organization_id, p_root.workspace_id, p_root.id, (p_channel ->> 'integrationId')::uuid, p_status,
     p_scheduled_at, p_intended_at, p_channel ->> 'caption', app.content_normalize_thread(p_channel -> 'thread'),
     coalesce(nullif(p_channel -> 'settings', 'null'), '{}'), coalesce(jsonb_typeof(p_channel -> 'mediaIds') = 'array', false),
-    app.current_user_id())
+    v_ctx_user)
   returning * into v_item;
   if jsonb_typeof(p_channel -> 'mediaIds') = 'array' then
     perform app.replace_item_media(v_item, app.jsonb_uuids(p_channel -> 'mediaIds'));
@@ -7463,6 +7475,7 @@ declare
   v_made jsonb;
   v_first_ids uuid[];
   v_prefixes text[];
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
 begin
   if not exists (select 1 from pg_timezone_names where name = v_tz) then
     v_problems := v_problems || app.field_problem('recurrence.timezone', 'invalid_timezone', format('%s is not an IANA time zone name', v_tz));
@@ -7492,7 +7505,7 @@ begin
       'notes', p_body -> 'notes', 'mediaIds', p_body -> 'mediaIds', 'campaignId', p_root.campaign_id,
       'phaseId', p_root.phase_id, 'tagIds', p_body -> 'tagIds', 'pillarIds', p_body -> 'pillarIds',
       'formatIds', p_body -> 'formatIds', 'channels', p_body -> 'channels')),
-    app.current_user_id())
+    v_ctx_user)
   returning * into s;
 
   perform app.defer_content_checks();
@@ -8586,11 +8599,12 @@ AS $function$
 declare
   v app.integrations;
   v_grid boolean;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   -- Not g.*: the webhook secret is not readable.
   select g.id, g.organization_id, g.workspace_id, g.platform into v.id, v.organization_id, v.workspace_id, v.platform
   from app.integrations g
-  where g.id = p_id and g.workspace_id = app.current_workspace_id() and g.deleted_at is null;
+  where g.id = p_id and g.workspace_id = v_ctx_workspace and g.deleted_at is null;
   if v.id is null then
     perform app.raise_not_found('integration', p_id);
   end if;
@@ -9868,12 +9882,14 @@ CREATE OR REPLACE FUNCTION app.inbox_unread_count(p_thread uuid)
  SET search_path TO 'pg_catalog'
 AS $function$
 #variable_conflict use_column
+declare
+  v_ctx_principal uuid := app.current_principal_id();  -- the request context, read once (docs/citus.md)
 begin
   return (
     select count(*)::int from app.inbox_messages m
     where m.thread_id = p_thread and m.direction = 'inbound' and m.has_original and m.moderation <> 'deleted'
       and m.created_at > coalesce((select r.read_at from app.inbox_reads r
-                                   where r.thread_id = p_thread and r.principal_id = app.current_principal_id()), '-infinity')
+                                   where r.thread_id = p_thread and r.principal_id = v_ctx_principal), '-infinity')
   );
 end
 $function$;
@@ -9893,6 +9909,9 @@ declare
   v_type text := app.media_type_for_content_type(p_content_type);
   v_id uuid := gen_random_uuid();
   v_session app.media_upload_sessions;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   if v_type is null then
@@ -9914,10 +9933,10 @@ begin
   end if;
   insert into app.media_upload_sessions (id, organization_id, workspace_id, folder_id, filename, content_type,
     declared_size, alt_text, storage_key, expires_at, created_by)
-  values (v_id, app.current_organization_id(), app.current_workspace_id(), p_folder_id, btrim(p_filename),
+  values (v_id, v_ctx_organization, v_ctx_workspace, p_folder_id, btrim(p_filename),
     lower(btrim(p_content_type)), p_size, p_alt_text,
-    format('uploads/%s/%s', app.current_workspace_id(), v_id),
-    now() + make_interval(secs => p_ttl_seconds), app.current_user_id())
+    format('uploads/%s/%s', v_ctx_workspace, v_id),
+    now() + make_interval(secs => p_ttl_seconds), v_ctx_user)
   returning * into v_session;
   return app.media_upload_json(v_session);
 end
@@ -10399,6 +10418,7 @@ AS $function$
 declare
   v app.media_items;
   v_labels uuid[];
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
 begin
   case p_action
     when 'delete' then
@@ -10418,7 +10438,7 @@ begin
       v := app.media_item(p_id, true);
       perform app.media_require_active(v);
       insert into app.media_item_labels (media_id, label_id, workspace_id, organization_id, created_by)
-      select v.id, x, v.workspace_id, v.organization_id, app.current_user_id() from unnest(v_labels) x
+      select v.id, x, v.workspace_id, v.organization_id, v_ctx_user from unnest(v_labels) x
       on conflict do nothing;
       return app.media_json(v);
     when 'unlabel' then
@@ -10443,9 +10463,10 @@ AS $function$
 declare
   v_missing uuid[];
   v_merged jsonb;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   select coalesce(array_agg(x order by x), '{}') into v_missing from unnest(p_label_ids) x
-  where not exists (select 1 from app.media_labels l where l.id = x and l.workspace_id = app.current_workspace_id());
+  where not exists (select 1 from app.media_labels l where l.id = x and l.workspace_id = v_ctx_workspace);
   if cardinality(v_missing) > 0 then
     perform app.raise(404, 'NOT_FOUND', 'No media label with these ids in this workspace.',
       jsonb_build_object('labelIds', to_jsonb(v_missing)));
@@ -10596,8 +10617,9 @@ CREATE OR REPLACE FUNCTION app.media_folder(p_id uuid, p_field text DEFAULT 'id'
 AS $function$
 declare
   v app.media_folders;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
-  select * into v from app.media_folders where id = p_id and workspace_id = app.current_workspace_id();
+  select * into v from app.media_folders where id = p_id and workspace_id = v_ctx_workspace;
   if v.id is null then
     perform app.raise(404, 'NOT_FOUND', 'No media folder with this id in this workspace.', jsonb_build_object(p_field, p_id));
   end if;
@@ -10706,11 +10728,12 @@ CREATE OR REPLACE FUNCTION app.media_item(p_id uuid, p_for_update boolean DEFAUL
 AS $function$
 declare
   v app.media_items;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   if p_for_update then
-    select * into v from app.media_items where id = p_id and workspace_id = app.current_workspace_id() for update;
+    select * into v from app.media_items where id = p_id and workspace_id = v_ctx_workspace for update;
   else
-    select * into v from app.media_items where id = p_id and workspace_id = app.current_workspace_id();
+    select * into v from app.media_items where id = p_id and workspace_id = v_ctx_workspace;
   end if;
   if v.id is null then
     perform app.raise(404, 'NOT_FOUND', 'No media item with this id in this workspace.', jsonb_build_object('id', p_id));
@@ -10803,11 +10826,12 @@ CREATE OR REPLACE FUNCTION app.media_label(p_id uuid, p_for_update boolean DEFAU
 AS $function$
 declare
   v app.media_labels;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   if p_for_update then
-    select * into v from app.media_labels where id = p_id and workspace_id = app.current_workspace_id() for update;
+    select * into v from app.media_labels where id = p_id and workspace_id = v_ctx_workspace for update;
   else
-    select * into v from app.media_labels where id = p_id and workspace_id = app.current_workspace_id();
+    select * into v from app.media_labels where id = p_id and workspace_id = v_ctx_workspace;
   end if;
   if v.id is null then
     perform app.raise(404, 'NOT_FOUND', 'No media label with this id in this workspace.', jsonb_build_object('id', p_id));
@@ -10826,8 +10850,9 @@ CREATE OR REPLACE FUNCTION app.media_label_group(p_id uuid, p_field text DEFAULT
 AS $function$
 declare
   v app.media_label_groups;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
-  select * into v from app.media_label_groups where id = p_id and workspace_id = app.current_workspace_id();
+  select * into v from app.media_label_groups where id = p_id and workspace_id = v_ctx_workspace;
   if v.id is null then
     perform app.raise(404, 'NOT_FOUND', 'No label group with this id in this workspace.', jsonb_build_object(p_field, p_id));
   end if;
@@ -10938,9 +10963,11 @@ CREATE OR REPLACE FUNCTION app.media_label_search_ids(p_pattern text)
  SET plan_cache_mode TO 'force_custom_plan'
 AS $function$
 #variable_conflict use_column
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   return query
-  select l.id from app.media_labels l where l.workspace_id = app.current_workspace_id() and l.name ilike p_pattern;
+  select l.id from app.media_labels l where l.workspace_id = v_ctx_workspace and l.name ilike p_pattern;
 end
 $function$;
 alter function app.media_label_search_ids(text) owner to pressroom_definer;
@@ -11189,10 +11216,12 @@ CREATE OR REPLACE FUNCTION app.media_search_ids(p_pattern text)
  SET plan_cache_mode TO 'force_custom_plan'
 AS $function$
 #variable_conflict use_column
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   return query
   select m.id from app.media_items m
-  where m.workspace_id = app.current_workspace_id() and (m.filename ilike p_pattern or m.alt_text ilike p_pattern);
+  where m.workspace_id = v_ctx_workspace and (m.filename ilike p_pattern or m.alt_text ilike p_pattern);
 end
 $function$;
 alter function app.media_search_ids(text) owner to pressroom_definer;
@@ -12436,11 +12465,12 @@ CREATE OR REPLACE FUNCTION app.published_caption_secret(p_id uuid)
 AS $function$
 declare
   v_secret text;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   select g.webhook_secret into v_secret
   from app.content_items i join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
-  where i.id = p_id and i.workspace_id = app.current_workspace_id() and i.deleted_at is null and i.status = 'sent'
+  where i.id = p_id and i.workspace_id = v_ctx_workspace and i.deleted_at is null and i.status = 'sent'
     and g.connector = 'webhook' and g.deleted_at is null;
   return v_secret;
 end
@@ -12771,6 +12801,7 @@ declare
   v_snap jsonb;
   v_last app.content_versions;
   v_next int;
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
 begin
   select id, workspace_id, organization_id, version, deleted_at into v_item
   from app.content_items where workspace_id = p_workspace_id and id = p_item_id for update;
@@ -12796,7 +12827,7 @@ begin
   insert into app.content_versions (organization_id, workspace_id, content_item_id, version, snapshot, source,
     restored_from, created_by)
   values (v_item.organization_id, v_item.workspace_id, p_item_id, v_next, v_snap,
-    case when v_last.id is null then 'create' else p_source end, p_restored_from, app.current_user_id());
+    case when v_last.id is null then 'create' else p_source end, p_restored_from, v_ctx_user);
   if v_item.version <> v_next then
     update app.content_items set version = v_next where workspace_id = p_workspace_id and id = p_item_id;
   end if;
@@ -12978,10 +13009,11 @@ CREATE OR REPLACE FUNCTION app.require_content_ids(p_ids uuid[])
 AS $function$
 declare
   v_missing uuid[];
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   v_missing := array(select x from unnest(p_ids) x
                      where not exists (select 1 from app.content_items i where i.id = x
-                                       and i.workspace_id = app.current_workspace_id() and i.deleted_at is null));
+                                       and i.workspace_id = v_ctx_workspace and i.deleted_at is null));
   if cardinality(v_missing) > 0 then
     perform app.raise(404, 'NOT_FOUND', 'No content with these ids in this workspace.', jsonb_build_object('ids', to_jsonb(v_missing)));
   end if;
@@ -13031,8 +13063,10 @@ CREATE OR REPLACE FUNCTION app.require_role(p_role text)
  LANGUAGE plpgsql
  STABLE
 AS $function$
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
-  if app.current_workspace_id() is null then
+  if v_ctx_workspace is null then
     perform app.raise(403, 'WORKSPACE_REQUIRED', 'This operation needs a workspace.');
   end if;
   if app.role_rank(app.current_workspace_role()) < app.role_rank(p_role) then
@@ -13188,7 +13222,7 @@ declare
   v_opened boolean := false;
 begin
   select * into r from app.reviews where id = p_review_id for update;
-  select * into it from app.review_items where id = p_item_id for update;
+  select * into it from app.review_items where workspace_id = r.workspace_id and id = p_item_id for update;
   if r.status <> 'active' or it.state <> 'pending' or not it.open then
     return;
   end if;
@@ -13204,7 +13238,7 @@ begin
       exit;
     end if;
     if it.current_stage >= v_last then
-      select * into v from app.content_items where id = it.content_id for update;
+      select * into v from app.content_items where workspace_id = it.workspace_id and id = it.content_id for update;
       update app.review_items set state = 'approved', open = false, decided_at = now(), approved_version = v.version
       where id = it.id returning * into it;
       if r.auto_schedule_on_approval and v.intended_publish_at > now() then
@@ -13283,7 +13317,7 @@ declare
   a app.review_attachments;
 begin
   if p_lock then
-    select * into a from app.review_attachments where id = p_id and review_id = r.id and item_id = p_item for update;
+    select * into a from app.review_attachments where workspace_id = r.workspace_id and id = p_id and review_id = r.id and item_id = p_item for update;
   else
     select * into a from app.review_attachments where id = p_id and review_id = r.id and item_id = p_item;
   end if;
@@ -13380,6 +13414,8 @@ CREATE OR REPLACE FUNCTION app.review_content_eligibility(p_id uuid)
  STABLE
 AS $function$
 #variable_conflict use_column
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   return (
     select case
@@ -13392,7 +13428,7 @@ begin
       else jsonb_build_object('contentId', p_id, 'eligible', true, 'reason', null)
     end
     from (select p_id as pid) q
-    left join app.content_items i on i.id = q.pid and i.workspace_id = app.current_workspace_id() and i.deleted_at is null
+    left join app.content_items i on i.id = q.pid and i.workspace_id = v_ctx_workspace and i.deleted_at is null
   );
 end
 $function$;
@@ -13506,7 +13542,7 @@ declare
   it app.review_items;
 begin
   select * into r from app.reviews where id = p_review_id for update;
-  for it in select * from app.review_items where review_id = r.id and state = 'pending' and open for update loop
+  for it in select * from app.review_items where workspace_id = r.workspace_id and review_id = r.id and state = 'pending' and open for update loop
     update app.review_items set open = false, waiting_on = '{}' where id = it.id;
     if r.status = 'active' then
       if p_status = 'expired' then
@@ -13535,11 +13571,12 @@ CREATE OR REPLACE FUNCTION app.review_for(p_id uuid, p_lock boolean DEFAULT fals
 AS $function$
 declare
   r app.reviews;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   if p_lock then
-    select * into r from app.reviews where id = p_id and workspace_id = app.current_workspace_id() for update;
+    select * into r from app.reviews where id = p_id and workspace_id = v_ctx_workspace for update;
   else
-    select * into r from app.reviews where id = p_id and workspace_id = app.current_workspace_id();
+    select * into r from app.reviews where id = p_id and workspace_id = v_ctx_workspace;
   end if;
   if r.id is null then
     perform app.raise_not_found('review', p_id);
@@ -13560,7 +13597,7 @@ AS $function$
 declare
   v app.content_items;
 begin
-  select * into v from app.content_items where id = p_item.content_id and deleted_at is null for update;
+  select * into v from app.content_items where workspace_id = p_item.workspace_id and id = p_item.content_id and deleted_at is null for update;
   if v.id is null then
     perform app.raise_not_found('content', p_item.content_id);
   end if;
@@ -13594,6 +13631,9 @@ CREATE OR REPLACE FUNCTION app.review_inbox_rows(p_key text)
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
 #variable_conflict use_column
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
   return query
   select it, r, g.platform, app.review_item_due_at(row(r.*)::app.reviews, row(it.*)::app.review_items), app.review_urgency(app.review_item_due_at(row(r.*)::app.reviews, row(it.*)::app.review_items), w.timezone)
@@ -13602,7 +13642,7 @@ begin
   join app.content_items i on i.id = it.content_id and i.workspace_id = it.workspace_id
   join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
   join app.workspaces w on w.id = it.workspace_id
-  where it.workspace_id = app.current_workspace_id() and it.organization_id = app.current_organization_id()
+  where it.workspace_id = v_ctx_workspace and it.organization_id = v_ctx_organization
     and it.waiting_on @> array[p_key] and cardinality(it.waiting_on) > 0;
 end
 $function$;
@@ -13651,7 +13691,7 @@ declare
   it app.review_items;
 begin
   if p_lock then
-    select * into it from app.review_items where id = p_item_id and review_id = r.id for update;
+    select * into it from app.review_items where workspace_id = r.workspace_id and id = p_item_id and review_id = r.id for update;
   else
     select * into it from app.review_items where id = p_item_id and review_id = r.id;
   end if;
@@ -13763,12 +13803,13 @@ CREATE OR REPLACE FUNCTION app.review_link_context()
 AS $function$
 declare
   l app.review_links;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   if app.current_actor_kind() is distinct from 'review_link' then
     perform app.raise(403, 'REVIEW_LINK_REQUIRED', 'This operation is for client reviewers with a review link.');
   end if;
   select * into l from app.review_links where id = app.current_review_link_id()
-    and workspace_id = app.current_workspace_id() and revoked_at is null and (expires_at is null or expires_at > now());
+    and workspace_id = v_ctx_workspace and revoked_at is null and (expires_at is null or expires_at > now());
   if l.id is null then
     perform app.raise(401, 'UNAUTHENTICATED', 'This review link has ended.');
   end if;
@@ -13788,7 +13829,7 @@ AS $function$
 declare
   it app.review_items;
 begin
-  select * into it from app.review_items where id = p_item_id and review_id = l.review_id and state <> 'removed' for update;
+  select * into it from app.review_items where workspace_id = l.workspace_id and id = p_item_id and review_id = l.review_id and state <> 'removed' for update;
   if it.id is null then
     perform app.raise_not_found('review item', p_item_id);
   end if;
@@ -13869,6 +13910,8 @@ AS $function$
 declare
   r app.reviews;
   w app.approval_workflows;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
   if p_due_at is not null and p_due_at <= now() then
     perform app.raise_field_problems(jsonb_build_array(app.field_problem('dueAt', 'in_past', 'a due time must be ahead')),
@@ -13879,7 +13922,7 @@ begin
       'Give a workflowId or stages, not both.');
   end if;
   if p_workflow is not null then
-    select * into w from app.approval_workflows where id = p_workflow and workspace_id = app.current_workspace_id();
+    select * into w from app.approval_workflows where id = p_workflow and workspace_id = v_ctx_workspace;
     if w.id is null or not w.active then
       perform app.raise(409, 'REVIEW_WORKFLOW_UNAVAILABLE', 'This workflow is inactive or gone.', jsonb_build_object('workflowId', p_workflow));
     end if;
@@ -13889,7 +13932,7 @@ begin
   end if;
   insert into app.reviews (organization_id, workspace_id, workflow_id, title, message, due_at, stages,
     auto_schedule_on_approval, created_by)
-  values (app.current_organization_id(), app.current_workspace_id(), w.id, btrim(p_title), p_message, p_due_at,
+  values (v_ctx_organization, v_ctx_workspace, w.id, btrim(p_title), p_message, p_due_at,
     case when p_stages is not null then app.review_stages_normalize(p_stages) end,
     coalesce(w.auto_schedule_on_approval, false), app.current_person_id())
   returning * into r;
@@ -13991,7 +14034,7 @@ AS $function$
 declare
   v app.content_items;
 begin
-  select * into v from app.content_items where id = p_item.content_id for update;
+  select * into v from app.content_items where workspace_id = p_item.workspace_id and id = p_item.content_id for update;
   if v.status <> 'pending_approval' or v.deleted_at is not null then
     return;
   end if;
@@ -14014,17 +14057,20 @@ CREATE OR REPLACE FUNCTION app.review_revoke(r app.reviews, it app.review_items)
 AS $function$
 declare
   d app.review_decisions;
+  v_key text;
 begin
   perform app.require_review_status(r, array['active']);
+  -- The approver's key read first: a statement Citus sends to the workspace's shard cannot call a helper that reads tables.
+  v_key := app.current_approver_key();
   select * into d from app.review_decisions
-  where item_id = it.id and stage = it.current_stage and approver_key = app.current_approver_key()
+  where workspace_id = it.workspace_id and item_id = it.id and stage = it.current_stage and approver_key = v_key
     and revoked_at is null and superseded_at is null and it.state = 'pending' and it.open
   for update;
   if d.id is null then
     perform app.raise(409, 'NOTHING_TO_REVOKE', 'You have no decision on this item''s open stage to take back.',
       jsonb_build_object('itemId', it.id, 'stage', it.current_stage));
   end if;
-  update app.review_decisions set revoked_at = now() where id = d.id;
+  update app.review_decisions set revoked_at = now() where workspace_id = d.workspace_id and id = d.id;
   perform app.review_activity_add(r, it.id, 'decision', 'revoked', null, jsonb_build_object('decisionId', d.id, 'stage', d.stage));
   perform app.review_item_refresh_waiting(it.id);
   return jsonb_build_object('decisionId', d.id);
@@ -14153,6 +14199,7 @@ declare
   v_keys text[];
   v_role text;
   v_n int;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   if jsonb_typeof(p_stages) <> 'array' or jsonb_array_length(p_stages) = 0 then
     return jsonb_build_array(app.field_problem(p_field, 'required', 'at least one stage'));
@@ -14169,7 +14216,7 @@ begin
       for v_a in select e from jsonb_array_elements(v_stage -> 'approvers') e loop
         if v_a ->> 'type' = 'member' then
           select r.role into v_role from app.user_workspace_roles((v_a ->> 'userId')::uuid) r
-          where r.workspace_id = app.current_workspace_id();
+          where r.workspace_id = v_ctx_workspace;
           if app.role_rank(v_role) < app.role_rank('editor') then
             v_problems := v_problems || app.field_problem(format('%s/%s/approvers/%s/userId', p_field, v_i, v_j), 'not_an_editor',
               'an approver must be an editor or manager of this workspace (or a client reviewer)');
@@ -14251,10 +14298,11 @@ AS $function$
 #variable_conflict use_column
 declare
   v_result app.approval_workflows;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   select * into v_result from (
     select w.* from app.approval_workflows w
-    where w.workspace_id = app.current_workspace_id() and w.active
+    where w.workspace_id = v_ctx_workspace and w.active
       and app.workflow_matches(w.match, p_integration, p_platform, p_tag_ids, p_campaign)
     order by w.position, w.created_at, w.id
     limit 1
@@ -14301,12 +14349,13 @@ AS $function$
 declare
   v_ok boolean;
   v_clock timestamptz;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   v_clock := clock_timestamp();
   with u as (update app.sandbox_posts set caption = p_caption, caption_edits = caption_edits + 1, updated_at = v_clock
              where integration_id = p_integration_id and platform_post_id = p_platform_post_id
-               and workspace_id = app.current_workspace_id() returning 1)
+               and workspace_id = v_ctx_workspace returning 1)
   select exists (select 1 from u) into v_ok;
   return v_ok;
 end
@@ -14415,6 +14464,8 @@ declare
   v_ids uuid[];
   v_foreign uuid[];
   v_phase app.campaign_phases;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
   if p_phases is null or jsonb_typeof(p_phases) <> 'array' then
     perform app.raise(400, 'VALIDATION_FAILED', 'phases must be an array.',
@@ -14450,7 +14501,7 @@ begin
     else
       perform app.check_date_range((v_item ->> 'startsOn')::date, (v_item ->> 'endsOn')::date, format('body.phases.%s', v_ord - 1));
       insert into app.campaign_phases (organization_id, workspace_id, campaign_id, name, color, starts_on, ends_on, position)
-      values (app.current_organization_id(), app.current_workspace_id(), p_campaign_id, btrim(v_item ->> 'name'),
+      values (v_ctx_organization, v_ctx_workspace, p_campaign_id, btrim(v_item ->> 'name'),
         lower(v_item ->> 'color'), (v_item ->> 'startsOn')::date, (v_item ->> 'endsOn')::date, v_ord - 1);
     end if;
   end loop;
@@ -14487,13 +14538,14 @@ declare
   v_rows app.content_items[];
   v_ids uuid[];
   v_at timestamptz[];
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   -- The editions (distinct, each with its time), locked in id order.
   select array_agg(x.id order by x.id), array_agg(x.at order by x.id) into v_ids, v_at
   from (select distinct on (id) id, at from unnest(p_ids, p_at) u (id, at) order by id) x;
   select array_agg(i order by i.id) into v_rows from (
     select * from app.content_items
-    where id = any (v_ids) and workspace_id = app.current_workspace_id() and deleted_at is null
+    where id = any (v_ids) and workspace_id = v_ctx_workspace and deleted_at is null
     order by id for update) i;
   if coalesce(cardinality(v_rows), 0) < cardinality(v_ids) then
     -- The first one missing, in the caller's order.
@@ -14907,12 +14959,12 @@ begin
     perform app.raise(400, 'IMMUTABLE_FIELD', 'A phase cannot move to another campaign.',
       jsonb_build_object('id', old.id, 'campaignId', old.campaign_id));
   end if;
-  select c.workspace_id, c.organization_id into v from app.campaigns c where c.id = new.campaign_id;
+  select c.workspace_id, c.organization_id into v from app.campaigns c where c.workspace_id = new.workspace_id and c.id = new.campaign_id;
   if not found or v.workspace_id <> new.workspace_id or v.organization_id <> new.organization_id then
     perform app.raise(404, 'CAMPAIGN_NOT_FOUND', 'No campaign with this id in this workspace.',
       jsonb_build_object('campaignId', new.campaign_id));
   end if;
-  if tg_op = 'INSERT' and (select count(*) from app.campaign_phases p where p.campaign_id = new.campaign_id) >= 50 then
+  if tg_op = 'INSERT' and (select count(*) from app.campaign_phases p where p.workspace_id = new.workspace_id and p.campaign_id = new.campaign_id) >= 50 then
     perform app.raise(409, 'PHASE_LIMIT_REACHED', 'A campaign has at most 50 phases.',
       jsonb_build_object('campaignId', new.campaign_id, 'limit', 50));
   end if;
@@ -14992,7 +15044,8 @@ declare
   v_item record;
   v_item_id uuid := case when tg_op = 'DELETE' then old.content_item_id else new.content_item_id end;
 begin
-  select id, status, workspace_id, organization_id, deleted_at into v_item from app.content_items where id = v_item_id;
+  select id, status, workspace_id, organization_id, deleted_at into v_item from app.content_items
+  where workspace_id = case when tg_op = 'DELETE' then old.workspace_id else new.workspace_id end and id = v_item_id;
   if v_item.id is null then
     return case when tg_op = 'DELETE' then old else new end;
   end if;
@@ -15485,7 +15538,7 @@ AS $function$
 declare
   v_state text;
 begin
-  select state into v_state from app.media_items where id = new.media_id for share;
+  select state into v_state from app.media_items where workspace_id = new.workspace_id and id = new.media_id for share;
   if v_state = 'deleted' then
     perform app.raise(409, 'MEDIA_IN_BIN', 'This media item is in the bin; restore it before using it in content.',
       jsonb_build_object('mediaId', new.media_id));
@@ -15879,7 +15932,7 @@ begin
     perform app.raise(409, 'FOLDER_DEPTH_EXCEEDED', 'A folder cannot be moved into itself.',
       jsonb_build_object('folderId', new.id, 'parentId', new.parent_id));
   end if;
-  select * into v_parent from app.media_folders where id = new.parent_id for update;
+  select * into v_parent from app.media_folders where workspace_id = new.workspace_id and id = new.parent_id for update;
   if v_parent.id is null or v_parent.workspace_id <> new.workspace_id then
     perform app.raise(404, 'NOT_FOUND', 'No such parent folder in this workspace.',
       jsonb_build_object('parentId', new.parent_id));
@@ -15911,7 +15964,7 @@ AS $function$
 declare
   v_merged uuid;
 begin
-  select merged_into_id into v_merged from app.media_labels where id = new.label_id for key share;
+  select merged_into_id into v_merged from app.media_labels where workspace_id = new.workspace_id and id = new.label_id for key share;
   if v_merged is not null then
     perform app.raise(409, 'LABEL_MERGED', 'This label was merged into another; use that label.',
       jsonb_build_object('labelId', new.label_id, 'mergedIntoId', v_merged));
@@ -16825,7 +16878,7 @@ begin
   if d.id is null or d.state <> 'pending' then
     return jsonb_build_object('recorded', false, 'subscriptionId', d.subscription_id);
   end if;
-  select * into s from app.webhook_subscriptions x where x.id = d.subscription_id for update;
+  select * into s from app.webhook_subscriptions x where x.workspace_id = d.workspace_id and x.id = d.subscription_id for update;
   insert into app.webhook_delivery_log (organization_id, workspace_id, subscription_id, delivery_id, kind, attempt, request,
     response_status, response_excerpt, error, duration_ms)
   values (d.organization_id, d.workspace_id, d.subscription_id, d.id, 'attempt', d.attempts + 1, p_request, p_status,
@@ -16909,11 +16962,12 @@ CREATE OR REPLACE FUNCTION app.webhook_subscription_for_update(p_id uuid)
 AS $function$
 declare
   v app.webhook_subscriptions;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('manager');
   -- every column but the secret (requests cannot read it)
   select s.id, s.organization_id, s.workspace_id, s.url, s.events, s.description, s.active, s.paused_reason, null::bytea, s.consecutive_failures, s.created_by, s.created_at, s.updated_at into v
-  from app.webhook_subscriptions s where s.id = p_id and s.workspace_id = app.current_workspace_id() for update;
+  from app.webhook_subscriptions s where s.id = p_id and s.workspace_id = v_ctx_workspace for update;
   if v.id is null then
     perform app.raise(404, 'NOT_FOUND', 'No webhook subscription with this id in this workspace.', jsonb_build_object('id', p_id));
   end if;
@@ -16956,13 +17010,15 @@ declare
   v_token uuid := gen_random_uuid();
   v_got uuid;
   v_clock timestamptz;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
-  if app.current_workspace_id() is null or app.current_organization_id() is null then
+  if v_ctx_workspace is null or v_ctx_organization is null then
     perform app.raise(403, 'WORKSPACE_REQUIRED', 'This operation needs a workspace.');
   end if;
   v_clock := clock_timestamp();
   insert into app.work_claims as c (kind, subject_id, organization_id, workspace_id, token, request_id, claimed_until)
-  values (p_kind, p_subject, app.current_organization_id(), app.current_workspace_id(), v_token,
+  values (p_kind, p_subject, v_ctx_organization, v_ctx_workspace, v_token,
           nullif(current_setting('pressroom.request_id', true), ''),
           clock_timestamp() + make_interval(secs => greatest(p_seconds, 1)))
   on conflict (kind, subject_id, workspace_id) do update
@@ -17007,9 +17063,10 @@ CREATE OR REPLACE FUNCTION app.work_claim_take(p_kind text, p_subject uuid, p_to
 AS $function$
 declare
   v_n int;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   delete from app.work_claims
-  where kind = p_kind and subject_id = p_subject and token = p_token and workspace_id = app.current_workspace_id();
+  where kind = p_kind and subject_id = p_subject and token = p_token and workspace_id = v_ctx_workspace;
   get diagnostics v_n = row_count;
   return v_n > 0;
 end
@@ -17058,7 +17115,7 @@ declare
   v_platform text;
 begin
   if p_row.content_root_id is not null then
-    select * into v_root from app.content_roots where id = p_row.content_root_id and deleted_at is null for update;
+    select * into v_root from app.content_roots where workspace_id = p_row.workspace_id and id = p_row.content_root_id and deleted_at is null for update;
   end if;
   if v_root.id is null then
     v_id := app.workbench_first_content(p_row.title, p_row.planned_at, p_body);
@@ -17132,11 +17189,13 @@ CREATE OR REPLACE FUNCTION app.workbench_channel_problems(p_channels jsonb)
  STABLE
 AS $function$
 #variable_conflict use_column
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   return (
     select coalesce(jsonb_agg(p order by n), '[]') from (
       select x.n, case
-        when not exists (select 1 from app.integrations g where g.id = x.id and g.workspace_id = app.current_workspace_id() and g.deleted_at is null)
+        when not exists (select 1 from app.integrations g where g.id = x.id and g.workspace_id = v_ctx_workspace and g.deleted_at is null)
           then app.field_problem('channels.' || (x.n - 1), 'integration_not_found', 'no connected channel with this id in this workspace')
         when exists (select 1 from unnest(app.jsonb_uuids(p_channels)) with ordinality y (id, m) where y.id = x.id and y.m < x.n)
           then app.field_problem('channels.' || (x.n - 1), 'duplicate_channel', 'this channel is listed twice')
@@ -17235,6 +17294,7 @@ declare
     when 'pillar' then 'select id, name from app.pillars where workspace_id = $1'
     when 'format' then 'select id, name from app.formats where workspace_id = $1'
     when 'campaign' then 'select id, name from app.campaigns where workspace_id = $1' end;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   ids := '{}';
   problems := '[]';
@@ -17248,7 +17308,7 @@ begin
       continue;
     end if;
     execute format('select array_agg(id) from (%s) x where x.id::text = lower($2) or lower(btrim(x.name)) = lower($2)', v_sql)
-      into v_matches using app.current_workspace_id(), v_token;
+      into v_matches using v_ctx_workspace, v_token;
     if v_matches is null then
       problems := problems || app.field_problem(p_field, 'not_found', format('no %s named %s in this workspace', p_kind, left(v_token, 80)));
     elsif cardinality(v_matches) > 1 then
@@ -17367,6 +17427,7 @@ AS $function$
 declare
   v app.workbench_rows;
   pl record;
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
 begin
   select * into pl from app.workbench_planned(p_body ->> 'scheduledAt');
   -- The content first, so the row is written once, with its root.
@@ -17374,7 +17435,7 @@ begin
     content_root_id, created_by)
   values (p_section.organization_id, p_section.workspace_id, p_section.page_id, p_section.id, p_position,
     p_body ->> 'title', p_body ->> 'notes', pl.planned_at, pl.planned_on,
-    app.workbench_first_content(p_body ->> 'title', pl.planned_at, p_body), app.current_user_id())
+    app.workbench_first_content(p_body ->> 'title', pl.planned_at, p_body), v_ctx_user)
   returning * into v;
   return v;
 end
@@ -17550,8 +17611,9 @@ CREATE OR REPLACE FUNCTION app.workbench_page_for_update(p_id uuid)
 AS $function$
 declare
   v app.workbench_pages;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
-  select * into v from app.workbench_pages where id = p_id and workspace_id = app.current_workspace_id() for update;
+  select * into v from app.workbench_pages where id = p_id and workspace_id = v_ctx_workspace for update;
   if v.id is null then
     perform app.raise_not_found('workbench page', p_id);
   end if;
@@ -17668,8 +17730,9 @@ CREATE OR REPLACE FUNCTION app.workbench_row_for_update(p_id uuid)
 AS $function$
 declare
   v app.workbench_rows;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
-  select * into v from app.workbench_rows where id = p_id and workspace_id = app.current_workspace_id() for update;
+  select * into v from app.workbench_rows where id = p_id and workspace_id = v_ctx_workspace for update;
   if v.id is null then
     perform app.raise_not_found('workbench row', p_id);
   end if;
@@ -17774,9 +17837,10 @@ declare
   v_results jsonb[] := '{}';
   v_failed boolean := false;
   v_state text; v_msg text; v_detail text; v_hint text;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   begin
-    select * into v from app.workbench_rows where id = p_row_id and workspace_id = app.current_workspace_id();
+    select * into v from app.workbench_rows where id = p_row_id and workspace_id = v_ctx_workspace;
     if v.id is null then
       perform app.raise_not_found('workbench row', p_row_id);
     end if;
@@ -17834,8 +17898,9 @@ CREATE OR REPLACE FUNCTION app.workbench_section_for_update(p_id uuid)
 AS $function$
 declare
   v app.workbench_sections;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
-  select * into v from app.workbench_sections where id = p_id and workspace_id = app.current_workspace_id() for update;
+  select * into v from app.workbench_sections where id = p_id and workspace_id = v_ctx_workspace for update;
   if v.id is null then
     perform app.raise_not_found('workbench section', p_id);
   end if;
@@ -17949,11 +18014,12 @@ CREATE OR REPLACE FUNCTION app.workflow_for(p_id uuid, p_lock boolean DEFAULT fa
 AS $function$
 declare
   w app.approval_workflows;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   if p_lock then
-    select * into w from app.approval_workflows where id = p_id and workspace_id = app.current_workspace_id() for update;
+    select * into w from app.approval_workflows where id = p_id and workspace_id = v_ctx_workspace for update;
   else
-    select * into w from app.approval_workflows where id = p_id and workspace_id = app.current_workspace_id();
+    select * into w from app.approval_workflows where id = p_id and workspace_id = v_ctx_workspace;
   end if;
   if w.id is null then
     perform app.raise_not_found('approval workflow', p_id);
@@ -18028,8 +18094,10 @@ CREATE OR REPLACE FUNCTION app.workflow_name_taken(p_name text, p_except uuid)
  RETURNS void
  LANGUAGE plpgsql
 AS $function$
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
-  if exists (select 1 from app.approval_workflows w where w.workspace_id = app.current_workspace_id()
+  if exists (select 1 from app.approval_workflows w where w.workspace_id = v_ctx_workspace
              and lower(btrim(w.name)) = lower(btrim(p_name)) and w.id is distinct from p_except) then
     perform app.raise(409, 'NAME_TAKEN', 'An approval workflow with this name exists in this workspace.',
       jsonb_build_object('name', btrim(p_name)));
@@ -18048,23 +18116,24 @@ AS $function$
 declare
   v_problems jsonb := '[]';
   v_bad text[];
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   if p_body ? 'stages' or not p_partial then
     v_problems := v_problems || app.review_stages_problems(p_body -> 'stages', 'stages');
   end if;
   if p_body ? 'match' then
     v_bad := array(select x from jsonb_array_elements_text(coalesce(p_body -> 'match' -> 'integrationIds', '[]')) x
-                   where not exists (select 1 from app.integrations g where g.id = x::uuid and g.workspace_id = app.current_workspace_id()));
+                   where not exists (select 1 from app.integrations g where g.id = x::uuid and g.workspace_id = v_ctx_workspace));
     if cardinality(v_bad) > 0 then
       v_problems := v_problems || app.field_problem('match/integrationIds', 'not_found', 'no channel with this id in this workspace: ' || array_to_string(v_bad, ', '));
     end if;
     v_bad := array(select x from jsonb_array_elements_text(coalesce(p_body -> 'match' -> 'tagIds', '[]')) x
-                   where not exists (select 1 from app.tags t where t.id = x::uuid and t.workspace_id = app.current_workspace_id()));
+                   where not exists (select 1 from app.tags t where t.id = x::uuid and t.workspace_id = v_ctx_workspace));
     if cardinality(v_bad) > 0 then
       v_problems := v_problems || app.field_problem('match/tagIds', 'not_found', 'no tag with this id in this workspace: ' || array_to_string(v_bad, ', '));
     end if;
     v_bad := array(select x from jsonb_array_elements_text(coalesce(p_body -> 'match' -> 'campaignIds', '[]')) x
-                   where not exists (select 1 from app.campaigns c where c.id = x::uuid and c.workspace_id = app.current_workspace_id()));
+                   where not exists (select 1 from app.campaigns c where c.id = x::uuid and c.workspace_id = v_ctx_workspace));
     if cardinality(v_bad) > 0 then
       v_problems := v_problems || app.field_problem('match/campaignIds', 'not_found', 'no campaign with this id in this workspace: ' || array_to_string(v_bad, ', '));
     end if;
@@ -18185,9 +18254,10 @@ CREATE OR REPLACE FUNCTION api.abort_media_upload(p_id uuid)
 AS $function$
 declare
   v app.media_upload_sessions;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
-  select * into v from app.media_upload_sessions where id = p_id and workspace_id = app.current_workspace_id() for update;
+  select * into v from app.media_upload_sessions where id = p_id and workspace_id = v_ctx_workspace for update;
   if v.id is null then
     perform app.raise(404, 'NOT_FOUND', 'No upload session with this id in this workspace.', jsonb_build_object('sessionId', p_id));
   end if;
@@ -18254,6 +18324,7 @@ declare
   t app.inbox_threads;
   v app.inbox_messages;
   v_max int := coalesce(app.setting('inbox_reply_max_length')::int, 8000);
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   t := app.inbox_thread(p_thread);
@@ -18262,7 +18333,7 @@ begin
       jsonb_build_object('fields', jsonb_build_array(jsonb_build_object('field', 'body.text', 'code', 'length', 'message', format('must have 1 to %s characters', v_max)))));
   end if;
   insert into app.inbox_messages (organization_id, workspace_id, integration_id, thread_id, direction, author, body, created_by)
-  values (t.organization_id, t.workspace_id, t.integration_id, t.id, 'note', app.inbox_author(), p_text, app.current_user_id())
+  values (t.organization_id, t.workspace_id, t.integration_id, t.id, 'note', app.inbox_author(), p_text, v_ctx_user)
   returning * into v;
   return app.inbox_message_json(v);
 end
@@ -18281,6 +18352,8 @@ AS $function$
 declare
   v_user record;
   v_member app.workspace_members;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('manager');
   -- The request sees only its organization's users (policy users_api_select):
@@ -18291,7 +18364,7 @@ begin
     -- address has an account elsewhere (an invitation is not an account).
     begin
       insert into app.users (organization_id, email, org_role, status)
-      values (app.current_organization_id(), p_email, 'member', 'invited')
+      values (v_ctx_organization, p_email, 'member', 'invited')
       returning id into v_user;
     exception when unique_violation then
       -- Only users_organization_email_key can refuse an invitation: a
@@ -18300,12 +18373,12 @@ begin
     end;
   end if;
   if exists (select 1 from app.workspace_members
-             where workspace_id = app.current_workspace_id() and user_id = v_user.id) then
+             where workspace_id = v_ctx_workspace and user_id = v_user.id) then
     perform app.raise(409, 'ALREADY_MEMBER', 'This user is already a member of the workspace; PATCH the member to change the role.',
       jsonb_build_object('userId', v_user.id));
   end if;
   insert into app.workspace_members (workspace_id, user_id, organization_id, role)
-  values (app.current_workspace_id(), v_user.id, app.current_organization_id(), p_role)
+  values (v_ctx_workspace, v_user.id, v_ctx_organization, p_role)
   returning * into v_member;
   return app.member_json(v_member);
 end
@@ -18362,9 +18435,11 @@ CREATE OR REPLACE FUNCTION api.analytics_aggregates(p_from date, p_to date, p_in
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
-  return app.analytics_series(app.current_workspace_id(), p_from, p_to, p_interval, p_group_by, p_integration_ids);
+  return app.analytics_series(v_ctx_workspace, p_from, p_to, p_interval, p_group_by, p_integration_ids);
 end
 $function$;
 alter function api.analytics_aggregates(date,date,text,text,uuid[]) owner to pressroom_api;
@@ -18487,10 +18562,11 @@ declare
   v_to date;
   v_period date[];
   v_series jsonb;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
   select * into v_item from app.content_items i
-  where i.id = p_content_id and i.workspace_id = app.current_workspace_id() and i.status = 'sent';
+  where i.id = p_content_id and i.workspace_id = v_ctx_workspace and i.status = 'sent';
   if v_item.id is null then
     perform app.raise(404, 'NOT_FOUND', 'No published content with this id in this workspace.', jsonb_build_object('id', p_content_id));
   end if;
@@ -18544,9 +18620,11 @@ CREATE OR REPLACE FUNCTION api.analytics_posts(p_filter jsonb, p_sort_by text, p
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
-  return app.analytics_posts(app.current_workspace_id(), p_filter, p_sort_by, p_order, p_limit, p_offset);
+  return app.analytics_posts(v_ctx_workspace, p_filter, p_sort_by, p_order, p_limit, p_offset);
 end
 $function$;
 alter function api.analytics_posts(jsonb,text,text,integer,bigint) owner to pressroom_api;
@@ -18560,9 +18638,11 @@ CREATE OR REPLACE FUNCTION api.analytics_summary(p_from date, p_to date, p_integ
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
-  return app.analytics_summary(app.current_workspace_id(), p_from, p_to, p_integration_ids);
+  return app.analytics_summary(v_ctx_workspace, p_from, p_to, p_integration_ids);
 end
 $function$;
 alter function api.analytics_summary(date,date,uuid[]) owner to pressroom_api;
@@ -18683,13 +18763,14 @@ CREATE OR REPLACE FUNCTION api.attach_media_labels(p_id uuid, p_label_ids uuid[]
 AS $function$
 declare
   v app.media_items;
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   perform app.media_check_labels(p_label_ids);
   v := app.media_item(p_id, true);
   perform app.media_require_active(v);
   insert into app.media_item_labels (media_id, label_id, workspace_id, organization_id, created_by)
-  select v.id, x, v.workspace_id, v.organization_id, app.current_user_id() from unnest(p_label_ids) x
+  select v.id, x, v.workspace_id, v.organization_id, v_ctx_user from unnest(p_label_ids) x
   on conflict do nothing;
   return app.media_json(v);
 end
@@ -18739,9 +18820,10 @@ AS $function$
 declare
   v app.media_upload_sessions;
   v_media app.media_items;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
-  select * into v from app.media_upload_sessions where id = p_id and workspace_id = app.current_workspace_id() for update;
+  select * into v from app.media_upload_sessions where id = p_id and workspace_id = v_ctx_workspace for update;
   if v.id is null then
     perform app.raise(404, 'NOT_FOUND', 'No upload session with this id in this workspace.', jsonb_build_object('sessionId', p_id));
   end if;
@@ -18822,13 +18904,14 @@ declare
   v_results jsonb[] := '{}';
   v_ok int := 0;
   v_state text; v_msg text; v_detail text; v_hint text;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   v_sections := array(select distinct (e ->> 'sectionId')::uuid from jsonb_array_elements(v_items) e order by 1);
   perform app.workbench_lock(variadic v_sections);
   -- Keys for each section's new rows, in request order, at its end.
   foreach v_sid in array v_sections loop
-    select * into s from app.workbench_sections where id = v_sid and workspace_id = app.current_workspace_id() for update;
+    select * into s from app.workbench_sections where id = v_sid and workspace_id = v_ctx_workspace for update;
     if s.id is not null then
       v_keys := v_keys || jsonb_build_object(v_sid::text, to_jsonb(app.workbench_append_keys('rows', v_sid,
         (select count(*)::int from jsonb_array_elements(v_items) e where (e ->> 'sectionId')::uuid = v_sid))));
@@ -19001,15 +19084,16 @@ declare
   o app.recurring_occurrences;
   s app.recurring_series;
   v_out jsonb;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   select * into o from app.recurring_occurrences
-  where id = p_occurrence_id and workspace_id = app.current_workspace_id();
+  where id = p_occurrence_id and workspace_id = v_ctx_workspace;
   if o.id is null then
     perform app.raise_not_found('recurring occurrence', p_occurrence_id);
   end if;
-  select * into s from app.recurring_series where id = o.series_id for update;
-  select * into o from app.recurring_occurrences where id = o.id for update;
+  select * into s from app.recurring_series where workspace_id = o.workspace_id and id = o.series_id for update;
+  select * into o from app.recurring_occurrences where workspace_id = o.workspace_id and id = o.id for update;
   perform app.require_series_version(s, p_body);
   if o.status = 'cancelled' then
     perform app.raise(409, 'OCCURRENCE_ALREADY_CANCELLED', 'This occurrence is already cancelled.',
@@ -19045,10 +19129,11 @@ declare
   v_occurrences uuid[] := '{}';
   v_cancelled jsonb := '[]';
   v_kept jsonb := '[]';
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   select * into s from app.recurring_series
-  where id = p_series_id and workspace_id = app.current_workspace_id() for update;
+  where id = p_series_id and workspace_id = v_ctx_workspace for update;
   if s.id is null then
     perform app.raise_not_found('recurring series', p_series_id);
   end if;
@@ -19069,7 +19154,7 @@ begin
     v_from := coalesce(v_from, s.next_index);
   end if;
   for o in select * from app.recurring_occurrences
-           where series_id = s.id and occurrence_index >= v_from and status <> 'cancelled'
+           where workspace_id = s.workspace_id and series_id = s.id and occurrence_index >= v_from and status <> 'cancelled'
            order by occurrence_index for update loop
     continue when (select app.recurring_occurrence_published(o.root_id));
     v_out := app.cancel_occurrence(o);
@@ -19130,6 +19215,7 @@ declare
   v_i int := 0;
   v_mine jsonb;
   v_platform text;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   if jsonb_typeof(p_body) is distinct from 'object' then
@@ -19155,7 +19241,7 @@ begin
   begin
     v_created := api.create_content(v_draft);
     for v_i in 0 .. jsonb_array_length(coalesce(v_created -> 'editions', '[]')) - 1 loop
-      v_fields := v_fields || app.content_item_problems(app.current_workspace_id(), (v_created -> 'editions' -> v_i ->> 'id')::uuid, 'channels.' || v_i || '.');
+      v_fields := v_fields || app.content_item_problems(v_ctx_workspace, (v_created -> 'editions' -> v_i ->> 'id')::uuid, 'channels.' || v_i || '.');
     end loop;
     raise exception using errcode = 'PRCHK', message = 'check_content: rolled back';
   exception
@@ -19175,7 +19261,7 @@ begin
   for v_channel in select e from jsonb_array_elements(v_channels) e loop
     select g.platform into v_platform from app.integrations g
     where (v_channel ->> 'integrationId') ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$'
-      and g.id = (v_channel ->> 'integrationId')::uuid and g.workspace_id = app.current_workspace_id() and g.deleted_at is null;
+      and g.id = (v_channel ->> 'integrationId')::uuid and g.workspace_id = v_ctx_workspace and g.deleted_at is null;
     v_mine := coalesce((select jsonb_agg(f) from jsonb_array_elements(v_fields) f
                         where (f ->> 'field') like 'channels.' || v_i || '.%'), '[]');
     v_out := v_out || jsonb_build_object('index', v_i, 'integrationId', v_channel ->> 'integrationId', 'platform', v_platform,
@@ -19206,9 +19292,10 @@ declare
   v_saved jsonb;
   v_ids uuid[] := '{}';
   v_i int;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.connect_require_manager();
-  select * into v from app.pending_connections where workspace_id = app.current_workspace_id() and id = p_id and expires_at > now() for update;
+  select * into v from app.pending_connections where workspace_id = v_ctx_workspace and id = p_id and expires_at > now() for update;
   if v.id is null then
     perform app.raise_not_found('pending connection', p_id);
   end if;
@@ -19370,9 +19457,10 @@ declare
   v_type text := p_facts ->> 'type';
   v_size bigint := (p_facts ->> 'fileSize')::bigint;
   v_folder uuid;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
-  select * into v from app.media_upload_sessions where id = p_id and workspace_id = app.current_workspace_id()
+  select * into v from app.media_upload_sessions where id = p_id and workspace_id = v_ctx_workspace
     and state = 'pending' for update;
   if v.id is null then
     perform app.raise(404, 'NOT_FOUND', 'No pending upload session with this id in this workspace.', jsonb_build_object('sessionId', p_id));
@@ -19419,6 +19507,10 @@ declare
   v_app_id uuid;
   v_expires timestamptz := now() + interval '10 minutes';
   v_scopes text[];
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_api_key uuid := app.current_api_key_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
   if v ->> 'connect' <> 'oauth' and not coalesce((select c.oauth from app.connectors c where c.name = v_connector), false) then
     perform app.raise(400, 'CONNECT_FLOW_NOT_APPLICABLE',
@@ -19445,7 +19537,7 @@ begin
   end if;
   insert into app.oauth_states (workspace_id, state_hash, organization_id, user_id, api_key_id, connector, platform, instance_url,
     platform_app_id, redirect_uri, return_to, integration_id, verifier_ciphertext, expires_at)
-  values (app.current_workspace_id(), p_state_hash, app.current_organization_id(), app.current_user_id(), app.current_api_key_id(),
+  values (v_ctx_workspace, p_state_hash, v_ctx_organization, v_ctx_user, v_ctx_api_key,
     v_connector, v ->> 'platform', v_instance, v_app_id, p_redirect_uri, p_return_to, p_integration_id, p_verifier_ciphertext, v_expires);
   return jsonb_build_object('connector', v_connector, 'platform', v ->> 'platform', 'integrationId', p_integration_id,
     'instanceUrl', v_instance, 'expiresAt', v_expires);
@@ -19468,11 +19560,12 @@ declare
   v_integ app.integrations;
   v_instance text := p_instance_url;
   v_app app.platform_apps;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.connect_require_manager();
   if p_integration_id is not null then
     select * into v_integ from app.integrations
-    where id = p_integration_id and workspace_id = app.current_workspace_id() and deleted_at is null;
+    where id = p_integration_id and workspace_id = v_ctx_workspace and deleted_at is null;
     if v_integ.id is null then
       perform app.raise_not_found('integration', p_integration_id);
     end if;
@@ -19513,13 +19606,16 @@ AS $function$
 declare
   v jsonb := api.connect_prepare(p_platform, p_connector, p_integration_id, p_instance_url);
   v_saved jsonb;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
   if v ->> 'connect' <> 'password' then
     perform app.raise(400, 'CONNECT_FLOW_NOT_APPLICABLE',
       format('The %s connector signs in through the platform: use POST .../integrations/connect.', v ->> 'connector'),
       jsonb_build_object('connector', v ->> 'connector'));
   end if;
-  v_saved := app.connection_save(app.current_organization_id(), app.current_workspace_id(), app.current_user_id(),
+  v_saved := app.connection_save(v_ctx_organization, v_ctx_workspace, v_ctx_user,
     v ->> 'connector', v ->> 'platform', coalesce(v ->> 'instanceUrl', p_instance_url), p_integration_id, p_account);
   return app.integration_json((v_saved ->> 'integrationId')::uuid, true);
 end
@@ -19536,10 +19632,12 @@ CREATE OR REPLACE FUNCTION api.content_failed_count()
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
   return jsonb_build_object('count', (select count(*) from app.content_items
-    where workspace_id = app.current_workspace_id() and status = 'failed' and deleted_at is null));
+    where workspace_id = v_ctx_workspace and status = 'failed' and deleted_at is null));
 end
 $function$;
 alter function api.content_failed_count() owner to pressroom_api;
@@ -19553,10 +19651,12 @@ CREATE OR REPLACE FUNCTION api.content_pending_approval_count()
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
   return jsonb_build_object('count', (select count(*) from app.content_items
-    where workspace_id = app.current_workspace_id() and status = 'pending_approval' and deleted_at is null));
+    where workspace_id = v_ctx_workspace and status = 'pending_approval' and deleted_at is null));
 end
 $function$;
 alter function api.content_pending_approval_count() owner to pressroom_api;
@@ -19575,9 +19675,10 @@ declare
   v_plan text;
   v_period date[];
   v_ids uuid[];
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
-  select o.plan into v_plan from app.organizations o where o.id = app.current_organization_id();
+  select o.plan into v_plan from app.organizations o where o.id = v_ctx_organization;
   if app.plan_rank(v_plan) < app.plan_rank('standard') then
     perform app.raise(401, 'PLAN_REQUIRED', format('PDF reports need the standard plan or higher; this organization is on %s.', v_plan),
       jsonb_build_object('plan', v_plan, 'requiredPlan', 'standard'));
@@ -19603,6 +19704,8 @@ declare
   v_key_id uuid;
   v_missing uuid[];
   v_managed uuid[] := app.managed_workspace_ids();
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_session();
   perform app.require_role('manager');
@@ -19621,12 +19724,12 @@ begin
   -- The key's role cannot exceed the creator's role in any granted
   -- workspace; managing them all, the creator is manager in each.
   insert into app.api_keys (organization_id, created_by, name, key_prefix, key_hash, role, expires_at)
-  values (app.current_organization_id(), app.current_user_id(), p_name, p_key_prefix, p_key_hash,
+  values (v_ctx_organization, v_ctx_user, p_name, p_key_prefix, p_key_hash,
           coalesce(p_role, 'editor'), p_expires_at)
   returning id into v_key_id;
   with inserted as (
     insert into app.api_key_workspaces (api_key_id, workspace_id, organization_id)
-    select v_key_id, x, app.current_organization_id() from (select distinct unnest(p_workspace_ids) x) s
+    select v_key_id, x, v_ctx_organization from (select distinct unnest(p_workspace_ids) x) s
     returning 1)
   select count(*) into v_inserted from inserted;
   return app.api_key_json(v_key_id, false);
@@ -19646,14 +19749,16 @@ AS $function$
 declare
   w app.approval_workflows;
   v_position int;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('manager');
   perform app.raise_field_problems(app.workflow_problems(p_body, false), 'The workflow is not valid; see details.fields.');
   perform app.workflow_name_taken(p_body ->> 'name', null);
-  v_position := coalesce((select max(position) + 1 from app.approval_workflows where workspace_id = app.current_workspace_id()), 0);
+  v_position := coalesce((select max(position) + 1 from app.approval_workflows where workspace_id = v_ctx_workspace), 0);
   insert into app.approval_workflows (organization_id, workspace_id, name, position, active, match, stages,
     auto_schedule_on_approval, created_by)
-  values (app.current_organization_id(), app.current_workspace_id(), btrim(p_body ->> 'name'),
+  values (v_ctx_organization, v_ctx_workspace, btrim(p_body ->> 'name'),
     v_position,
     coalesce((p_body ->> 'active')::boolean, true), app.workflow_match_normalize(coalesce(p_body -> 'match', '{}')),
     app.review_stages_normalize(p_body -> 'stages'), coalesce((p_body ->> 'autoScheduleOnApproval')::boolean, false),
@@ -19684,9 +19789,12 @@ declare
   v_problems jsonb := coalesce(p_body -> 'problems', '[]');
   v_root uuid;
   v_item uuid;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
-  select app.current_workspace_id(), app.current_organization_id() into v_ws, v_org;
+  select v_ctx_workspace, v_ctx_organization into v_ws, v_org;
   v_problems := v_problems || (select app.article_integration_problems(v_ws, v_integration));
   if v_title is null or char_length(v_title) not between 1 and 200 then
     v_problems := v_problems || app.field_problem('title', 'length', 'a title has 1 to 200 characters');
@@ -19694,10 +19802,10 @@ begin
   v_problems := v_problems || (select app.article_media_problems(v_ws, v_html, v_cover));
   perform app.raise_field_problems(v_problems, 'The article is not valid; see details.fields.');
   insert into app.content_roots (organization_id, workspace_id, title, created_by)
-  values (v_org, v_ws, v_title, app.current_user_id())
+  values (v_org, v_ws, v_title, v_ctx_user)
   returning id into v_root;
   insert into app.content_items (organization_id, workspace_id, root_id, integration_id, kind, status, created_by)
-  values (v_org, v_ws, v_root, v_integration, 'article', 'draft', app.current_user_id())
+  values (v_org, v_ws, v_root, v_integration, 'article', 'draft', v_ctx_user)
   returning id into v_item;
   insert into app.articles (content_item_id, organization_id, workspace_id, title, body_html, character_count, cover_media_id)
   values (v_item, v_org, v_ws, v_title, v_html, v_count, v_cover);
@@ -19717,12 +19825,15 @@ CREATE OR REPLACE FUNCTION api.create_campaign(p_name text, p_description text, 
 AS $function$
 declare
   v app.campaigns;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   perform app.check_date_range(p_starts_on, p_ends_on);
   insert into app.campaigns (organization_id, workspace_id, name, description, color, starts_on, ends_on, created_by)
-  values (app.current_organization_id(), app.current_workspace_id(), btrim(p_name), p_description, lower(p_color),
-    p_starts_on, p_ends_on, app.current_user_id())
+  values (v_ctx_organization, v_ctx_workspace, btrim(p_name), p_description, lower(p_color),
+    p_starts_on, p_ends_on, v_ctx_user)
   returning * into v;
   if p_phases is not null then
     perform app.save_campaign_phases(v.id, p_phases);
@@ -19745,12 +19856,14 @@ AS $function$
 declare
   v_campaign app.campaigns;
   v app.campaign_phases;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   v_campaign := app.campaign_for_update(p_campaign_id);
   perform app.check_date_range(p_starts_on, p_ends_on);
   insert into app.campaign_phases (organization_id, workspace_id, campaign_id, name, color, starts_on, ends_on, position)
-  values (app.current_organization_id(), app.current_workspace_id(), v_campaign.id, btrim(p_name), lower(p_color),
+  values (v_ctx_organization, v_ctx_workspace, v_campaign.id, btrim(p_name), lower(p_color),
     p_starts_on, p_ends_on, 2147483647)
   returning * into v;
   perform app.place_campaign_phase(v_campaign.id, v.id, p_position);
@@ -19785,6 +19898,9 @@ declare
   v_status text;
   v_at timestamptz;
   v_campaign uuid;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   if v_intent = 'schedule' and v_scheduled_at is null then
@@ -19812,11 +19928,11 @@ begin
       v_problems := v_problems || app.field_problem('intendedPublishAt', 'required', 'a recurring series of drafts needs intendedPublishAt as its first time');
     end if;
   end if;
-  v_problems := v_problems || (select app.media_ref_problems(app.current_workspace_id(), app.jsonb_uuids(p_body -> 'mediaIds'), 'mediaIds'));
+  v_problems := v_problems || (select app.media_ref_problems(v_ctx_workspace, app.jsonb_uuids(p_body -> 'mediaIds'), 'mediaIds'));
   v_problems := v_problems || app.planning_problems(p_body);
   for v_channel in select e from jsonb_array_elements(v_channels) e loop
     select g.platform into v_platform from app.integrations g
-    where g.id = (v_channel ->> 'integrationId')::uuid and g.workspace_id = app.current_workspace_id() and g.deleted_at is null;
+    where g.id = (v_channel ->> 'integrationId')::uuid and g.workspace_id = v_ctx_workspace and g.deleted_at is null;
     if v_platform is null then
       v_problems := v_problems || app.field_problem('channels.' || v_i || '.integrationId', 'integration_not_found',
         'no connected channel with this id in this workspace');
@@ -19835,10 +19951,10 @@ begin
                          (select campaign_id from app.campaign_phases where id = (p_body ->> 'phaseId')::uuid));
   insert into app.content_roots (organization_id, workspace_id, title, caption, organizational_title, notes,
     campaign_id, phase_id, created_by)
-  values (app.current_organization_id(), app.current_workspace_id(), p_body ->> 'title', p_body ->> 'caption',
+  values (v_ctx_organization, v_ctx_workspace, p_body ->> 'title', p_body ->> 'caption',
     p_body ->> 'organizationalTitle', case when p_body ->> 'notes' is not null then to_jsonb(p_body ->> 'notes') end,
     v_campaign,
-    (p_body ->> 'phaseId')::uuid, app.current_user_id())
+    (p_body ->> 'phaseId')::uuid, v_ctx_user)
   returning * into v_root;
   if jsonb_typeof(p_body -> 'mediaIds') = 'array' then
     perform app.replace_root_media(v_root.id, app.jsonb_uuids(p_body -> 'mediaIds'));
@@ -19878,6 +19994,7 @@ declare
   v app.integrations;
   t app.grid_tiles;
   v_key text;
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   v := app.grid_integration(p_integration_id);
@@ -19889,7 +20006,7 @@ begin
     v_key := app.grid_key_between((select max(position_key) from app.grid_tiles where integration_id = v.id), null);
   end if;
   insert into app.grid_tiles (organization_id, workspace_id, integration_id, position_key, note, created_by)
-  values (v.organization_id, v.workspace_id, v.id, v_key, p_body ->> 'note', app.current_user_id())
+  values (v.organization_id, v.workspace_id, v.id, v_key, p_body ->> 'note', v_ctx_user)
   returning * into t;
   perform app.grid_set_placeholder_media(t, app.jsonb_uuids(p_body -> 'mediaIds'));
   perform app.grid_rebalance(v.workspace_id, v.id);
@@ -19909,11 +20026,13 @@ CREATE OR REPLACE FUNCTION api.create_hashtag_group(p_name text, p_hashtags text
 AS $function$
 declare
   v app.hashtag_groups;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   begin
     insert into app.hashtag_groups (organization_id, workspace_id, name, hashtags)
-    values (app.current_organization_id(), app.current_workspace_id(), p_name, coalesce(p_hashtags, '{}'))
+    values (v_ctx_organization, v_ctx_workspace, p_name, coalesce(p_hashtags, '{}'))
     returning * into v;
   exception when unique_violation then
     perform app.raise(409, 'NAME_TAKEN',
@@ -19940,6 +20059,9 @@ declare
   v_settings jsonb := coalesce(p_settings, '{}'::jsonb);
   v_bad text[];
   v_conn app.connectors;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('manager');
   -- The connectors are the registry's (app.connectors, declared by app.declare_connectors);
@@ -20030,11 +20152,11 @@ begin
 
   insert into app.integrations (organization_id, workspace_id, connector, platform, name, username, settings,
     webhook_url, webhook_secret, created_by)
-  values (app.current_organization_id(), app.current_workspace_id(), p_connector, p_platform, btrim(p_name),
+  values (v_ctx_organization, v_ctx_workspace, p_connector, p_platform, btrim(p_name),
     nullif(btrim(p_username), ''), v_settings,
     case when p_connector = 'webhook' then p_webhook_url end,
     case when p_connector = 'webhook' then p_webhook_secret_sealed end,
-    app.current_user_id())
+    v_ctx_user)
   returning id into v_id;
   return app.integration_json(v_id, true);
 end
@@ -20053,6 +20175,8 @@ CREATE OR REPLACE FUNCTION api.create_media_folder(p_name text, p_parent_id uuid
 AS $function$
 declare
   v app.media_folders;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   if p_parent_id is not null then
@@ -20060,7 +20184,7 @@ begin
   end if;
   begin
     insert into app.media_folders (organization_id, workspace_id, parent_id, name)
-    values (app.current_organization_id(), app.current_workspace_id(), p_parent_id, btrim(p_name))
+    values (v_ctx_organization, v_ctx_workspace, p_parent_id, btrim(p_name))
     returning * into v;
   exception when unique_violation then
     perform app.media_folder_name_taken(btrim(p_name));
@@ -20083,6 +20207,9 @@ CREATE OR REPLACE FUNCTION api.create_media_label(p_name text, p_color text, p_g
 AS $function$
 declare
   v app.media_labels;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   if p_group_id is not null then
@@ -20090,8 +20217,8 @@ begin
   end if;
   begin
     insert into app.media_labels (organization_id, workspace_id, group_id, name, color, created_by)
-    values (app.current_organization_id(), app.current_workspace_id(), p_group_id, btrim(p_name), lower(p_color),
-            app.current_user_id())
+    values (v_ctx_organization, v_ctx_workspace, p_group_id, btrim(p_name), lower(p_color),
+            v_ctx_user)
     returning * into v;
   exception when unique_violation then
     perform app.media_label_name_taken(btrim(p_name));
@@ -20115,13 +20242,15 @@ AS $function$
 declare
   v app.media_label_groups;
   v_position int;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
-  perform pg_advisory_xact_lock(hashtext('media_label_groups:' || app.current_workspace_id()::text));
-  v_position := coalesce((select max(position) + 1 from app.media_label_groups where workspace_id = app.current_workspace_id()), 0);
+  perform pg_advisory_xact_lock(hashtext('media_label_groups:' || v_ctx_workspace::text));
+  v_position := coalesce((select max(position) + 1 from app.media_label_groups where workspace_id = v_ctx_workspace), 0);
   begin
     insert into app.media_label_groups (organization_id, workspace_id, name, position)
-    values (app.current_organization_id(), app.current_workspace_id(), btrim(p_name),
+    values (v_ctx_organization, v_ctx_workspace, btrim(p_name),
             v_position)
     returning * into v;
   exception when unique_violation then
@@ -20182,6 +20311,8 @@ CREATE OR REPLACE FUNCTION api.create_taxonomy_term(p_kind text, p_name text, p_
 AS $function$
 declare
   v jsonb;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   begin
@@ -20189,7 +20320,7 @@ begin
       insert into app.%I (organization_id, workspace_id, name, color) values ($1, $2, $3, $4)
       returning jsonb_build_object('id', id, 'name', name, 'color', color, 'createdAt', created_at, 'updatedAt', updated_at)$q$,
       app.taxonomy_table(p_kind))
-    into v using app.current_organization_id(), app.current_workspace_id(), p_name, p_color;
+    into v using v_ctx_organization, v_ctx_workspace, p_name, p_color;
   exception when unique_violation then
     perform app.raise(409, 'NAME_TAKEN',
       format('A %s named %s already exists in this workspace (names are compared case-insensitively).', app.taxonomy_noun(p_kind), btrim(p_name)),
@@ -20212,16 +20343,19 @@ CREATE OR REPLACE FUNCTION api.create_webhook_subscription(p_url text, p_events 
 AS $function$
 declare
   v app.webhook_subscriptions;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('manager');
-  if (select count(*) from app.webhook_subscriptions s where s.workspace_id = app.current_workspace_id()) >= 20 then
+  if (select count(*) from app.webhook_subscriptions s where s.workspace_id = v_ctx_workspace) >= 20 then
     perform app.raise(409, 'WEBHOOK_LIMIT', 'A workspace has at most 20 webhook subscriptions.', jsonb_build_object('limit', 20));
   end if;
   insert into app.webhook_subscriptions (id, organization_id, workspace_id, url, events, description, active, paused_reason,
     secret_ciphertext, created_by)
-  values (p_id, app.current_organization_id(), app.current_workspace_id(), app.webhook_check_url(p_url),
+  values (p_id, v_ctx_organization, v_ctx_workspace, app.webhook_check_url(p_url),
     app.webhook_check_events(p_events), p_description, coalesce(p_active, true),
-    case when coalesce(p_active, true) then null else 'manual' end, p_secret_ciphertext, app.current_user_id())
+    case when coalesce(p_active, true) then null else 'manual' end, p_secret_ciphertext, v_ctx_user)
   returning id, organization_id, workspace_id, url, events, description, active, paused_reason, null::bytea, consecutive_failures, created_by, created_at, updated_at into v;
   return app.webhook_subscription_json(v);
 end
@@ -20243,13 +20377,16 @@ declare
   v_keys text[];
   v_s jsonb;
   v_n int := 0;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
-  perform app.workbench_lock(app.current_workspace_id());
+  perform app.workbench_lock(v_ctx_workspace);
   insert into app.workbench_pages (organization_id, workspace_id, name, description, position, created_by)
-  values (app.current_organization_id(), app.current_workspace_id(), btrim(p_body ->> 'name'), p_body ->> 'description',
-          app.workbench_slot('pages', app.current_workspace_id(), (p_body ->> 'afterId')::uuid, (p_body ->> 'beforeId')::uuid, null),
-          app.current_user_id())
+  values (v_ctx_organization, v_ctx_workspace, btrim(p_body ->> 'name'), p_body ->> 'description',
+          app.workbench_slot('pages', v_ctx_workspace, (p_body ->> 'afterId')::uuid, (p_body ->> 'beforeId')::uuid, null),
+          v_ctx_user)
   returning * into v;
   v_keys := app.workbench_keys_between(null, null, jsonb_array_length(v_sections));
   for v_s in select e from jsonb_array_elements(v_sections) e loop
@@ -20297,12 +20434,14 @@ CREATE OR REPLACE FUNCTION api.create_workbench_section(p_page_id uuid, p_body j
 AS $function$
 declare
   v app.workbench_sections;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   perform app.workbench_lock(p_page_id);
   perform app.workbench_page_for_update(p_page_id);
   insert into app.workbench_sections (organization_id, workspace_id, page_id, name, color, collapsed, position)
-  values (app.current_organization_id(), app.current_workspace_id(), p_page_id, btrim(p_body ->> 'name'), p_body ->> 'color',
+  values (v_ctx_organization, v_ctx_workspace, p_page_id, btrim(p_body ->> 'name'), p_body ->> 'color',
           coalesce((p_body ->> 'collapsed')::boolean, false),
           app.workbench_slot('sections', p_page_id, (p_body ->> 'afterId')::uuid, (p_body ->> 'beforeId')::uuid, null))
   returning * into v;
@@ -20323,9 +20462,10 @@ AS $function$
 declare
   v_user app.users;
   v_ws app.workspaces;
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_session();
-  select * into v_user from app.users where id = app.current_user_id();
+  select * into v_user from app.users where id = v_ctx_user;
   if v_user.org_role not in ('owner', 'admin') then
     perform app.raise(403, 'ROLE_REQUIRED', 'Only organization owners and admins can create workspaces.',
       jsonb_build_object('requiredOrgRole', 'admin', 'orgRole', v_user.org_role));
@@ -20438,17 +20578,18 @@ declare
   v app.campaigns;
   v_editions int;
   v_roots int;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   v := app.campaign_for_update(p_id);
   select count(*)::int into v_editions
   from app.content_items i join app.content_roots r on r.id = i.root_id and r.workspace_id = i.workspace_id
-  where r.campaign_id = p_id and r.workspace_id = app.current_workspace_id()
+  where r.campaign_id = p_id and r.workspace_id = v_ctx_workspace
     and r.deleted_at is null and i.deleted_at is null;
   select count(*)::int into v_roots from app.content_roots r
-  where r.campaign_id = p_id and r.workspace_id = app.current_workspace_id() and r.deleted_at is null;
+  where r.campaign_id = p_id and r.workspace_id = v_ctx_workspace and r.deleted_at is null;
   update app.content_roots r set campaign_id = null, phase_id = null
-  where r.campaign_id = p_id and r.workspace_id = app.current_workspace_id();
+  where r.campaign_id = p_id and r.workspace_id = v_ctx_workspace;
   delete from app.campaigns c where c.id = p_id;
   return jsonb_build_object('id', p_id, 'deleted', true, 'contentUnassigned', v_editions, 'rootsUnassigned', v_roots);
 end
@@ -20468,11 +20609,12 @@ AS $function$
 declare
   v app.campaign_phases;
   v_unassigned int;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   v := app.campaign_phase_for_update(p_campaign_id, p_phase_id);
   update app.content_roots r set phase_id = null
-  where r.phase_id = v.id and r.workspace_id = app.current_workspace_id();
+  where r.phase_id = v.id and r.workspace_id = v_ctx_workspace;
   get diagnostics v_unassigned = row_count;
   delete from app.campaign_phases p where p.id = v.id;
   perform app.place_campaign_phase(p_campaign_id, null, null);
@@ -20534,9 +20676,10 @@ CREATE OR REPLACE FUNCTION api.delete_hashtag_group(p_id uuid)
 AS $function$
 declare
   v uuid;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
-  delete from app.hashtag_groups where id = p_id and workspace_id = app.current_workspace_id() returning id into v;
+  delete from app.hashtag_groups where id = p_id and workspace_id = v_ctx_workspace returning id into v;
   if v is null then
     perform app.raise(404, 'NOT_FOUND', 'No hashtag group with this id in this workspace.', jsonb_build_object('id', p_id));
   end if;
@@ -20581,18 +20724,19 @@ declare
   v_id uuid;
   v_ids uuid[];
   v_count int;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('manager');
   -- FOR UPDATE waits for transactions that are adding editions on it.
   select i.id into v_id from app.integrations i
-  where i.id = p_id and i.workspace_id = app.current_workspace_id() and i.deleted_at is null
+  where i.id = p_id and i.workspace_id = v_ctx_workspace and i.deleted_at is null
   for update;
   if v_id is null then
     perform app.raise(404, 'NOT_FOUND', 'No integration with this id in this workspace.', jsonb_build_object('id', p_id));
   end if;
   select count(*)::int, (array_agg(c.id order by c.scheduled_at, c.id))[1:100] into v_count, v_ids
   from app.content_items c
-  where c.integration_id = p_id and c.workspace_id = app.current_workspace_id()
+  where c.integration_id = p_id and c.workspace_id = v_ctx_workspace
     and c.status = 'scheduled' and c.deleted_at is null;
   if v_count > 0 then
     perform app.raise(409, 'INTEGRATION_HAS_SCHEDULED_CONTENT',
@@ -20736,10 +20880,11 @@ CREATE OR REPLACE FUNCTION api.delete_taxonomy_term(p_kind text, p_id uuid)
 AS $function$
 declare
   v uuid;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   execute format('delete from app.%I where id = $1 and workspace_id = $2 returning id', app.taxonomy_table(p_kind))
-  into v using p_id, app.current_workspace_id();
+  into v using p_id, v_ctx_workspace;
   if v is null then
     perform app.raise(404, 'NOT_FOUND', format('No %s with this id in this workspace.', app.taxonomy_noun(p_kind)), jsonb_build_object('id', p_id));
   end if;
@@ -20827,6 +20972,7 @@ declare
   v_target uuid := (p_query ->> 'targetSectionId')::uuid;
   v_n int;
   v_keys text[];
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   if v_mode is null then
@@ -20843,7 +20989,7 @@ begin
   v := app.workbench_section_for_update(p_id);
   select count(*) into v_n from app.workbench_rows where section_id = v.id;
   if v_mode = 'move' then
-    select * into t from app.workbench_sections where id = v_target and workspace_id = app.current_workspace_id() for update;
+    select * into t from app.workbench_sections where id = v_target and workspace_id = v_ctx_workspace for update;
     if t.id is null then
       perform app.raise_field_problems(jsonb_build_array(app.field_problem('targetSectionId', 'not_found', 'no workbench section with this id in this workspace')));
     end if;
@@ -20892,11 +21038,13 @@ CREATE OR REPLACE FUNCTION api.drain_job_outbox()
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
-  if app.current_workspace_id() is null then
+  if v_ctx_workspace is null then
     return 0;
   end if;
-  return app.drain_job_outbox(app.current_workspace_id());
+  return app.drain_job_outbox(v_ctx_workspace);
 end
 $function$;
 alter function api.drain_job_outbox() owner to pressroom_api;
@@ -20916,16 +21064,18 @@ declare
   v_new app.workbench_pages;
   s app.workbench_sections;
   v_section uuid;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
-  select * into v from app.workbench_pages where id = p_id and workspace_id = app.current_workspace_id();
+  select * into v from app.workbench_pages where id = p_id and workspace_id = v_ctx_workspace;
   if v.id is null then
     perform app.raise_not_found('workbench page', p_id);
   end if;
-  perform app.workbench_lock(app.current_workspace_id());
+  perform app.workbench_lock(v_ctx_workspace);
   insert into app.workbench_pages (organization_id, workspace_id, name, description, position, created_by)
   values (v.organization_id, v.workspace_id, coalesce(btrim(p_body ->> 'name'), left(v.name, 153) || ' (copy)'), v.description,
-          app.workbench_slot('pages', v.workspace_id, v.id, null, null), app.current_user_id())
+          app.workbench_slot('pages', v.workspace_id, v.id, null, null), v_ctx_user)
   returning * into v_new;
   for s in select * from app.workbench_sections where page_id = v.id order by position loop
     insert into app.workbench_sections (organization_id, workspace_id, page_id, name, color, collapsed, position)
@@ -20933,7 +21083,7 @@ begin
     returning id into v_section;
     with inserted as (
       insert into app.workbench_rows (organization_id, workspace_id, page_id, section_id, position, title, notes, planned_at, planned_on, created_by)
-      select w.organization_id, w.workspace_id, v_new.id, v_section, w.position, w.title, w.notes, w.planned_at, w.planned_on, app.current_user_id()
+      select w.organization_id, w.workspace_id, v_new.id, v_section, w.position, w.title, w.notes, w.planned_at, w.planned_on, v_ctx_user
       from app.workbench_rows w where w.section_id = s.id
       returning 1)
     select count(*) into v_inserted from inserted;
@@ -20958,9 +21108,10 @@ declare
   v_new app.workbench_rows;
   v_root app.content_roots;
   v_body jsonb;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
-  select * into v from app.workbench_rows where id = p_id and workspace_id = app.current_workspace_id();
+  select * into v from app.workbench_rows where id = p_id and workspace_id = v_ctx_workspace;
   if v.id is null then
     perform app.raise_not_found('workbench row', p_id);
   end if;
@@ -20998,9 +21149,10 @@ AS $function$
 declare
   v app.media_items;
   v_ids uuid[] := '{}';
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
-  for v in select * from app.media_items where workspace_id = app.current_workspace_id() and state = 'deleted'
+  for v in select * from app.media_items where workspace_id = v_ctx_workspace and state = 'deleted'
            order by deleted_at, id for update
   loop
     perform app.media_destroy(v, 'permanent_delete');
@@ -21025,10 +21177,11 @@ AS $function$
 declare
   v_id uuid := nullif(current_setting('pressroom.session_id', true), '')::uuid;
   v_row record;
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_session();
   update app.sessions set revoked_at = now()
-  where id = v_id and user_id = app.current_user_id() and revoked_at is null
+  where id = v_id and user_id = v_ctx_user and revoked_at is null
   returning id, revoked_at into v_row;
   if v_row.id is null then
     perform app.raise(404, 'NOT_FOUND', 'No open session to end.');
@@ -21050,9 +21203,10 @@ AS $function$
 declare
   v app.workbench_pages;
   v_tz text;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
-  select * into v from app.workbench_pages where id = p_id and workspace_id = app.current_workspace_id();
+  select * into v from app.workbench_pages where id = p_id and workspace_id = v_ctx_workspace;
   if v.id is null then
     perform app.raise_not_found('workbench page', p_id);
   end if;
@@ -21300,9 +21454,10 @@ CREATE OR REPLACE FUNCTION api.get_analytics_report(p_id uuid)
 AS $function$
 declare
   v_report app.analytics_reports;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
-  select * into v_report from app.analytics_reports r where r.id = p_id and r.workspace_id = app.current_workspace_id();
+  select * into v_report from app.analytics_reports r where r.id = p_id and r.workspace_id = v_ctx_workspace;
   if v_report.id is null then
     perform app.raise_not_found('report', p_id);
   end if;
@@ -21370,9 +21525,11 @@ CREATE OR REPLACE FUNCTION api.get_content(p_id uuid)
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
-  if not exists (select 1 from app.content_items where id = p_id and workspace_id = app.current_workspace_id()
+  if not exists (select 1 from app.content_items where id = p_id and workspace_id = v_ctx_workspace
                  and deleted_at is null) then
     perform app.raise_not_found('content', p_id);
   end if;
@@ -21390,9 +21547,11 @@ CREATE OR REPLACE FUNCTION api.get_content_root(p_id uuid)
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
-  if not exists (select 1 from app.content_roots where id = p_id and workspace_id = app.current_workspace_id()
+  if not exists (select 1 from app.content_roots where id = p_id and workspace_id = v_ctx_workspace
                  and deleted_at is null) then
     perform app.raise_not_found('content root', p_id);
   end if;
@@ -21517,10 +21676,12 @@ CREATE OR REPLACE FUNCTION api.get_integration(p_id uuid)
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
   if not exists (select 1 from app.integrations i
-                 where i.id = p_id and i.workspace_id = app.current_workspace_id() and i.deleted_at is null) then
+                 where i.id = p_id and i.workspace_id = v_ctx_workspace and i.deleted_at is null) then
     perform app.raise(404, 'NOT_FOUND', 'No integration with this id in this workspace.', jsonb_build_object('id', p_id));
   end if;
   return app.integration_json(p_id, true);
@@ -21612,9 +21773,10 @@ CREATE OR REPLACE FUNCTION api.get_media_upload(p_id uuid)
 AS $function$
 declare
   v app.media_upload_sessions;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
-  select * into v from app.media_upload_sessions where id = p_id and workspace_id = app.current_workspace_id();
+  select * into v from app.media_upload_sessions where id = p_id and workspace_id = v_ctx_workspace;
   if v.id is null then
     perform app.raise(404, 'NOT_FOUND', 'No upload session with this id in this workspace.', jsonb_build_object('sessionId', p_id));
   end if;
@@ -21637,9 +21799,10 @@ CREATE OR REPLACE FUNCTION api.get_pending_connection(p_id uuid)
 AS $function$
 declare
   v app.pending_connections;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.connect_require_manager();
-  select * into v from app.pending_connections where workspace_id = app.current_workspace_id() and id = p_id and expires_at > now();
+  select * into v from app.pending_connections where workspace_id = v_ctx_workspace and id = p_id and expires_at > now();
   if v.id is null then
     perform app.raise_not_found('pending connection', p_id);
   end if;
@@ -21681,9 +21844,11 @@ CREATE OR REPLACE FUNCTION api.get_review_policy()
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
-  return jsonb_build_object('reviewPolicy', app.review_policy(app.current_workspace_id()));
+  return jsonb_build_object('reviewPolicy', app.review_policy(v_ctx_workspace));
 end
 $function$;
 alter function api.get_review_policy() owner to pressroom_api;
@@ -21718,9 +21883,10 @@ declare
   v_offset bigint := coalesce((p_query ->> 'offset')::bigint, 0);
   v_ids uuid[];
   v_total bigint;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
-  select * into v from app.workbench_pages where id = p_id and workspace_id = app.current_workspace_id();
+  select * into v from app.workbench_pages where id = p_id and workspace_id = v_ctx_workspace;
   if v.id is null then
     perform app.raise_not_found('workbench page', p_id);
   end if;
@@ -21748,9 +21914,10 @@ CREATE OR REPLACE FUNCTION api.get_workbench_row(p_id uuid)
 AS $function$
 declare
   v app.workbench_rows;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
-  select * into v from app.workbench_rows where id = p_id and workspace_id = app.current_workspace_id();
+  select * into v from app.workbench_rows where id = p_id and workspace_id = v_ctx_workspace;
   if v.id is null then
     perform app.raise_not_found('workbench row', p_id);
   end if;
@@ -21770,16 +21937,18 @@ CREATE OR REPLACE FUNCTION api.idempotency_begin(p_method text, p_route text, p_
 AS $function$
 declare
   v_row app.idempotency_keys;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_principal uuid := app.current_principal_id();  -- the request context, read once (docs/citus.md)
 begin
   insert into app.idempotency_keys (workspace_id, principal_id, method, route, key, request_hash)
-  values (app.current_workspace_id(), app.current_principal_id(), p_method, p_route, p_key, p_request_hash)
+  values (v_ctx_workspace, v_ctx_principal, p_method, p_route, p_key, p_request_hash)
   on conflict do nothing
   returning * into v_row;
   if v_row.key is not null then
     return jsonb_build_object('state', 'claimed');
   end if;
   select * into v_row from app.idempotency_keys
-  where workspace_id = app.current_workspace_id() and principal_id = app.current_principal_id()
+  where workspace_id = v_ctx_workspace and principal_id = v_ctx_principal
     and method = p_method and route = p_route and key = p_key
   for update;
   if v_row.expires_at <= now() or (v_row.state = 'in_flight' and v_row.locked_until <= now()) then
@@ -21816,9 +21985,12 @@ CREATE OR REPLACE FUNCTION api.idempotency_finish(p_method text, p_route text, p
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
 #variable_conflict use_column
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_principal uuid := app.current_principal_id();  -- the request context, read once (docs/citus.md)
 begin
   update app.idempotency_keys set state = 'done', response_status = p_status, response_body = p_body
-  where workspace_id = app.current_workspace_id() and principal_id = app.current_principal_id()
+  where workspace_id = v_ctx_workspace and principal_id = v_ctx_principal
     and method = p_method and route = p_route and key = p_key and state = 'in_flight';
 end
 $function$;
@@ -21834,9 +22006,12 @@ CREATE OR REPLACE FUNCTION api.idempotency_release(p_method text, p_route text, 
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
 #variable_conflict use_column
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_principal uuid := app.current_principal_id();  -- the request context, read once (docs/citus.md)
 begin
   delete from app.idempotency_keys
-  where workspace_id = app.current_workspace_id() and principal_id = app.current_principal_id()
+  where workspace_id = v_ctx_workspace and principal_id = v_ctx_principal
     and method = p_method and route = p_route and key = p_key and state = 'in_flight';
 end
 $function$;
@@ -22451,6 +22626,7 @@ declare
   v record;
   v_with text[];
   v_what text := case p_capability when 'boards' then 'boards' when 'videoCategories' then 'video categories' end;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
   if v_what is null then
@@ -22460,7 +22636,7 @@ begin
          coalesce((p.capabilities ->> p_capability)::boolean, false) as supported
   into v
   from app.integrations i join app.platforms p on p.code = i.platform
-  where i.id = p_id and i.workspace_id = app.current_workspace_id() and i.deleted_at is null;
+  where i.id = p_id and i.workspace_id = v_ctx_workspace and i.deleted_at is null;
   if v.id is null then
     perform app.raise(404, 'NOT_FOUND', 'No integration with this id in this workspace.', jsonb_build_object('id', p_id));
   end if;
@@ -22508,10 +22684,12 @@ CREATE OR REPLACE FUNCTION api.list_approval_workflows()
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
   return coalesce((select jsonb_agg(app.workflow_json(row(w.*)::app.approval_workflows) order by w.position, w.created_at, w.id)
-                   from app.approval_workflows w where w.workspace_id = app.current_workspace_id()), '[]');
+                   from app.approval_workflows w where w.workspace_id = v_ctx_workspace), '[]');
 end
 $function$;
 alter function api.list_approval_workflows() owner to pressroom_api;
@@ -22529,9 +22707,10 @@ declare
   v_ws uuid;
   v_total bigint;
   v_items jsonb;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
-  select app.current_workspace_id() into v_ws;
+  select v_ctx_workspace into v_ws;
   select count(*) into v_total
   from app.articles a join app.content_items i on i.id = a.content_item_id and i.workspace_id = a.workspace_id
   where a.workspace_id = v_ws and i.workspace_id = v_ws and i.deleted_at is null;
@@ -22568,6 +22747,7 @@ declare
   v_offset bigint := coalesce(p_offset, 0);
   v_total bigint;
   v_items jsonb;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
   if v_limit not between 1 and 100 then
@@ -22608,7 +22788,7 @@ begin
     join app.content_roots r on r.id = i.root_id and r.workspace_id = i.workspace_id
     join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
     where r.campaign_id = v_campaign.id
-      and r.workspace_id = app.current_workspace_id() and i.workspace_id = app.current_workspace_id()
+      and r.workspace_id = v_ctx_workspace and i.workspace_id = v_ctx_workspace
       and r.deleted_at is null and i.deleted_at is null
       and (not v_none or r.phase_id is null)
       and (v_phase is null or r.phase_id = v_phase)
@@ -22639,7 +22819,7 @@ begin
     join app.content_roots r on r.id = i.root_id and r.workspace_id = i.workspace_id
     join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
     where r.campaign_id = v_campaign.id
-      and r.workspace_id = app.current_workspace_id() and i.workspace_id = app.current_workspace_id()
+      and r.workspace_id = v_ctx_workspace and i.workspace_id = v_ctx_workspace
       and r.deleted_at is null and i.deleted_at is null
       and (not v_none or r.phase_id is null)
       and (v_phase is null or r.phase_id = v_phase)
@@ -22680,6 +22860,8 @@ CREATE OR REPLACE FUNCTION api.list_campaigns(p_search text, p_include_phases bo
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
   if nullif(p_search, '') is null then
@@ -22687,7 +22869,7 @@ begin
       select coalesce(jsonb_agg(app.campaign_json(row(c.*)::app.campaigns, coalesce(p_include_phases, false))
                                 order by c.starts_on nulls last, lower(c.name), c.id), '[]')
       from app.campaigns c
-      where c.workspace_id = app.current_workspace_id());
+      where c.workspace_id = v_ctx_workspace);
   end if;
   -- A search goes through the trigram index (app.campaign_search_ids), in a
   -- statement of its own: no plan shared with the unfiltered list walks the workspace.
@@ -22695,7 +22877,7 @@ begin
     select coalesce(jsonb_agg(app.campaign_json(row(c.*)::app.campaigns, coalesce(p_include_phases, false))
                               order by c.starts_on nulls last, lower(c.name), c.id), '[]')
     from app.campaigns c
-    where c.workspace_id = app.current_workspace_id()
+    where c.workspace_id = v_ctx_workspace
       and c.id = any (array(select app.campaign_search_ids('%' || app.like_escape(p_search) || '%'))));
 end
 $function$;
@@ -22758,6 +22940,7 @@ declare
     'actor', p_query -> 'reviewLifecycleActor', 'nextAction', p_query -> 'reviewLifecycleNextAction',
     'blocker', p_query -> 'reviewLifecycleBlocker', 'blocksPublishing', p_query -> 'reviewLifecycleBlocksPublishing',
     'batchId', p_query -> 'reviewLifecycleBatchId', 'itemId', p_query -> 'reviewLifecycleItemId'));
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
   if v_from is not null and v_to is not null and v_to <= v_from then
@@ -22831,12 +23014,12 @@ begin
   if v_total is null then
     execute format('select count(*) from app.content_items i where %s', v_where)
     into v_total
-    using app.current_workspace_id(), v_since, v_status, v_workflow, v_integration, null::int, null::bigint, v_lc, v_from, v_to;
+    using v_ctx_workspace, v_since, v_status, v_workflow, v_integration, null::int, null::bigint, v_lc, v_from, v_to;
   end if;
   execute format('select array(select i.id from app.content_items i %s where %s order by %s limit $6 offset $7)',
                  v_join, v_where, v_order)
   into v_ids
-  using app.current_workspace_id(), v_since, v_status, v_workflow, v_integration, v_limit, v_offset, v_lc, v_from, v_to;
+  using v_ctx_workspace, v_since, v_status, v_workflow, v_integration, v_limit, v_offset, v_lc, v_from, v_to;
   return jsonb_build_object('items', (select app.content_list_items_json(v_ids, v_review)),
     'meta', jsonb_build_object('limit', v_limit, 'offset', v_offset, 'total', v_total,
                                'hasMore', v_offset + cardinality(v_ids) < v_total));
@@ -22856,12 +23039,13 @@ AS $function$
 declare
   v_total bigint;
   v_ids uuid[];
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
   -- From the counter kept by trigger (app.content_root_counts).
   v_total := app.content_root_total();
   v_ids := array(select r.id from app.content_roots r
-                 where r.workspace_id = app.current_workspace_id() and r.deleted_at is null
+                 where r.workspace_id = v_ctx_workspace and r.deleted_at is null
                  order by r.updated_at desc, r.id desc
                  limit p_limit offset p_offset);
   return jsonb_build_object('items', (select app.content_roots_json(v_ids)),
@@ -22882,10 +23066,11 @@ CREATE OR REPLACE FUNCTION api.list_content_versions(p_id uuid)
 AS $function$
 declare
   v_current int;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
   select version into v_current from app.content_items
-  where id = p_id and workspace_id = app.current_workspace_id() and deleted_at is null;
+  where id = p_id and workspace_id = v_ctx_workspace and deleted_at is null;
   if v_current is null then
     perform app.raise_not_found('content', p_id);
   end if;
@@ -22904,10 +23089,12 @@ CREATE OR REPLACE FUNCTION api.list_hashtag_groups()
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
   return (select coalesce(jsonb_agg(app.hashtag_group_json(row(g.*)::app.hashtag_groups) order by lower(g.name), g.id), '[]')
-          from app.hashtag_groups g where g.workspace_id = app.current_workspace_id());
+          from app.hashtag_groups g where g.workspace_id = v_ctx_workspace);
 end
 $function$;
 alter function api.list_hashtag_groups() owner to pressroom_api;
@@ -23002,10 +23189,11 @@ CREATE OR REPLACE FUNCTION api.list_integrations()
 AS $function$
 declare
   v_ids uuid[];
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
   v_ids := array(select i.id from app.integrations i
-                 where i.workspace_id = app.current_workspace_id() and i.deleted_at is null
+                 where i.workspace_id = v_ctx_workspace and i.deleted_at is null
                  order by i.created_at, i.id);
   return (select coalesce(jsonb_agg(app.integration_json(x) order by n), '[]') from unnest(v_ids) with ordinality u (x, n));
 end
@@ -23040,6 +23228,7 @@ declare
   v_last app.media_items;
   v_has_more boolean;
   v_key jsonb;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
   if (p_filters ->> 'rootOnly')::boolean and p_filters ->> 'folderId' is not null then
@@ -23100,7 +23289,7 @@ begin
   execute format('select array(select m from app.media_items m where %s order by %s %s, m.id %s limit $11)',
                  v_where, v_expr, case when v_desc then 'desc' else 'asc' end, case when v_desc then 'desc' else 'asc' end)
     into v_rows
-    using app.current_workspace_id(), v_state, (p_filters ->> 'folderId')::uuid, v_labels, p_filters ->> 'type',
+    using v_ctx_workspace, v_state, (p_filters ->> 'folderId')::uuid, v_labels, p_filters ->> 'type',
           app.media_contains_pattern(coalesce(p_filters ->> 'search', '')), (p_filters ->> 'isFavorite')::boolean,
           p_filters ->> 'source', p_after -> 'k' ->> 0, (p_after -> 'k' ->> 1)::uuid, v_limit + 1;
   v_has_more := cardinality(v_rows) > v_limit;
@@ -23136,6 +23325,7 @@ declare
   v_rows app.media_folders[];
   v_has_more boolean;
   v_last app.media_folders;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
   if p_parent is not null and p_parent <> 'root' then
@@ -23143,7 +23333,7 @@ begin
   end if;
   select array(
     select f from app.media_folders f
-    where f.workspace_id = app.current_workspace_id()
+    where f.workspace_id = v_ctx_workspace
       and (p_parent is null or (p_parent = 'root' and f.parent_id is null) or f.parent_id = v_parent)
       and (p_after is null or (lower(f.name), f.id) > (p_after -> 'k' ->> 0, (p_after -> 'k' ->> 1)::uuid))
     order by lower(f.name), f.id
@@ -23192,6 +23382,7 @@ CREATE OR REPLACE FUNCTION api.list_media_labels(p_group text, p_include_merged 
 AS $function$
 declare
   v_group uuid;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
   if nullif(p_group, '') is not null then
@@ -23200,7 +23391,7 @@ begin
   return (
     select coalesce(jsonb_agg(app.media_label_json(row(l.*)::app.media_labels) order by lower(l.name), l.id), '[]')
     from app.media_labels l
-    where l.workspace_id = app.current_workspace_id()
+    where l.workspace_id = v_ctx_workspace
       and (coalesce(p_include_merged, false) or l.merged_into_id is null)
       and (p_group is null or (p_group = '' and l.group_id is null) or l.group_id = v_group)
       -- Through the trigram index (app.media_label_search_ids).
@@ -23224,6 +23415,7 @@ declare
   v_limit int := least(greatest(coalesce(p_limit, 50), 1), 100);
   v_items jsonb;
   v_count int;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
   perform app.media_item(p_id);
@@ -23233,7 +23425,7 @@ begin
          count(*)
     into v_items, v_count
   from (select * from app.media_usage_events e
-        where e.media_id = p_id and e.workspace_id = app.current_workspace_id()
+        where e.media_id = p_id and e.workspace_id = v_ctx_workspace
           and (p_after is null or (e.occurred_at, e.id) < ((p_after -> 'k' ->> 0)::timestamptz, (p_after -> 'k' ->> 1)::uuid))
         order by e.occurred_at desc, e.id desc
         limit v_limit + 1) e;
@@ -23260,6 +23452,7 @@ CREATE OR REPLACE FUNCTION api.list_members()
 AS $function$
 declare
   v_sees_email boolean;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
   v_sees_email := app.current_workspace_role() = 'manager';
@@ -23267,7 +23460,7 @@ begin
     select coalesce(jsonb_agg(case when v_sees_email then app.member_json(row(m.*)::app.workspace_members) else app.member_json(row(m.*)::app.workspace_members) - 'email' end
                               order by m.created_at, m.user_id), '[]')
     from app.workspace_members m
-    where m.workspace_id = app.current_workspace_id());
+    where m.workspace_id = v_ctx_workspace);
 end
 $function$;
 alter function api.list_members() owner to pressroom_api;
@@ -23281,9 +23474,11 @@ CREATE OR REPLACE FUNCTION api.list_notifications(p_limit integer, p_cursor uuid
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
+declare
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_session();
-  return app.notifications_page(app.current_user_id(), null, p_limit, p_cursor, p_unread);
+  return app.notifications_page(v_ctx_user, null, p_limit, p_cursor, p_unread);
 end
 $function$;
 alter function api.list_notifications(integer,uuid,boolean) owner to pressroom_definer;
@@ -23316,10 +23511,12 @@ CREATE OR REPLACE FUNCTION api.list_reviews(p_status text)
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
   return coalesce((select jsonb_agg(app.review_json(row(r.*)::app.reviews) order by r.created_at desc, r.id desc)
-                   from (select * from app.reviews r where r.workspace_id = app.current_workspace_id()
+                   from (select * from app.reviews r where r.workspace_id = v_ctx_workspace
                            and (p_status is null or r.status = p_status)
                          order by r.created_at desc, r.id desc limit 200) r), '[]');
 end
@@ -23337,9 +23534,10 @@ CREATE OR REPLACE FUNCTION api.list_sandbox_posts(p_integration_id uuid, p_limit
 AS $function$
 declare
   g record;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
-  select id, connector into g from app.integrations where id = p_integration_id and workspace_id = app.current_workspace_id()
+  select id, connector into g from app.integrations where id = p_integration_id and workspace_id = v_ctx_workspace
     and deleted_at is null;
   if g.id is null or g.connector <> 'sandbox' then
     perform app.raise(404, 'NOT_FOUND', 'No sandbox integration with this id in this workspace.', jsonb_build_object('id', p_integration_id));
@@ -23368,13 +23566,14 @@ CREATE OR REPLACE FUNCTION api.list_taxonomy_terms(p_kind text)
 AS $function$
 declare
   v jsonb;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
   execute format($q$
     select coalesce(jsonb_agg(jsonb_build_object('id', t.id, 'name', t.name, 'color', t.color,
              'createdAt', t.created_at, 'updatedAt', t.updated_at) order by lower(t.name), t.id), '[]')
     from app.%I t where t.workspace_id = $1$q$, app.taxonomy_table(p_kind))
-  into v using app.current_workspace_id();
+  into v using v_ctx_workspace;
   return v;
 end
 $function$;
@@ -23445,11 +23644,13 @@ CREATE OR REPLACE FUNCTION api.list_webhook_subscriptions()
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('manager');
   return coalesce((select jsonb_agg(app.webhook_subscription_json(row(s.id, s.organization_id, s.workspace_id, s.url, s.events, s.description, s.active, s.paused_reason, null::bytea, s.consecutive_failures, s.created_by, s.created_at, s.updated_at)::app.webhook_subscriptions)
                      order by s.created_at, s.id)
-                   from app.webhook_subscriptions s where s.workspace_id = app.current_workspace_id()), '[]'::jsonb);
+                   from app.webhook_subscriptions s where s.workspace_id = v_ctx_workspace), '[]'::jsonb);
 end
 $function$;
 alter function api.list_webhook_subscriptions() owner to pressroom_api;
@@ -23469,13 +23670,14 @@ declare
   v_state text := coalesce(p_query ->> 'state', 'active');
   v_ids uuid[];
   v_total bigint;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
   select count(*) into v_total from app.workbench_pages p
-  where p.workspace_id = app.current_workspace_id()
+  where p.workspace_id = v_ctx_workspace
     and (v_state = 'all' or (v_state = 'archived') = (p.archived_at is not null));
   v_ids := array(select p.id from app.workbench_pages p
-                 where p.workspace_id = app.current_workspace_id()
+                 where p.workspace_id = v_ctx_workspace
                    and (v_state = 'all' or (v_state = 'archived') = (p.archived_at is not null))
                  order by p.position, p.id limit v_limit offset v_offset);
   return jsonb_build_object(
@@ -23508,12 +23710,13 @@ declare
   v_tz text;
   v_ids uuid[];
   v_total bigint;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
   if v_from is not null and v_to is not null and v_from > v_to then
     perform app.raise_field_problems(jsonb_build_array(app.field_problem('to', 'before_from', 'to is before from')));
   end if;
-  select timezone into v_tz from app.workspaces where id = app.current_workspace_id();
+  select timezone into v_tz from app.workspaces where id = v_ctx_workspace;
   with hits as (
     select w.id, row_number() over (order by p.position, s.position, w.position) n
     from app.workbench_rows w
@@ -23525,7 +23728,7 @@ begin
         bool_or(i.status = 'rejected') any_rejected, bool_and(i.status = 'sent') all_sent,
         bool_and(i.status in ('scheduled', 'sent')) all_scheduled_or_sent, bool_and(i.status = 'cancelled') all_cancelled
       from app.content_items i where i.root_id = r.id and i.deleted_at is null and v_status is not null and i.workspace_id = r.workspace_id) st on true
-    where w.workspace_id = app.current_workspace_id()
+    where w.workspace_id = v_ctx_workspace
       and (v_page is null or w.page_id = v_page)
       and (v_section is null or w.section_id = v_section)
       and (v_status is null or app.workbench_status_of(r.id is not null, st.n, st.any_failed, st.any_pending, st.any_rejected,
@@ -23554,9 +23757,11 @@ CREATE OR REPLACE FUNCTION api.list_workbench_sections(p_page_id uuid)
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
-  if not exists (select 1 from app.workbench_pages where id = p_page_id and workspace_id = app.current_workspace_id()) then
+  if not exists (select 1 from app.workbench_pages where id = p_page_id and workspace_id = v_ctx_workspace) then
     perform app.raise_not_found('workbench page', p_page_id);
   end if;
   return (select coalesce(jsonb_agg(app.workbench_section_json(row(s.*)::app.workbench_sections) order by s.position), '[]') from app.workbench_sections s where s.page_id = p_page_id);
@@ -23611,10 +23816,12 @@ declare
   v app.inbox_threads;
   v_at timestamptz;
   v_now timestamptz := now();
+  v_ctx_principal uuid := app.current_principal_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
   v := app.inbox_thread(p_id);
-  if app.current_principal_id() is null then
+  if v_ctx_principal is null then
     perform app.raise(403, 'ROLE_REQUIRED', 'Read state belongs to a member or API key.');
   end if;
   if p_read then
@@ -23626,7 +23833,7 @@ begin
     v_at := coalesce(v_at, now());
   end if;
   insert into app.inbox_reads (thread_id, principal_id, organization_id, workspace_id, read_at)
-  values (p_id, app.current_principal_id(), app.current_organization_id(), v.workspace_id, v_at)
+  values (p_id, v_ctx_principal, v_ctx_organization, v.workspace_id, v_at)
   on conflict (thread_id, principal_id, workspace_id) do update set read_at = excluded.read_at, updated_at = v_now;
   return app.inbox_thread_json(v);
 end
@@ -23644,10 +23851,11 @@ CREATE OR REPLACE FUNCTION api.mark_notifications_read(p_body jsonb)
 AS $function$
 declare
   v_count int;
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_session();
   update app.notifications set read_at = now()
-  where user_id = app.current_user_id() and read_at is null
+  where user_id = v_ctx_user and read_at is null
     and (coalesce((p_body ->> 'all')::boolean, false)
          or id in (select x::uuid from jsonb_array_elements_text(coalesce(p_body -> 'ids', '[]')) x));
   get diagnostics v_count = row_count;
@@ -23736,6 +23944,8 @@ CREATE OR REPLACE FUNCTION api.media_label_usage()
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
   return (
@@ -23749,7 +23959,7 @@ begin
              max(x.created_at) as last_at
       from app.media_item_labels x join app.media_items m on m.id = x.media_id and m.workspace_id = x.workspace_id
       where x.label_id = l.id) c
-    where l.workspace_id = app.current_workspace_id() and l.merged_into_id is null);
+    where l.workspace_id = v_ctx_workspace and l.merged_into_id is null);
 end
 $function$;
 alter function api.media_label_usage() owner to pressroom_api;
@@ -23790,16 +24000,18 @@ AS $function$
 declare
   v_source app.media_labels;
   v_target app.media_labels;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   if p_source_id = p_target_id then
     perform app.media_invalid('body.targetLabelId', 'same_label', 'must differ from the source label');
   end if;
   -- Lock both in id order, so two opposite merges cannot deadlock.
-  perform 1 from app.media_labels where id in (p_source_id, p_target_id) and workspace_id = app.current_workspace_id()
+  perform 1 from app.media_labels where id in (p_source_id, p_target_id) and workspace_id = v_ctx_workspace
     order by id for update;
   v_source := app.media_label(p_source_id);
-  select * into v_target from app.media_labels where id = p_target_id and workspace_id = app.current_workspace_id();
+  select * into v_target from app.media_labels where id = p_target_id and workspace_id = v_ctx_workspace;
   if v_target.id is null then
     perform app.raise(404, 'NOT_FOUND', 'No target label with this id in this workspace.', jsonb_build_object('targetLabelId', p_target_id));
   end if;
@@ -23812,7 +24024,7 @@ begin
       jsonb_build_object('labelId', v_target.id, 'mergedIntoId', v_target.merged_into_id));
   end if;
   insert into app.media_item_labels (media_id, label_id, workspace_id, organization_id, created_by)
-  select x.media_id, v_target.id, x.workspace_id, x.organization_id, app.current_user_id()
+  select x.media_id, v_target.id, x.workspace_id, x.organization_id, v_ctx_user
   from app.media_item_labels x where x.label_id = v_source.id
   on conflict do nothing;
   delete from app.media_item_labels where label_id = v_source.id;
@@ -23959,6 +24171,8 @@ CREATE OR REPLACE FUNCTION api.move_media_labels_to_group(p_group_id uuid, p_lab
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   if p_group_id is not null then
@@ -23966,7 +24180,7 @@ begin
   end if;
   perform app.media_check_labels(p_label_ids);
   update app.media_labels set group_id = p_group_id
-  where id = any (p_label_ids) and workspace_id = app.current_workspace_id() and group_id is distinct from p_group_id;
+  where id = any (p_label_ids) and workspace_id = v_ctx_workspace and group_id is distinct from p_group_id;
   return (select coalesce(jsonb_agg(app.media_label_json(row(l.*)::app.media_labels) order by lower(l.name), l.id), '[]')
           from app.media_labels l where l.id = any (p_label_ids));
 end
@@ -23986,9 +24200,10 @@ CREATE OR REPLACE FUNCTION api.move_workbench_page(p_id uuid, p_body jsonb)
 AS $function$
 declare
   v app.workbench_pages;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
-  perform app.workbench_lock(app.current_workspace_id());
+  perform app.workbench_lock(v_ctx_workspace);
   v := app.workbench_page_for_update(p_id);
   update app.workbench_pages
   set position = app.workbench_slot('pages', v.workspace_id, (p_body ->> 'afterId')::uuid, (p_body ->> 'beforeId')::uuid, v.id)
@@ -24012,9 +24227,10 @@ declare
   t app.workbench_sections;
   v_from uuid;
   v_to uuid := (p_body ->> 'sectionId')::uuid;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
-  select section_id into v_from from app.workbench_rows where id = p_id and workspace_id = app.current_workspace_id();
+  select section_id into v_from from app.workbench_rows where id = p_id and workspace_id = v_ctx_workspace;
   perform app.workbench_lock(v_from, v_to);
   v := app.workbench_row_for_update(p_id);
   if v.section_id is distinct from v_from then
@@ -24024,7 +24240,7 @@ begin
   if v_to is null then
     v_to := v.section_id;
   end if;
-  select * into t from app.workbench_sections where id = v_to and workspace_id = app.current_workspace_id();
+  select * into t from app.workbench_sections where id = v_to and workspace_id = v_ctx_workspace;
   if t.id is null then
     perform app.raise_field_problems(jsonb_build_array(app.field_problem('sectionId', 'not_found', 'no workbench section with this id in this workspace')));
   end if;
@@ -24339,9 +24555,10 @@ AS $function$
 declare
   v app.content_items;
   g record;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
-  select * into v from app.content_items where id = p_id and workspace_id = app.current_workspace_id() and deleted_at is null;
+  select * into v from app.content_items where id = p_id and workspace_id = v_ctx_workspace and deleted_at is null;
   if v.id is null then
     perform app.raise_not_found('content', p_id);
   end if;
@@ -24391,6 +24608,8 @@ declare
   v_existing uuid;
   v_at timestamptz;
   v_state text; v_msg text; v_detail text; v_hint text;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   v_refs := coalesce((select jsonb_agg(jsonb_build_object('rootId', e #>> '{}')) from jsonb_array_elements(p_body -> 'rootIds') e), '[]')
@@ -24405,13 +24624,13 @@ begin
     begin
       if v_ref ? 'contentId' then
         select r.* into v_root from app.content_items i join app.content_roots r on r.id = i.root_id and r.workspace_id = i.workspace_id
-        where i.id = (v_ref ->> 'contentId')::uuid and i.workspace_id = app.current_workspace_id() and i.deleted_at is null and r.deleted_at is null;
+        where i.id = (v_ref ->> 'contentId')::uuid and i.workspace_id = v_ctx_workspace and i.deleted_at is null and r.deleted_at is null;
         if v_root.id is null then
           perform app.raise_not_found('content', (v_ref ->> 'contentId')::uuid);
         end if;
       else
         select * into v_root from app.content_roots r
-        where r.id = (v_ref ->> 'rootId')::uuid and r.workspace_id = app.current_workspace_id() and r.deleted_at is null;
+        where r.id = (v_ref ->> 'rootId')::uuid and r.workspace_id = v_ctx_workspace and r.deleted_at is null;
         if v_root.id is null then
           perform app.raise_not_found('content root', (v_ref ->> 'rootId')::uuid);
         end if;
@@ -24425,7 +24644,7 @@ begin
                where i.root_id = v_root.id and i.deleted_at is null);
       insert into app.workbench_rows (organization_id, workspace_id, page_id, section_id, position, title, planned_at, content_root_id, created_by)
       values (s.organization_id, s.workspace_id, s.page_id, s.id, v_keys[v_n + 1],
-              left(coalesce(v_root.organizational_title, v_root.title), 500), v_at, v_root.id, app.current_user_id())
+              left(coalesce(v_root.organizational_title, v_root.title), 500), v_at, v_root.id, v_ctx_user)
       returning * into v_row;
       v_results := array_append(v_results, (v_ref || jsonb_build_object('index', v_n, 'ok', true, 'rowId', v_row.id, 'error', null)));
       v_ok := v_ok + 1;
@@ -24642,10 +24861,11 @@ CREATE OR REPLACE FUNCTION api.remove_member(p_user_id uuid)
 AS $function$
 declare
   v_removed uuid;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('manager');
   delete from app.workspace_members
-  where workspace_id = app.current_workspace_id() and user_id = p_user_id
+  where workspace_id = v_ctx_workspace and user_id = p_user_id
   returning user_id into v_removed;
   if v_removed is null then
     perform app.raise(404, 'NOT_FOUND', 'No such member in this workspace.', jsonb_build_object('userId', p_user_id));
@@ -24718,9 +24938,10 @@ AS $function$
 declare
   v_ids uuid[] := array(select x::uuid from jsonb_array_elements_text(p_body -> 'workflowIds') x);
   v_have uuid[];
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('manager');
-  v_have := array(select id from app.approval_workflows where workspace_id = app.current_workspace_id() order by id for update);
+  v_have := array(select id from app.approval_workflows where workspace_id = v_ctx_workspace order by id for update);
   if cardinality(v_ids) <> cardinality(v_have)
      or array(select distinct x from unnest(v_ids) x order by x) <> v_have then
     perform app.raise_field_problems(jsonb_build_array(app.field_problem('workflowIds', 'not_a_permutation',
@@ -24748,11 +24969,12 @@ declare
   v_current uuid[];
   v_missing uuid[];
   v_unknown uuid[];
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
-  perform pg_advisory_xact_lock(hashtext('media_label_groups:' || app.current_workspace_id()::text));
+  perform pg_advisory_xact_lock(hashtext('media_label_groups:' || v_ctx_workspace::text));
   select coalesce(array_agg(id order by id), '{}') into v_current
-  from app.media_label_groups where workspace_id = app.current_workspace_id();
+  from app.media_label_groups where workspace_id = v_ctx_workspace;
   select coalesce(array_agg(x order by x), '{}') into v_missing from unnest(v_current) x where not (x = any (p_ids));
   select coalesce(array_agg(x order by x), '{}') into v_unknown from unnest(p_ids) x where not (x = any (v_current));
   if cardinality(v_missing) > 0 or cardinality(v_unknown) > 0 then
@@ -24781,6 +25003,7 @@ CREATE OR REPLACE FUNCTION api.replace_media_labels(p_id uuid, p_label_ids uuid[
 AS $function$
 declare
   v app.media_items;
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   perform app.media_check_labels(p_label_ids);
@@ -24788,7 +25011,7 @@ begin
   perform app.media_require_active(v);
   delete from app.media_item_labels where media_id = v.id and not (label_id = any (p_label_ids));
   insert into app.media_item_labels (media_id, label_id, workspace_id, organization_id, created_by)
-  select v.id, x, v.workspace_id, v.organization_id, app.current_user_id() from unnest(p_label_ids) x
+  select v.id, x, v.workspace_id, v.organization_id, v_ctx_user from unnest(p_label_ids) x
   on conflict do nothing;
   return app.media_json(v);
 end
@@ -24855,6 +25078,7 @@ declare
   v app.inbox_messages;
   v_max int := coalesce(app.setting('inbox_reply_max_length')::int, 8000);
   v_job uuid;
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   t := app.inbox_thread(p_thread);
@@ -24890,7 +25114,7 @@ begin
     end if;
   end if;
   insert into app.inbox_messages (organization_id, workspace_id, integration_id, thread_id, direction, in_reply_to_id, author, body, delivery_state, created_by)
-  values (t.organization_id, t.workspace_id, t.integration_id, t.id, 'outbound', p_in_reply_to, app.inbox_author(), p_text, 'pending', app.current_user_id())
+  values (t.organization_id, t.workspace_id, t.integration_id, t.id, 'outbound', p_in_reply_to, app.inbox_author(), p_text, 'pending', v_ctx_user)
   returning * into v;
   v_job := app.inbox_enqueue('inbox.action', jsonb_build_object('messageId', v.id, 'workspaceId', v.workspace_id, 'action', 'reply'), v.id::text);
   update app.inbox_messages set action_job_id = v_job where id = v.id returning * into v;
@@ -24942,6 +25166,7 @@ CREATE OR REPLACE FUNCTION api.resolve_reviews(p_body jsonb)
 AS $function$
 declare
   v_ids uuid[];
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   if p_body ? 'contentIds' then
@@ -24954,7 +25179,7 @@ begin
   -- Unsaved channels, routed as authored.
   if exists (select 1 from jsonb_array_elements(coalesce(p_body -> 'channels', '[]')) c
              where not exists (select 1 from app.integrations g where g.id = (c ->> 'integrationId')::uuid
-                               and g.workspace_id = app.current_workspace_id() and g.deleted_at is null)) then
+                               and g.workspace_id = v_ctx_workspace and g.deleted_at is null)) then
     perform app.raise_field_problems(jsonb_build_array(app.field_problem('channels', 'integration_not_found',
       'a channel is not a connected channel of this workspace')), 'A channel is not a connected channel of this workspace.');
   end if;
@@ -24962,7 +25187,7 @@ begin
       jsonb_build_object('contentId', null, 'rootId', null, 'integrationId', g.id, 'platform', g.platform,
         'contentVersion', null, 'status', null,
         'workflow', case when w.id is not null then jsonb_build_object('id', w.id, 'name', w.name) end,
-        'reviewRequired', app.review_policy(app.current_workspace_id()) = 'required', 'approved', false) order by c.n)
+        'reviewRequired', app.review_policy(v_ctx_workspace) = 'required', 'approved', false) order by c.n)
     from jsonb_array_elements(coalesce(p_body -> 'channels', '[]')) with ordinality c (ch, n)
     join app.integrations g on g.id = (c.ch ->> 'integrationId')::uuid
     left join lateral app.route_channel(g.id, g.platform,
@@ -25122,6 +25347,7 @@ declare
   v app.content_items;
   v_scope uuid[];
   v_expected uuid[];
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   if (p_body ? 'expectedRootPostId') <> (p_body ? 'expectedRootEditionIds') then
@@ -25133,14 +25359,14 @@ begin
   -- Lock order: the root, then its editions (two reverts of sibling
   -- editions queue instead of deadlocking).
   perform 1 from app.content_roots r
-  where r.id = (select i.root_id from app.content_items i where i.id = p_id and i.workspace_id = app.current_workspace_id())
+  where r.id = (select i.root_id from app.content_items i where i.id = p_id and i.workspace_id = v_ctx_workspace)
   for update;
   v := app.content_item_for_update(p_id);
   perform app.require_content_status(v, array['scheduled']);
   -- The scope: every scheduled edition of the root, locked.
-  perform 1 from app.content_items where root_id = v.root_id and deleted_at is null for update;
+  perform 1 from app.content_items where workspace_id = v.workspace_id and root_id = v.root_id and deleted_at is null for update;
   v_scope := array(select id from app.content_items
-                   where root_id = v.root_id and status = 'scheduled' and deleted_at is null order by id);
+                   where workspace_id = v.workspace_id and root_id = v.root_id and status = 'scheduled' and deleted_at is null order by id);
   if p_body ? 'expectedRootPostId' then
     v_expected := array(select distinct x from unnest(app.jsonb_uuids(p_body -> 'expectedRootEditionIds')) x order by x);
     if (p_body ->> 'expectedRootPostId')::uuid <> v.root_id or v_expected <> v_scope then
@@ -25152,7 +25378,7 @@ begin
   end if;
   update app.content_items
   set status = 'draft', intended_publish_at = coalesce(intended_publish_at, scheduled_at), scheduled_at = null
-  where id = any (v_scope);
+  where workspace_id = v.workspace_id and id = any (v_scope);
   return (select app.content_mutation_json(v.root_id, v_scope));
 end
 $function$;
@@ -25169,12 +25395,13 @@ CREATE OR REPLACE FUNCTION api.review_history(p_limit integer, p_offset bigint)
 AS $function$
 declare
   v_total bigint;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
-  select count(*) into v_total from app.reviews where workspace_id = app.current_workspace_id()
+  select count(*) into v_total from app.reviews where workspace_id = v_ctx_workspace
     and status in ('completed', 'cancelled', 'expired');
   return jsonb_build_object('items', coalesce((select jsonb_agg(app.review_json(row(r.*)::app.reviews, false) order by r.completed_at desc, r.id desc)
-      from (select * from app.reviews r where r.workspace_id = app.current_workspace_id() and r.status in ('completed', 'cancelled', 'expired')
+      from (select * from app.reviews r where r.workspace_id = v_ctx_workspace and r.status in ('completed', 'cancelled', 'expired')
             order by r.completed_at desc, r.id desc limit p_limit offset p_offset) r), '[]'),
     'meta', jsonb_build_object('limit', p_limit, 'offset', p_offset, 'total', v_total,
       'hasMore', p_offset + p_limit < v_total));
@@ -25191,9 +25418,11 @@ CREATE OR REPLACE FUNCTION api.review_history_content(p_content_id uuid)
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'public', 'pg_temp'
 AS $function$
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('viewer');
-  if not exists (select 1 from app.content_items where id = p_content_id and workspace_id = app.current_workspace_id()) then
+  if not exists (select 1 from app.content_items where id = p_content_id and workspace_id = v_ctx_workspace) then
     perform app.raise_not_found('content', p_content_id);
   end if;
   return coalesce((select jsonb_agg(app.review_item_json(row(r.*)::app.reviews, row(it.*)::app.review_items)
@@ -25296,7 +25525,7 @@ declare
   l app.review_links := app.review_link_context();
   r app.reviews;
 begin
-  select * into r from app.reviews where id = l.review_id for update;
+  select * into r from app.reviews where workspace_id = l.workspace_id and id = l.review_id for update;
   return app.review_decide(r, app.review_link_item(l, p_item_id), p_body ->> 'decision', p_body ->> 'comment');
 end
 $function$;
@@ -25385,10 +25614,11 @@ CREATE OR REPLACE FUNCTION api.review_submission_sealed_tokens(p_request_id text
 AS $function$
 declare
   v bytea;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   select sealed_tokens into v from app.review_submissions
-  where workspace_id = app.current_workspace_id() and principal_key = coalesce(app.current_approver_key(), 'anonymous')
+  where workspace_id = v_ctx_workspace and principal_key = coalesce(app.current_approver_key(), 'anonymous')
     and request_id = p_request_id;
   return v;
 end
@@ -25428,11 +25658,12 @@ AS $function$
 declare
   v_id uuid;
   v_ids uuid[];
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_session();
   perform app.require_role('manager');
   v_ids := app.administrable_api_key_id_list();
-  update app.api_keys set revoked_at = now(), revoked_by = app.current_user_id()
+  update app.api_keys set revoked_at = now(), revoked_by = v_ctx_user
   where id = p_id and revoked_at is null
     and id = any (v_ids)
   returning id into v_id;
@@ -25565,6 +25796,7 @@ declare
   v_rows_ok int := 0;
   v_channels_ok int := 0;
   v_channels_failed int := 0;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   -- The rows and their live editions (in channel order), in one statement.
@@ -25572,7 +25804,7 @@ begin
     select (e #>> '{}')::uuid as id, n from jsonb_array_elements(p_body -> 'rowIds') with ordinality e (e, n)
   ), w as (
     select x.n, x.id, r.id as found, r.content_root_id, r.planned_at
-    from x left join app.workbench_rows r on r.id = x.id and r.workspace_id = app.current_workspace_id()
+    from x left join app.workbench_rows r on r.id = x.id and r.workspace_id = v_ctx_workspace
   ), ed as (
     select i.root_id, jsonb_agg(jsonb_build_array(i.id, i.integration_id) order by g.created_at, g.id) as eds
     from app.content_items i join app.integrations g on g.id = i.integration_id and g.workspace_id = i.workspace_id
@@ -25670,10 +25902,12 @@ CREATE OR REPLACE FUNCTION api.seal_review_submission(p_request_id text, p_seale
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
+declare
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   update app.review_submissions set sealed_tokens = p_sealed
-  where workspace_id = app.current_workspace_id() and principal_key = coalesce(app.current_approver_key(), 'anonymous')
+  where workspace_id = v_ctx_workspace and principal_key = coalesce(app.current_approver_key(), 'anonymous')
     and request_id = p_request_id and sealed_tokens is null;
 end
 $function$;
@@ -25791,6 +26025,7 @@ AS $function$
 declare
   v_integ record;
   v_row app.inbox_hook_secrets;
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('manager');
   select i.id, i.organization_id, i.workspace_id, i.connector, i.platform, i.status, i.deleted_at into v_integ from app.integrations i where i.id = p_integration and i.deleted_at is null;
@@ -25827,7 +26062,7 @@ begin
   where integration_id = p_integration and source = p_source;
   if not found then
     insert into app.inbox_hook_secrets (integration_id, source, organization_id, workspace_id, secret_ciphertext, verify_token_hash, created_by)
-    values (p_integration, p_source, v_integ.organization_id, v_integ.workspace_id, p_secret_ciphertext, p_verify_token_hash, app.current_user_id());
+    values (p_integration, p_source, v_integ.organization_id, v_integ.workspace_id, p_secret_ciphertext, p_verify_token_hash, v_ctx_user);
   end if;
   return jsonb_build_object('integrationId', p_integration, 'source', p_source,
     'path', format('/v1/hooks/%s/%s', p_source, p_integration),
@@ -25847,6 +26082,7 @@ CREATE OR REPLACE FUNCTION api.set_inbox_platform_token(p_integration uuid, p_to
 AS $function$
 declare
   v_integ record;
+  v_ctx_user uuid := app.current_user_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('manager');
   select i.id, i.organization_id, i.workspace_id, i.platform, i.connector into v_integ from app.integrations i where i.id = p_integration and i.deleted_at is null;
@@ -25871,7 +26107,7 @@ begin
   update app.inbox_platform_tokens set token_ciphertext = p_token_ciphertext, updated_at = now() where integration_id = p_integration;
   if not found then
     insert into app.inbox_platform_tokens (integration_id, organization_id, workspace_id, token_ciphertext, created_by)
-    values (p_integration, v_integ.organization_id, v_integ.workspace_id, p_token_ciphertext, app.current_user_id());
+    values (p_integration, v_integ.organization_id, v_integ.workspace_id, p_token_ciphertext, v_ctx_user);
   end if;
   return jsonb_build_object('integrationId', p_integration, 'platform', v_integ.platform, 'updatedAt', now());
 end
@@ -25889,12 +26125,14 @@ CREATE OR REPLACE FUNCTION api.set_review_policy(p_body jsonb)
 AS $function$
 declare
   v_now timestamptz := now();
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('manager');
   insert into app.review_settings (workspace_id, organization_id, review_policy, updated_by)
-  values (app.current_workspace_id(), app.current_organization_id(), p_body ->> 'reviewPolicy', app.current_person_id())
+  values (v_ctx_workspace, v_ctx_organization, p_body ->> 'reviewPolicy', app.current_person_id())
   on conflict (workspace_id) do update set review_policy = excluded.review_policy, updated_at = v_now, updated_by = excluded.updated_by;
-  return jsonb_build_object('reviewPolicy', app.review_policy(app.current_workspace_id()));
+  return jsonb_build_object('reviewPolicy', app.review_policy(v_ctx_workspace));
 end
 $function$;
 alter function api.set_review_policy(jsonb) owner to pressroom_api;
@@ -26059,11 +26297,13 @@ declare
   v_send jsonb;
   v_choice text;
   v_resolutions jsonb := '[]';
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
+  v_ctx_organization uuid := app.current_organization_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   if v_request is not null then
     select results into v_stored from app.review_submissions
-    where workspace_id = app.current_workspace_id() and principal_key = v_principal and request_id = v_request;
+    where workspace_id = v_ctx_workspace and principal_key = v_principal and request_id = v_request;
     if v_stored is not null then
       return v_stored || jsonb_build_object('replayed', true);
     end if;
@@ -26087,7 +26327,7 @@ begin
          select 1 from app.approval_workflows w
          join app.content_items i on i.id = (v_item ->> 'contentId')::uuid
          join app.content_roots cr on cr.id = i.root_id and cr.workspace_id = i.workspace_id
-         where w.id = (v_item -> 'choice' ->> 'workflowId')::uuid and w.workspace_id = app.current_workspace_id() and w.active
+         where w.id = (v_item -> 'choice' ->> 'workflowId')::uuid and w.workspace_id = v_ctx_workspace and w.active
            and app.workflow_matches(w.match, i.integration_id, v_res ->> 'platform',
                  array(select t.tag_id from app.content_root_tags t where t.root_id = cr.id and t.workspace_id = cr.workspace_id), cr.campaign_id)) then
       perform app.raise(409, 'REVIEW_WORKFLOW_UNAVAILABLE',
@@ -26144,7 +26384,7 @@ begin
   v_stored := jsonb_build_object('requestId', v_request, 'results', v_results, 'replayed', false);
   if v_request is not null then
     insert into app.review_submissions (workspace_id, organization_id, request_id, principal_key, results)
-    values (app.current_workspace_id(), app.current_organization_id(), v_request, v_principal, v_stored - 'replayed');
+    values (v_ctx_workspace, v_ctx_organization, v_request, v_principal, v_stored - 'replayed');
   end if;
   return v_stored;
 end
@@ -26177,7 +26417,7 @@ begin
   b := app.grid_tile(v.id, p_other_id);
   -- Lock order: the editions, then the tiles (in id order).
   perform app.grid_lock_editions(array_remove(array[a.content_item_id, b.content_item_id], null));
-  perform 1 from app.grid_tiles where id in (a.id, b.id) order by id for update;
+  perform 1 from app.grid_tiles where workspace_id = v.workspace_id and id in (a.id, b.id) order by id for update;
   a := app.grid_tile(v.id, p_tile_id);
   b := app.grid_tile(v.id, p_other_id);
   perform app.grid_require_movable(a);
@@ -26417,7 +26657,7 @@ begin
   perform app.require_role('editor');
   v := app.content_item_for_update(p_id);
   perform app.require_content_status(v, array['draft', 'scheduled', 'sent']);
-  select * into v_root from app.content_roots where id = v.root_id for update;
+  select * into v_root from app.content_roots where workspace_id = v.workspace_id and id = v.root_id for update;
   perform app.raise_field_problems(app.planning_problems(p_body, v_root.campaign_id), 'The request is not valid; see details.fields.');
   v_campaign := case when p_body ? 'campaignId' then (p_body ->> 'campaignId')::uuid else v_root.campaign_id end;
   v_phase := case when p_body ? 'phaseId' then (p_body ->> 'phaseId')::uuid
@@ -26474,10 +26714,11 @@ AS $function$
 declare
   v_root app.content_roots;
   v_ids uuid[];
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   select * into v_root from app.content_roots
-  where id = p_id and workspace_id = app.current_workspace_id() and deleted_at is null for update;
+  where id = p_id and workspace_id = v_ctx_workspace and deleted_at is null for update;
   if v_root.id is null then
     perform app.raise_not_found('content root', p_id);
   end if;
@@ -26552,6 +26793,7 @@ AS $function$
 declare
   v app.hashtag_groups;
   v_patch jsonb := coalesce(p_patch, '{}'::jsonb);
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   if v_patch ? 'hashtags' and jsonb_typeof(v_patch -> 'hashtags') <> 'array' then
@@ -26563,7 +26805,7 @@ begin
       hashtags = case when v_patch ? 'hashtags'
                       then array(select jsonb_array_elements_text(v_patch -> 'hashtags'))
                       else g.hashtags end
-    where g.id = p_id and g.workspace_id = app.current_workspace_id()
+    where g.id = p_id and g.workspace_id = v_ctx_workspace
     returning * into v;
   exception when unique_violation then
     perform app.raise(409, 'NAME_TAKEN',
@@ -26591,13 +26833,14 @@ AS $function$
 declare
   v app.inbox_threads;
   v_assignee uuid;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   v := app.inbox_thread(p_id);
   if p_patch ? 'assigneeId' then
     v_assignee := (p_patch ->> 'assigneeId')::uuid;
     if v_assignee is not null and not exists (
-         select 1 from app.user_workspace_roles(v_assignee) r where r.workspace_id = app.current_workspace_id()) then
+         select 1 from app.user_workspace_roles(v_assignee) r where r.workspace_id = v_ctx_workspace) then
       perform app.raise(400, 'ASSIGNEE_NOT_MEMBER', 'The assignee must be a member of this workspace.',
         jsonb_build_object('fields', jsonb_build_array(jsonb_build_object('field', 'body.assigneeId', 'code', 'not_member', 'message', 'is not a member of this workspace'))));
     end if;
@@ -26752,10 +26995,11 @@ CREATE OR REPLACE FUNCTION api.update_member(p_user_id uuid, p_role text)
 AS $function$
 declare
   v_member app.workspace_members;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('manager');
   update app.workspace_members set role = p_role
-  where workspace_id = app.current_workspace_id() and user_id = p_user_id
+  where workspace_id = v_ctx_workspace and user_id = p_user_id
   returning * into v_member;
   if v_member.user_id is null then
     perform app.raise(404, 'NOT_FOUND', 'No such member in this workspace.', jsonb_build_object('userId', p_user_id));
@@ -26813,6 +27057,7 @@ CREATE OR REPLACE FUNCTION api.update_taxonomy_term(p_kind text, p_id uuid, p_pa
 AS $function$
 declare
   v jsonb;
+  v_ctx_workspace uuid := app.current_workspace_id();  -- the request context, read once (docs/citus.md)
 begin
   perform app.require_role('editor');
   begin
@@ -26823,7 +27068,7 @@ begin
       where id = $1 and workspace_id = $2
       returning jsonb_build_object('id', id, 'name', name, 'color', color, 'createdAt', created_at, 'updatedAt', updated_at)$q$,
       app.taxonomy_table(p_kind))
-    into v using p_id, app.current_workspace_id(), coalesce(p_patch, '{}'::jsonb);
+    into v using p_id, v_ctx_workspace, coalesce(p_patch, '{}'::jsonb);
   exception when unique_violation then
     perform app.raise(409, 'NAME_TAKEN',
       format('A %s named %s already exists in this workspace (names are compared case-insensitively).', app.taxonomy_noun(p_kind), btrim(p_patch ->> 'name')),

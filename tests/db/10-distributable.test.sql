@@ -3,7 +3,7 @@
 -- policy holds one (db/migrations/committed/000036-policies-without-subqueries.sql rewrote them);
 -- a new table whose policy would not distribute fails here, on one node.
 begin;
-select plan(34);
+select plan(38);
 -- @include personas.sql
 
 create temporary view policy_subqueries as
@@ -128,6 +128,57 @@ select is(array(select fault from statements_citus_refuses order by 1), array[
   'app.distributable_upsert_probe(text): a volatile function in ON CONFLICT DO UPDATE'],
   '... and finds both written the old way');
 drop function app.distributable_upsert_probe(text);
+
+-- A PL/pgSQL function reads the request's context once, into a variable, before its BEGIN
+-- (db/migrations/committed/000066-the-request-context-read-once.sql): in a statement, the
+-- inlined `nullif(current_setting(...), '')::uuid` is no value Citus prunes shards on (a lock on
+-- one workspace's rows asks every shard and is refused) and is refused in an UPDATE or DELETE.
+-- A text search of the body after its first BEGIN (app.current_workspace_accessible computes the
+-- context's answer itself, once per request).
+create temporary view context_read_in_statements as
+  select p.oid::regprocedure::text as fn
+    from pg_proc p
+   where p.pronamespace in ('app'::regnamespace, 'api'::regnamespace)
+     and p.prolang = (select oid from pg_language where lanname = 'plpgsql')
+     and p.oid <> 'app.current_workspace_accessible()'::regprocedure
+     and substr(p.prosrc, strpos(p.prosrc, E'\nbegin')) ~ 'app\.current_(workspace_id|principal_id|user_id|api_key_id|organization_id)\(\)';
+select is(array(select fn from context_read_in_statements order by 1), '{}'::text[],
+  'no PL/pgSQL function calls a request-context function after its BEGIN');
+create function app.distributable_context_probe() returns void language plpgsql as $$
+begin
+  perform 1 from app.content_items where workspace_id = app.current_workspace_id() for update;
+end $$;
+select is(array(select fn from context_read_in_statements order by 1), array['app.distributable_context_probe()'],
+  '... and finds one written the old way');
+drop function app.distributable_context_probe();
+
+-- A statement that locks rows of a workspace table names the workspace (Citus locks rows only in
+-- a statement on one shard: db/migrations/committed/000067-locks-by-workspace.sql). A text search
+-- of each statement; the functions whose callers pass only an id are listed until they take the
+-- workspace (docs/citus.md, "Where the schema stands").
+create temporary view locks_without_workspace as
+  select distinct p.oid::regprocedure::text as fn
+    from pg_proc p
+    cross join lateral regexp_split_to_table(regexp_replace(p.prosrc, '--[^\n]*', '', 'g'), ';') st
+    cross join lateral regexp_matches(st, '\m(?:from|join)\s+app\.([a-z_0-9]+)', 'gi') t
+   where p.pronamespace in ('app'::regnamespace, 'api'::regnamespace)
+     and st ~* '\mfor\s+(update|share|no\s+key\s+update|key\s+share)\M'
+     and st !~* 'workspace_id|v_ctx_workspace'
+     and to_regclass('app.' || t[1]) is not null and app.is_workspace_table(to_regclass('app.' || t[1]));
+select is(array(select fn from locks_without_workspace order by 1), array[
+    'app.campaign_phase_for_update(uuid,uuid)', 'app.credentials_put(uuid,jsonb)', 'app.grid_lock_editions(uuid[])',
+    'app.grid_lock_scheduled(uuid)', 'app.grid_tile(uuid,uuid,boolean)', 'app.inbox_action_claim(uuid,uuid,text)',
+    'app.inbox_action_record(uuid,uuid,text,boolean,text,text)', 'app.materialize_series(uuid,boolean,uuid,interval,integer)',
+    'app.review_advance(uuid,uuid)', 'app.review_complete_if_done(uuid)', 'app.review_end(uuid,text)',
+    'app.webhook_record_one(uuid,boolean,jsonb,integer,text,text,integer)'],
+  'every statement that locks a workspace table''s rows names the workspace, but those of the functions listed in docs/citus.md');
+create function app.distributable_lock_probe(p_id uuid) returns void language plpgsql as $$
+begin
+  perform 1 from app.content_items where id = p_id for update;
+end $$;
+select ok('app.distributable_lock_probe(uuid)' = any (array(select fn from locks_without_workspace)),
+  '... and finds one written the old way');
+drop function app.distributable_lock_probe(uuid);
 
 -- The checks fail on keys written the old way, inside this transaction only.
 create table app.distributable_keys_probe (id uuid primary key, workspace_id uuid not null, code text unique,
