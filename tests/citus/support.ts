@@ -17,11 +17,12 @@ export function cluster(...args: string[]): string {
 
 /**
  * The coordinator's URL (CITUS_URL, or the test cluster's, which is started when it is not
- * running) and, with `db`, a new database of that name on every node, with its URL.
+ * running) and, with `db` (not null), a new database of that name on every node, with its URL.
  */
-export function clusterDatabase(db: string): { base: string; url: string } {
+export function clusterDatabase(db: string | null): { base: string; url: string } {
   if (!process.env.CITUS_URL && spawnSync(CLUSTER, ['status'], { stdio: 'ignore' }).status !== 0) cluster('start');
   const base = process.env.CITUS_URL ?? cluster('url');
+  if (db === null) return { base, url: base };
   cluster('createdb', db);
   const u = new URL(base);
   u.pathname = `/${db}`;

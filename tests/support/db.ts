@@ -18,7 +18,28 @@ export interface Cluster {
   stop(): Promise<void>;
 }
 
+/**
+ * TEST_CITUS=1: the HTTP tests run on the Citus test cluster (scripts/citus/cluster.sh,
+ * docs/citus.md), each file on a database of its own made as an operator makes one (migrated on
+ * the coordinator, `pressroom distribute`, the internal roles' worker logins): a Citus database
+ * cannot be cloned from a template. `npm run test:citus:api` runs the files that pass there.
+ */
+export const ON_CITUS = process.env.TEST_CITUS === '1';
+const CITUS_TEMPLATE = 'citus:distributed-per-file';
+
 export async function startCluster(): Promise<Cluster> {
+  if (ON_CITUS) {
+    const { clusterDatabase } = await import('../citus/support.ts');
+    const base = clusterDatabase(null).base;
+    return {
+      url: (database) => {
+        const u = new URL(base);
+        u.pathname = `/${database}`;
+        return u.toString();
+      },
+      stop: async () => {},
+    };
+  }
   if (process.env.TEST_USE_TESTCONTAINERS === '1') {
     // With a Docker engine: a postgres:18 container (tests/support/testcontainers.ts).
     const { startContainerCluster } = await import('./testcontainers.ts');
@@ -79,6 +100,7 @@ function migrationsDigest(): string {
 
 /** Creates (once per migration set) and returns the name of the migrated template database. */
 export async function ensureTemplate(cluster: Cluster): Promise<string> {
+  if (ON_CITUS) return CITUS_TEMPLATE;
   const name = `pressroom_tpl_${migrationsDigest()}`;
   const exists = await admin(cluster, async (c) => (await c.query('select 1 from pg_database where datname = $1', [name])).rowCount === 1);
   if (!exists) {
@@ -119,6 +141,18 @@ export interface TestDatabase {
 
 export async function cloneDatabase(cluster: Cluster, template: string, label = 't'): Promise<TestDatabase> {
   const name = `pressroom_${label.replace(/[^a-z0-9_]/gi, '_').toLowerCase().slice(0, 30)}_${randomBytes(4).toString('hex')}`;
+  if (template === CITUS_TEMPLATE) {
+    const { cluster: citus, distributedDatabase } = await import('../citus/support.ts');
+    const ownerUrl = await distributedDatabase(name);
+    await declareConnectors(ownerUrl);
+    await installQueues(ownerUrl);
+    await admin(cluster, (c) => c.query(`alter role pressroom_app with login password '${APP_ROLE_PASSWORD}'`));
+    await admin(cluster, async (c) => {
+      await c.query(`revoke create, temporary on database ${name} from public`);
+      await c.query(`grant connect on database ${name} to pressroom_app, pressroom_bi`);
+    });
+    return { name, ownerUrl, appUrl: appUrl(ownerUrl), drop: async () => void citus('dropdb', name) };
+  }
   await admin(cluster, async (c) => {
     await c.query(`create database ${name} template ${template}`);
     // Database-level grants are not copied from a template: set them as the migration does.
