@@ -1059,6 +1059,7 @@ create table app.content_versions (
   xact xid8 default pg_current_xact_id() not null,
   created_by uuid,
   created_at timestamp with time zone default now() not null,
+  xact_key text default app.xact_key(),
   constraint content_versions_content_item_id_fkey FOREIGN KEY (content_item_id, workspace_id) REFERENCES app.content_items(id, workspace_id) ON DELETE CASCADE,
   constraint content_versions_content_item_id_version_key UNIQUE (content_item_id, version, workspace_id),
   constraint content_versions_created_by_fkey FOREIGN KEY (created_by) REFERENCES app.users(id) ON DELETE SET NULL,
@@ -1069,6 +1070,7 @@ create table app.content_versions (
   constraint content_versions_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.content_versions is 'One version of an edition''s publishable content (caption, thread, settings, media, and the root''s where the edition inherits them), numbered per edition; several changes in one transaction make one version. Written by the content triggers; trigger content_versions_10_append_only refuses any change after its transaction (409 VERSION_IMMUTABLE). Tenant policies of app.apply_tenant_policies (select, insert, update; never deleted by a request).';
+comment on column app.content_versions.xact_key is 'The transaction that wrote the version (app.xact_key()): the request''s key, the same on every node, or the local transaction id outside a request; null for versions written before migration 000068. A version is changed only in this transaction. (xact is the node''s own transaction id.)';
 CREATE INDEX content_versions_organization_id_idx ON app.content_versions USING btree (organization_id);
 CREATE INDEX content_versions_workspace_id_idx ON app.content_versions USING btree (workspace_id);
 alter table app.content_versions enable row level security;
@@ -1101,6 +1103,7 @@ grant insert, update (restored_from) on table app.content_versions to pressroom_
 grant insert, update (xact) on table app.content_versions to pressroom_api;
 grant insert (created_by) on table app.content_versions to pressroom_api;
 grant insert (created_at) on table app.content_versions to pressroom_api;
+grant insert (xact_key) on table app.content_versions to pressroom_api;
 
 create table app.formats (
   id uuid default gen_random_uuid() not null,
@@ -2558,6 +2561,7 @@ create table app.media_usage_events (
   scheduled_at timestamp with time zone,
   occurred_at timestamp with time zone default clock_timestamp() not null,
   xact_id xid8 default pg_current_xact_id() not null,
+  xact_key text default app.xact_key(),
   constraint media_usage_events_event_check CHECK ((event = ANY (ARRAY['attached'::text, 'detached'::text, 'scheduled'::text, 'unscheduled'::text, 'published'::text, 'failed'::text]))),
   constraint media_usage_events_media_id_fkey FOREIGN KEY (media_id, workspace_id) REFERENCES app.media_items(id, workspace_id) ON DELETE CASCADE,
   constraint media_usage_events_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app.organizations(id) ON DELETE CASCADE,
@@ -2566,6 +2570,7 @@ create table app.media_usage_events (
   constraint media_usage_events_workspace_id_fkey FOREIGN KEY (workspace_id) REFERENCES app.workspaces(id) ON DELETE CASCADE
 );
 comment on table app.media_usage_events is 'Usage history of a media item: attached, detached, scheduled, unscheduled or published, via an edition or a root. Written only by the definer triggers content_items_61_usage_on_status_change, content_item_media_61_usage_on_list_change and content_root_media_61_usage_on_list_change. Tenant policies of app.apply_tenant_policies (select only for requests).';
+comment on column app.media_usage_events.xact_key is 'The transaction that recorded the event (app.xact_key()): an attach and a detach of the same media in one transaction cancel out. (xact_id is the node''s own transaction id.)';
 CREATE INDEX media_usage_events_media_idx ON app.media_usage_events USING btree (media_id, occurred_at DESC, id DESC);
 CREATE INDEX media_usage_events_organization_id_idx ON app.media_usage_events USING btree (organization_id);
 CREATE INDEX media_usage_events_workspace_id_idx ON app.media_usage_events USING btree (workspace_id);
@@ -4900,7 +4905,7 @@ grant execute on function app.analytics_metric_problems(jsonb,text) to pressroom
 grant execute on function app.analytics_metric_problems(jsonb,text) to pressroom_worker;
 revoke all on function app.analytics_metric_problems(jsonb,text) from public;
 
-CREATE OR REPLACE FUNCTION app.analytics_move_root(p_root uuid, p_dimension text, p_key uuid, p_sign integer)
+CREATE OR REPLACE FUNCTION app.analytics_move_root(p_workspace_id uuid, p_root uuid, p_dimension text, p_key uuid, p_sign integer)
  RETURNS void
  LANGUAGE plpgsql
  SECURITY DEFINER
@@ -4917,7 +4922,7 @@ begin
          p_sign * sum(d.impressions), p_sign * sum(d.reach), p_sign * sum(d.likes), p_sign * sum(d.comments),
          p_sign * sum(d.shares), p_sign * sum(d.saves), p_sign * sum(d.clicks), p_sign * sum(d.video_views)
   from app.post_metrics_daily d join app.content_items i on i.id = d.content_item_id and i.workspace_id = d.workspace_id
-  where i.root_id = p_root
+  where d.workspace_id = p_workspace_id and i.root_id = p_root
   group by d.organization_id, d.workspace_id, d.integration_id, d.day
   on conflict (workspace_id, dimension, key, integration_id, day) do update set
     impressions = a.impressions + excluded.impressions, reach = a.reach + excluded.reach,
@@ -4926,8 +4931,9 @@ begin
     clicks = a.clicks + excluded.clicks, video_views = a.video_views + excluded.video_views;
 end
 $function$;
-alter function app.analytics_move_root(uuid,text,uuid,integer) owner to pressroom_definer;
-revoke all on function app.analytics_move_root(uuid,text,uuid,integer) from public;
+alter function app.analytics_move_root(uuid,uuid,text,uuid,integer) owner to pressroom_definer;
+comment on function app.analytics_move_root(uuid,uuid,text,uuid,integer) is 'Moves a root''s daily metrics of the workspace into (p_sign 1) or out of (-1) a dimension''s totals (tag, pillar, campaign): called by the taxonomy and campaign triggers.';
+revoke all on function app.analytics_move_root(uuid,uuid,text,uuid,integer) from public;
 
 CREATE OR REPLACE FUNCTION app.analytics_note_sync(p_integration_id uuid, p_outcome text, p_error text, p_count integer DEFAULT 1)
  RETURNS void
@@ -7250,19 +7256,27 @@ CREATE OR REPLACE FUNCTION app.content_snapshot(p_workspace_id uuid, p_item_id u
  STABLE
 AS $function$
 #variable_conflict use_column
+declare
+  v record;
 begin
-  return (
-    select jsonb_build_object(
+  -- The row first, then the media helpers on its values: called from a request on the
+  -- coordinator, a statement Citus sends to the workspace's shard cannot call a helper that
+  -- reads tables (in a trigger on the shard it could: its reads are local there).
+  select i.id, i.root_id, i.own_media, jsonb_build_object(
       'caption', i.caption,
       'effectiveCaption', coalesce(i.caption, r.caption),
       'thread', i.thread,
       'settings', i.settings,
-      'ownMedia', i.own_media,
-      'mediaIds', to_jsonb(app.content_item_own_media_ids(i.workspace_id, i.id)),
-      'effectiveMediaIds', to_jsonb(app.content_item_media_ids(i.workspace_id, i.id, i.root_id, i.own_media)))
-    from app.content_items i join app.content_roots r on r.id = i.root_id and r.workspace_id = i.workspace_id
-    where i.workspace_id = p_workspace_id and i.id = p_item_id
-  );
+      'ownMedia', i.own_media) as snapshot
+  into v
+  from app.content_items i join app.content_roots r on r.id = i.root_id and r.workspace_id = p_workspace_id
+  where i.workspace_id = p_workspace_id and i.id = p_item_id;
+  if v.id is null then
+    return null;
+  end if;
+  return v.snapshot || jsonb_build_object(
+    'mediaIds', to_jsonb(app.content_item_own_media_ids(p_workspace_id, v.id)),
+    'effectiveMediaIds', to_jsonb(app.content_item_media_ids(p_workspace_id, v.id, v.root_id, v.own_media)));
 end
 $function$;
 grant execute on function app.content_snapshot(uuid,uuid) to pressroom_api;
@@ -8036,6 +8050,9 @@ CREATE OR REPLACE FUNCTION app.defer_content_checks()
  LANGUAGE plpgsql
 AS $function$
 begin
+  -- Also said with SET LOCAL, which reaches a Citus worker (SET CONSTRAINTS does not): the check
+  -- triggers on a shard skip while it is on; the caller checks its editions itself.
+  execute 'set local pressroom.content_checks_deferred = on';
   set constraints app.content_items_50_check_publishable_insert, app.content_items_50_check_publishable_update,
     app.content_item_media_50_check_publishable, app.content_roots_50_check_publishable,
     app.content_root_media_50_check_publishable deferred;
@@ -8576,7 +8593,7 @@ begin
     select 1
     from app.grid_tiles t
     cross join lateral (select i.scheduled_at from app.content_items i
-                        where i.id = t.content_item_id and i.workspace_id = t.workspace_id
+                        where i.id = t.content_item_id and i.workspace_id = v.workspace_id
                           and i.status = 'scheduled' and i.deleted_at is null
                         offset 0) i
     where t.workspace_id = v.workspace_id and t.integration_id = v.integration_id
@@ -11290,6 +11307,7 @@ declare
   v_scheduled_at timestamptz;
   v_root uuid := p_root_id;
   v_opposite text := case p_event when 'attached' then 'detached' when 'detached' then 'attached' end;
+  v_xact text := app.xact_key();  -- a value: Citus refuses the call in a DELETE on its tables
 begin
   -- Nothing to record while the media item, or its workspace, is being deleted.
   select m.workspace_id, m.organization_id into v_media from app.media_items m
@@ -11304,7 +11322,7 @@ begin
   end if;
   if v_opposite is not null then
     delete from app.media_usage_events
-    where workspace_id = p_workspace_id and media_id = p_media_id and event = v_opposite and via = p_via and xact_id = pg_current_xact_id()
+    where workspace_id = p_workspace_id and media_id = p_media_id and event = v_opposite and via = p_via and xact_key = v_xact
       and content_item_id is not distinct from p_content_item_id and root_id is not distinct from v_root;
     if found then
       return;
@@ -12811,7 +12829,7 @@ begin
   select app.content_snapshot(p_workspace_id, p_item_id) into v_snap;
   select * into v_last from app.content_versions
   where workspace_id = p_workspace_id and content_item_id = p_item_id order by version desc limit 1;
-  if v_last.id is not null and v_last.xact = pg_current_xact_id() then
+  if v_last.id is not null and v_last.xact_key = app.xact_key() then
     update app.content_versions
     set snapshot = v_snap,
         restored_from = coalesce(p_restored_from, restored_from),
@@ -14543,10 +14561,13 @@ begin
   -- The editions (distinct, each with its time), locked in id order.
   select array_agg(x.id order by x.id), array_agg(x.at order by x.id) into v_ids, v_at
   from (select distinct on (id) id, at from unnest(p_ids, p_at) u (id, at) order by id) x;
-  select array_agg(i order by i.id) into v_rows from (
-    select * from app.content_items
-    where id = any (v_ids) and workspace_id = v_ctx_workspace and deleted_at is null
-    order by id for update) i;
+  -- (Row by row: Citus cannot send a whole row of a subquery back as an anonymous record.)
+  v_rows := '{}';
+  for v in select * from app.content_items
+           where id = any (v_ids) and workspace_id = v_ctx_workspace and deleted_at is null
+           order by id for update loop
+    v_rows := v_rows || v;
+  end loop;
   if coalesce(cardinality(v_rows), 0) < cardinality(v_ids) then
     -- The first one missing, in the caller's order.
     perform app.raise_not_found('content', (select u.id from unnest(p_ids) with ordinality u (id, n)
@@ -14567,7 +14588,7 @@ begin
   -- editions (pressroom.publishable_checked), app.assert_publishable checks them.
   perform set_config('pressroom.publishable_checked', array_to_string(v_ids, ','), true);
   update app.content_items i set status = 'scheduled', scheduled_at = x.at
-  from unnest(v_ids, v_at) x (id, at) where i.id = x.id;
+  from unnest(v_ids, v_at) x (id, at) where i.workspace_id = v_ctx_workspace and i.id = x.id;
   perform set_config('pressroom.publishable_checked', '', true);
   perform app.assert_publishable(v_ids, array[]::text[]);
 end
@@ -14605,10 +14626,10 @@ begin
     'set local pressroom.api_key_id = %L; set local pressroom.review_link_id = %L; set local pressroom.organization_id = %L; '
     'set local pressroom.workspace_id = %L; set local pressroom.workspace_role = %L; set local pressroom.request_id = %L; '
     'set local pressroom.accessible_workspaces = ''''; set local pressroom.managed_workspaces = ''''; '
-    'set local pressroom.administrable_api_keys = ''''; set local pressroom.now = %L',
+    'set local pressroom.administrable_api_keys = ''''; set local pressroom.now = %L; set local pressroom.xact_key = %L',
     coalesce(p_actor_kind, ''), coalesce(p_user::text, ''), coalesce(p_session::text, ''), coalesce(p_api_key::text, ''),
     coalesce(p_review_link::text, ''), coalesce(p_organization::text, ''), coalesce(p_workspace::text, ''),
-    coalesce(p_role, ''), coalesce(p_request_id, ''), to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'));
+    coalesce(p_role, ''), coalesce(p_request_id, ''), to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'), gen_random_uuid());
   -- The accessibility of the workspace, computed once here (as pressroom_app, before the role
   -- switch), for app.current_accessible_workspace_id on every node: the context's key when the
   -- principal may act in it, '!' and the key when it may not.
@@ -14986,19 +15007,25 @@ declare
   v_id uuid;
   v_problems jsonb;
 begin
-  if tg_table_name = 'content_items' then
+  -- Deferred by the caller, which checks its editions itself (app.defer_content_checks): on one
+  -- PostgreSQL this trigger then runs at the caller's undefer; on a Citus shard, where SET
+  -- CONSTRAINTS does not reach, it fires at once and skips.
+  if current_setting('pressroom.content_checks_deferred', true) = 'on' then
+    return null;
+  end if;
+  if app.trigger_table(tg_table_name) = 'content_items' then
     -- app.schedule_editions checks these editions itself right after its update
     -- (same state: nothing writes them in between).
     if strpos(coalesce(current_setting('pressroom.publishable_checked', true), ''), new.id::text) > 0 then
       return null;
     end if;
     v_ids := array[new.id];
-  elsif tg_table_name = 'content_item_media' then
+  elsif app.trigger_table(tg_table_name) = 'content_item_media' then
     v_ids := array[case when tg_op = 'DELETE' then old.content_item_id else new.content_item_id end];
-  elsif tg_table_name = 'content_roots' then
+  elsif app.trigger_table(tg_table_name) = 'content_roots' then
     v_ids := array(select id from app.content_items
                    where workspace_id = new.workspace_id and root_id = new.id and caption is null and status = 'scheduled' and deleted_at is null);
-  elsif tg_table_name = 'content_root_media' then
+  elsif app.trigger_table(tg_table_name) = 'content_root_media' then
     v_ids := array(select id from app.content_items
                    where workspace_id = v_ws and root_id = case when tg_op = 'DELETE' then old.root_id else new.root_id end
                      and not own_media and status = 'scheduled' and deleted_at is null);
@@ -15624,10 +15651,10 @@ CREATE OR REPLACE FUNCTION app.tg_content_root_pillars_analytics()
 AS $function$
 begin
   if tg_op in ('DELETE', 'UPDATE') then
-    perform app.analytics_move_root(old.root_id, 'pillar', old.pillar_id, -1);
+    perform app.analytics_move_root(old.workspace_id, old.root_id, 'pillar', old.pillar_id, -1);
   end if;
   if tg_op in ('INSERT', 'UPDATE') then
-    perform app.analytics_move_root(new.root_id, 'pillar', new.pillar_id, 1);
+    perform app.analytics_move_root(new.workspace_id, new.root_id, 'pillar', new.pillar_id, 1);
   end if;
   return null;
 end
@@ -15645,10 +15672,10 @@ CREATE OR REPLACE FUNCTION app.tg_content_root_tags_analytics()
 AS $function$
 begin
   if tg_op in ('DELETE', 'UPDATE') then
-    perform app.analytics_move_root(old.root_id, 'tag', old.tag_id, -1);
+    perform app.analytics_move_root(old.workspace_id, old.root_id, 'tag', old.tag_id, -1);
   end if;
   if tg_op in ('INSERT', 'UPDATE') then
-    perform app.analytics_move_root(new.root_id, 'tag', new.tag_id, 1);
+    perform app.analytics_move_root(new.workspace_id, new.root_id, 'tag', new.tag_id, 1);
   end if;
   return null;
 end
@@ -15666,17 +15693,17 @@ declare
   v_ref uuid;
   v_found boolean;
 begin
-  v_ref := case tg_table_name when 'content_root_tags' then (to_jsonb(new) ->> 'tag_id')::uuid
+  v_ref := case app.trigger_table(tg_table_name) when 'content_root_tags' then (to_jsonb(new) ->> 'tag_id')::uuid
                               when 'content_root_pillars' then (to_jsonb(new) ->> 'pillar_id')::uuid
                               else (to_jsonb(new) ->> 'format_id')::uuid end;
-  v_found := case tg_table_name
+  v_found := case app.trigger_table(tg_table_name)
     when 'content_root_tags' then exists (select 1 from app.tags t where t.id = v_ref and t.workspace_id = new.workspace_id)
     when 'content_root_pillars' then exists (select 1 from app.pillars t where t.id = v_ref and t.workspace_id = new.workspace_id)
     else exists (select 1 from app.formats t where t.id = v_ref and t.workspace_id = new.workspace_id) end;
   if not v_found or not exists (select 1 from app.content_roots r where r.id = new.root_id and r.workspace_id = new.workspace_id
                                 and r.organization_id = new.organization_id) then
     perform app.raise_field_problems(jsonb_build_array(app.field_problem(
-      case tg_table_name when 'content_root_tags' then 'tagIds' when 'content_root_pillars' then 'pillarIds' else 'formatIds' end,
+      case app.trigger_table(tg_table_name) when 'content_root_tags' then 'tagIds' when 'content_root_pillars' then 'pillarIds' else 'formatIds' end,
       'not_found', 'no such item in this workspace')));
   end if;
   return new;
@@ -15694,8 +15721,8 @@ CREATE OR REPLACE FUNCTION app.tg_content_roots_analytics()
  SET search_path TO 'pg_catalog', 'app'
 AS $function$
 begin
-  perform app.analytics_move_root(new.id, 'campaign', old.campaign_id, -1);
-  perform app.analytics_move_root(new.id, 'campaign', new.campaign_id, 1);
+  perform app.analytics_move_root(new.workspace_id, new.id, 'campaign', old.campaign_id, -1);
+  perform app.analytics_move_root(new.workspace_id, new.id, 'campaign', new.campaign_id, 1);
   return null;
 end
 $function$;
@@ -15729,13 +15756,13 @@ begin
      and new.phase_id is not distinct from old.phase_id and new.workspace_id = old.workspace_id then
     return new;
   end if;
-  select c.workspace_id into v_ws from app.campaigns c where c.id = new.campaign_id;
+  select c.workspace_id into v_ws from app.campaigns c where c.workspace_id = new.workspace_id and c.id = new.campaign_id;
   if v_ws is null or v_ws <> new.workspace_id then
     perform app.raise(404, 'CAMPAIGN_NOT_FOUND', 'No campaign with this id in this workspace.',
       jsonb_build_object('campaignId', new.campaign_id));
   end if;
   if new.phase_id is not null then
-    select p.campaign_id into v_phase_campaign from app.campaign_phases p where p.id = new.phase_id;
+    select p.campaign_id into v_phase_campaign from app.campaign_phases p where p.workspace_id = new.workspace_id and p.id = new.phase_id;
     if v_phase_campaign is distinct from new.campaign_id then
       perform app.raise(400, 'PHASE_NOT_IN_CAMPAIGN', 'This phase is not a phase of the campaign.',
         jsonb_build_object('phaseId', new.phase_id, 'campaignId', new.campaign_id));
@@ -15821,7 +15848,7 @@ CREATE OR REPLACE FUNCTION app.tg_content_versions_append_only()
  LANGUAGE plpgsql
 AS $function$
 begin
-  if old.xact <> pg_current_xact_id() or new.content_item_id <> old.content_item_id
+  if old.xact_key is distinct from app.xact_key() or new.content_item_id <> old.content_item_id
      or new.version <> old.version then
     perform app.raise(409, 'VERSION_IMMUTABLE', 'A recorded content version cannot be changed.',
       jsonb_build_object('contentId', old.content_item_id, 'version', old.version));
@@ -16122,7 +16149,7 @@ CREATE OR REPLACE FUNCTION app.tg_recurring_cancel_is_final()
  LANGUAGE plpgsql
 AS $function$
 begin
-  if tg_table_name = 'recurring_series' then
+  if app.trigger_table(tg_table_name) = 'recurring_series' then
     -- A completed series (every occurrence made) may still be cancelled;
     -- a cancelled one is final.
     if (old.status = 'cancelled' and new.status <> 'cancelled') or (old.status = 'completed' and new.status = 'active') then
@@ -16396,11 +16423,23 @@ grant execute on function app.tg_workspaces_check_timezone() to pressroom_define
 grant execute on function app.tg_workspaces_check_timezone() to pressroom_worker;
 revoke all on function app.tg_workspaces_check_timezone() from public;
 
+CREATE OR REPLACE FUNCTION app.trigger_table(p_name text)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select regexp_replace(p_name, '_[0-9]+$', '') $function$;
+comment on function app.trigger_table(text) is 'The table a trigger fires for, from TG_TABLE_NAME: on a Citus worker that is the shard''s name (<table>_<shard id>), whose suffix is taken off.';
+grant execute on function app.trigger_table(text) to pressroom_api;
+grant execute on function app.trigger_table(text) to pressroom_definer;
+grant execute on function app.trigger_table(text) to pressroom_worker;
+revoke all on function app.trigger_table(text) from public;
+
 CREATE OR REPLACE FUNCTION app.undefer_content_checks()
  RETURNS void
  LANGUAGE plpgsql
 AS $function$
 begin
+  execute 'set local pressroom.content_checks_deferred = off';
   set constraints app.content_items_50_check_publishable_insert, app.content_items_50_check_publishable_update,
     app.content_item_media_50_check_publishable, app.content_roots_50_check_publishable,
     app.content_root_media_50_check_publishable immediate;
@@ -18234,6 +18273,16 @@ $function$;
 alter function app.wrong_credential_kind(bytea,text,text) owner to pressroom_definer;
 comment on function app.wrong_credential_kind(bytea,text,text) is 'For a bearer its gate did not find (p_route_takes: member for api.gate_guarded, review_link for api.gate_review_link): when it is a credential of the other family that its own routes would not count as failed (a live review link; an API key in any state; a live session of an active user), the 401 WRONG_CREDENTIAL_KIND answer with its principal (audited as it), counted against the credential''s own rate limit (429 RATE_LIMITED beyond) and not in app.auth_failures; null otherwise.';
 revoke all on function app.wrong_credential_kind(bytea,text,text) from public;
+
+CREATE OR REPLACE FUNCTION app.xact_key()
+ RETURNS text
+ LANGUAGE sql
+AS $function$ select coalesce(nullif(current_setting('pressroom.xact_key', true), ''), pg_current_xact_id()::text) $function$;
+comment on function app.xact_key() is 'This transaction''s key, the same on every node of a Citus cluster: the request''s (pressroom.xact_key, a fresh uuid set by app.set_request_context with SET LOCAL), or the local transaction id outside a request.';
+grant execute on function app.xact_key() to pressroom_api;
+grant execute on function app.xact_key() to pressroom_definer;
+grant execute on function app.xact_key() to pressroom_worker;
+revoke all on function app.xact_key() from public;
 
 -- ============================================================================
 -- Schema api
@@ -25359,7 +25408,7 @@ begin
   -- Lock order: the root, then its editions (two reverts of sibling
   -- editions queue instead of deadlocking).
   perform 1 from app.content_roots r
-  where r.id = (select i.root_id from app.content_items i where i.id = p_id and i.workspace_id = v_ctx_workspace)
+  where r.workspace_id = v_ctx_workspace and r.id = (select i.root_id from app.content_items i where i.id = p_id and i.workspace_id = v_ctx_workspace)
   for update;
   v := app.content_item_for_update(p_id);
   perform app.require_content_status(v, array['scheduled']);
@@ -26664,14 +26713,14 @@ begin
                   when p_body ? 'campaignId' and v_campaign is distinct from v_root.campaign_id then null
                   else v_root.phase_id end;
   if v_phase is not null and v_campaign is null then
-    v_campaign := (select campaign_id from app.campaign_phases where id = v_phase);
+    v_campaign := (select campaign_id from app.campaign_phases where workspace_id = v.workspace_id and id = v_phase);
   end if;
   update app.content_roots set
     organizational_title = case when p_body ? 'title' then p_body ->> 'title' else organizational_title end,
     campaign_id = v_campaign,
     phase_id = v_phase,
     updated_at = now()
-  where id = v_root.id returning * into v_root;
+  where workspace_id = v.workspace_id and id = v_root.id returning * into v_root;
   perform app.apply_root_taxonomy(v_root, p_body);
   return jsonb_build_object('contentId', v.id, 'rootId', v_root.id) || app.content_root_metadata_json(v_root.id)
     || jsonb_build_object('updatedAt', v_root.updated_at);
@@ -26691,11 +26740,13 @@ AS $function$
 declare
   v app.content_items;
   v_root app.content_roots;
+  v_notes jsonb := case when p_body ->> 'notes' is null then null else to_jsonb(p_body ->> 'notes') end;
 begin
   perform app.require_role('editor');
   v := app.content_item_for_update(p_id);
-  update app.content_roots set notes = case when p_body ->> 'notes' is null then null else to_jsonb(p_body ->> 'notes') end
-  where id = v.root_id returning * into v_root;
+  -- (The value first: Citus refuses a CASE over functions that are not immutable in an UPDATE.)
+  update app.content_roots set notes = v_notes
+  where workspace_id = v.workspace_id and id = v.root_id returning * into v_root;
   return jsonb_build_object('contentId', v.id, 'rootId', v_root.id, 'notes', v_root.notes #>> '{}',
                             'updatedAt', v_root.updated_at);
 end

@@ -3,7 +3,7 @@
 -- policy holds one (db/migrations/committed/000036-policies-without-subqueries.sql rewrote them);
 -- a new table whose policy would not distribute fails here, on one node.
 begin;
-select plan(38);
+select plan(40);
 -- @include personas.sql
 
 create temporary view policy_subqueries as
@@ -179,6 +179,19 @@ end $$;
 select ok('app.distributable_lock_probe(uuid)' = any (array(select fn from locks_without_workspace)),
   '... and finds one written the old way');
 drop function app.distributable_lock_probe(uuid);
+
+-- On a Citus worker a trigger fires on the shard, and TG_TABLE_NAME is the shard's name: a
+-- trigger reads it through app.trigger_table, which takes a shard's _<id> suffix off
+-- (db/migrations/committed/000068-the-content-lifecycle-on-the-cluster.sql); so no table's own name
+-- may end in _<digits>.
+select is(array(select c.relname::text from pg_class c where c.relnamespace = 'app'::regnamespace and c.relkind in ('r', 'p')
+                and c.relname ~ '_[0-9]+$' order by 1), '{}'::text[],
+  'no table of app has a name ending in _<digits> (app.trigger_table takes such a suffix for a shard''s)');
+select is(array(select p.oid::regprocedure::text from pg_proc p
+                where p.pronamespace in ('app'::regnamespace, 'api'::regnamespace)
+                  and regexp_replace(p.prosrc, 'app\.trigger_table\(tg_table_name\)', '', 'gi') ~* '\mtg_table_name\M'
+                order by 1), '{}'::text[],
+  'every trigger reads its table''s name through app.trigger_table');
 
 -- The checks fail on keys written the old way, inside this transaction only.
 create table app.distributable_keys_probe (id uuid primary key, workspace_id uuid not null, code text unique,

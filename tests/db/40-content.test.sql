@@ -217,8 +217,8 @@ select is((select array_agg(version) from app.content_versions where content_ite
   'changes in the same transaction amend that transaction''s version');
 select is((select snapshot -> 'thread' -> 0 ->> 'caption' from app.content_versions where content_item_id = pg_temp.id('ver')), 'b',
   '... which holds the latest content');
-insert into app.content_versions (organization_id, workspace_id, content_item_id, version, snapshot, source, xact)
-values (pg_temp.id('A'), pg_temp.id('A1'), pg_temp.id('ver'), 2, '{}', 'update', '1'::xid8);
+insert into app.content_versions (organization_id, workspace_id, content_item_id, version, snapshot, source, xact, xact_key)
+values (pg_temp.id('A'), pg_temp.id('A1'), pg_temp.id('ver'), 2, '{}', 'update', '1'::xid8, '1');
 select is(pg_temp.sqlerr(format($$update app.content_versions set snapshot = '{"x": 1}' where content_item_id = %L and version = 2$$, pg_temp.id('ver'))),
   'PT409 VERSION_IMMUTABLE', 'a version written by another transaction never changes');
 
