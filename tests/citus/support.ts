@@ -4,7 +4,7 @@ import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { migrate } from '../../server/db/migrate.ts';
+import { applyCurrentMigrations, migrate } from '../../server/db/migrate.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const CLUSTER = path.join(ROOT, 'scripts/citus/cluster.sh');
@@ -43,7 +43,8 @@ export async function distributeCli<T>(ownerUrl: string): Promise<T> {
 }
 
 /**
- * A new database `db` on the cluster, as an operator makes one: migrated on the coordinator,
+ * A new database `db` on the cluster, as an operator makes one: migrated on the coordinator (and
+ * db/migrations/current applied, as the tests on one node have it),
  * distributed by `pressroom distribute`, and the internal roles given their worker logins
  * (Citus gives the workers the roles without LOGIN after the migrations; docs/citus.md). Its
  * owner URL.
@@ -51,6 +52,8 @@ export async function distributeCli<T>(ownerUrl: string): Promise<T> {
 export async function distributedDatabase(db: string): Promise<string> {
   const url = clusterDatabase(db).url;
   await migrate(url, { quiet: true, waitMs: 0 });
+  // Work in progress too, as the tests on one node see it (tests/support/db.ts).
+  await applyCurrentMigrations(url);
   await distributeCli(url);
   cluster('roles', db);
   return url;
