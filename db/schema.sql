@@ -3038,7 +3038,7 @@ CREATE INDEX publish_attempts_integration_started_idx ON app.publish_attempts US
 CREATE INDEX publish_attempts_open_idx ON app.publish_attempts USING btree (content_item_id) WHERE (finished_at IS NULL);
 CREATE INDEX publish_attempts_open_integration_idx ON app.publish_attempts USING btree (integration_id) WHERE (finished_at IS NULL);
 CREATE INDEX publish_attempts_organization_id_idx ON app.publish_attempts USING btree (organization_id);
-CREATE INDEX publish_attempts_workspace_id_idx ON app.publish_attempts USING btree (workspace_id);
+CREATE INDEX publish_attempts_workspace_item_idx ON app.publish_attempts USING btree (workspace_id, content_item_id);
 alter table app.publish_attempts enable row level security;
 alter table app.publish_attempts force row level security;
 create policy publish_attempts_api_select on app.publish_attempts as permissive for select to pressroom_api
@@ -12236,9 +12236,13 @@ AS $function$
 declare
   v_ws uuid;
   v_sent uuid[];
+  v_sent_items uuid[];  -- the editions of v_sent
   v_items uuid[];
   v_answers jsonb := '{}';  -- by the outcome's place in p_outcomes
   v_contents jsonb;
+  v_ids uuid[];         -- the workspace's attempts
+  v_pub uuid[];         -- ... with a published outcome
+  v_item_of jsonb;      -- the edition of each, by attempt id
   v_clock timestamptz;
 begin
   -- p_outcomes: [{"attemptId", "workspaceId", "outcome", "error", "platformPostId", "permalink"}].
@@ -12250,21 +12254,25 @@ begin
     -- Published outcomes: their editions locked by id (as the claim locks them), then their attempts.
     -- (Each statement starts from the outcomes and looks rows up by key, one lateral look-up
     -- each: a generic plan cannot walk a whole index of a table that grows during a burst.)
-    perform 1 from (select distinct a.content_item_id from jsonb_array_elements(p_outcomes) e
-                    cross join lateral (select a.content_item_id from app.publish_attempts a
-                                        where a.workspace_id = v_ws and a.id = (e ->> 'attemptId')::uuid offset 0) a
-                    where e ->> 'outcome' = 'published' and (e ->> 'workspaceId')::uuid = v_ws order by 1) x
-    cross join lateral (select 1 from app.content_items i where i.workspace_id = v_ws and i.id = x.content_item_id for update) l;
+    -- (Attempts are found by their ids as an array, = any, beside the workspace: the primary key
+    -- (id, workspace_id) is then the one index that fits, however few attempts the statistics saw.)
+    v_ids := array(select (e ->> 'attemptId')::uuid from jsonb_array_elements(p_outcomes) e where (e ->> 'workspaceId')::uuid = v_ws);
+    v_pub := array(select (e ->> 'attemptId')::uuid from jsonb_array_elements(p_outcomes) e
+                   where (e ->> 'workspaceId')::uuid = v_ws and e ->> 'outcome' = 'published');
+    select coalesce(jsonb_object_agg(a.id::text, a.content_item_id), '{}') into v_item_of
+    from app.publish_attempts a where a.workspace_id = v_ws and a.id = any (v_ids);
+    perform 1 from app.content_items i
+    where i.workspace_id = v_ws
+      and i.id = any (array(select (v_item_of ->> x::text)::uuid from unnest(v_pub) x where v_item_of ? x::text))
+    order by i.id for update;
     -- The common case: an attempt in flight of an edition still scheduled (once per attempt).
-    select coalesce(array_agg(a.id order by a.content_item_id), '{}') into v_sent
-    from (select (e ->> 'attemptId')::uuid as id from jsonb_array_elements(p_outcomes) e
-          where e ->> 'outcome' = 'published' and (e ->> 'workspaceId')::uuid = v_ws
-          group by 1 having count(*) = 1) o
-    cross join lateral (select a.id, a.content_item_id, a.finished_at from app.publish_attempts a
-                        where a.workspace_id = v_ws and a.id = o.id offset 0) a
+    select coalesce(array_agg(a.id order by a.content_item_id), '{}'), coalesce(array_agg(a.content_item_id order by a.content_item_id), '{}')
+    into v_sent, v_sent_items
+    from app.publish_attempts a
     cross join lateral (select i.deleted_at, i.status from app.content_items i
                         where i.workspace_id = v_ws and i.id = a.content_item_id offset 0) i
-    where a.finished_at is null and i.deleted_at is null and i.status = 'scheduled';
+    where a.workspace_id = v_ws and a.id = any (array(select x from unnest(v_pub) x group by x having count(*) = 1))
+      and a.finished_at is null and i.deleted_at is null and i.status = 'scheduled';
     perform 1 from app.publish_attempts a where a.workspace_id = v_ws and a.id = any (v_sent) order by a.content_item_id for update;
 
     if cardinality(v_sent) > 0 then
@@ -12279,18 +12287,18 @@ begin
       a as (
         update app.publish_attempts a set finished_at = v_clock, outcome = 'published', error = o.error,
           platform_post_id = o.post_id, permalink = o.permalink
-        from o where a.workspace_id = v_ws and a.id = o.id
+        from o where a.workspace_id = v_ws and a.id = any (v_sent) and a.id = o.id
         returning a.content_item_id, o.post_id, o.permalink
       ),
       i as (
         update app.content_items i set status = 'sent', sent_at = v_clock, permalink = a.permalink,
           platform_post_id = a.post_id, error = null
-        from a where i.workspace_id = v_ws and i.id = a.content_item_id
+        from a where i.workspace_id = v_ws and i.id = any (v_sent_items) and i.id = a.content_item_id
         returning i.id
       ),
       s as (
         update app.publishing_states s set state = 'published', last_error = null, next_attempt_at = null, updated_at = now()
-        from i where s.workspace_id = v_ws and s.content_item_id = i.id
+        from i where s.workspace_id = v_ws and s.content_item_id = any (v_sent_items) and s.content_item_id = i.id
       )
       -- (s, a data-modifying part, runs to completion whether read or not.)
       select coalesce(array_agg(i.id order by i.id), '{}') into v_items from i;
@@ -12300,11 +12308,9 @@ begin
     end if;
 
     -- The edition of each of the workspace's outcomes (by its place in p_outcomes).
-    select coalesce(jsonb_object_agg(x.n::text, a.content_item_id), '{}') into v_contents
+    select coalesce(jsonb_object_agg(x.n::text, v_item_of -> (x.e ->> 'attemptId')), '{}') into v_contents
     from jsonb_array_elements(p_outcomes) with ordinality x (e, n)
-    cross join lateral (select a.content_item_id from app.publish_attempts a
-                        where a.workspace_id = v_ws and a.id = (x.e ->> 'attemptId')::uuid offset 0) a
-    where (x.e ->> 'workspaceId')::uuid = v_ws;
+    where (x.e ->> 'workspaceId')::uuid = v_ws and v_item_of ? (x.e ->> 'attemptId');
     -- The workspace's answers; the others recorded one by one, by edition. (This statement reads
     -- no table: app.publish_record reads and writes in statements of its own.)
     v_answers := v_answers || (
