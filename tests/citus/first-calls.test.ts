@@ -218,7 +218,8 @@ describe('the service on a distributed database', () => {
     let workerLog = '';
     const worker = spawn(process.execPath, [path.join(ROOT, 'server/main.ts')], {
       cwd: ROOT,
-      env: { ...env, DATABASE_URL: ownerUrl, RUN_API: 'false', RUN_WORKER: 'true', ALLOW_SIGNUP: 'true', LOG_LEVEL: 'info' },
+      // One fetch loop: both due jobs come in its first batch (two loops may split them).
+      env: { ...env, DATABASE_URL: ownerUrl, RUN_API: 'false', RUN_WORKER: 'true', ALLOW_SIGNUP: 'true', LOG_LEVEL: 'info', PUBLISH_FETCH_LOOPS: '1' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     worker.stdout!.on('data', (c) => (workerLog += c));
