@@ -84,6 +84,8 @@ async function workersWithoutLogin(client: pg.ClientBase): Promise<WorkerLogins[
 
 /** The schemas whose functions the service runs, on the coordinator and (in queries and triggers on shards) on the workers. */
 const FUNCTION_SCHEMAS = ['app', 'api', 'audit'];
+/** FUNCTION_SCHEMAS as a SQL list of regnamespace literals. */
+const FUNCTION_SCHEMA_LIST = FUNCTION_SCHEMAS.map((n) => `'${n}'::regnamespace`).join(', ');
 
 /**
  * Gives the workers every function of FUNCTION_SCHEMAS, with the coordinator's grants.
@@ -104,7 +106,7 @@ const FUNCTION_SCHEMAS = ['app', 'api', 'audit'];
  * which Citus carries to every worker.
  */
 async function propagateFunctions(client: pg.ClientBase): Promise<{ propagated: string[]; grantsMended: string[] }> {
-  const schemas = FUNCTION_SCHEMAS.map((n) => `'${n}'::regnamespace`).join(', ');
+  const schemas = FUNCTION_SCHEMA_LIST;
   const missing = (await client.query<{ fn: string }>(
     `select p.oid::regprocedure::text as fn from pg_proc p
       where p.pronamespace in (${schemas}) and p.prokind = 'f'
@@ -159,7 +161,7 @@ async function propagateFunctions(client: pg.ClientBase): Promise<{ propagated: 
  * carries to the workers); a migration that sets it again is reset by the next run of this step.
  */
 async function allowCustomPlans(client: pg.ClientBase): Promise<string[]> {
-  const schemas = FUNCTION_SCHEMAS.map((n) => `'${n}'::regnamespace`).join(', ');
+  const schemas = FUNCTION_SCHEMA_LIST;
   const fns = (await client.query<{ fn: string }>(
     `select p.oid::regprocedure::text as fn from pg_proc p
       where p.pronamespace in (${schemas}) and 'plan_cache_mode=force_generic_plan' = any (p.proconfig)

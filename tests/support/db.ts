@@ -139,6 +139,12 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
+/** The database-level grants the migration gives (a clone or a new Citus database lacks them). */
+async function databaseGrants(c: pg.Client, name: string): Promise<void> {
+  await c.query(`revoke create, temporary on database ${name} from public`);
+  await c.query(`grant connect on database ${name} to pressroom_app, pressroom_bi`);
+}
+
 export async function cloneDatabase(cluster: Cluster, template: string, label = 't'): Promise<TestDatabase> {
   const name = `pressroom_${label.replace(/[^a-z0-9_]/gi, '_').toLowerCase().slice(0, 30)}_${randomBytes(4).toString('hex')}`;
   if (template === CITUS_TEMPLATE) {
@@ -147,17 +153,13 @@ export async function cloneDatabase(cluster: Cluster, template: string, label = 
     await declareConnectors(ownerUrl);
     await installQueues(ownerUrl);
     await admin(cluster, (c) => c.query(`alter role pressroom_app with login password '${APP_ROLE_PASSWORD}'`));
-    await admin(cluster, async (c) => {
-      await c.query(`revoke create, temporary on database ${name} from public`);
-      await c.query(`grant connect on database ${name} to pressroom_app, pressroom_bi`);
-    });
+    await admin(cluster, (c) => databaseGrants(c, name));
     return { name, ownerUrl, appUrl: appUrl(ownerUrl), drop: async () => void citus('dropdb', name) };
   }
   await admin(cluster, async (c) => {
     await c.query(`create database ${name} template ${template}`);
     // Database-level grants are not copied from a template: set them as the migration does.
-    await c.query(`revoke create, temporary on database ${name} from public`);
-    await c.query(`grant connect on database ${name} to pressroom_app, pressroom_bi`);
+    await databaseGrants(c, name);
   });
   const ownerUrl = cluster.url(name);
   return {
